@@ -1,0 +1,1 @@
+//! Shared helpers for agentry benchmarks (none yet; each bench is self-contained).

@@ -1,0 +1,208 @@
+//! `ToolContext`: what a tool may know about the request that called it.
+//!
+//! The harness fills the context (session, sender, extras, typed state); the
+//! model never can. A `&ToolContext` parameter of a `#[tool]` function is
+//! injected by dispatch and never appears in the tool's input schema.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A conversation a request belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Session {
+    /// Stable identifier of the session (memory is keyed by it).
+    pub id: String,
+}
+
+impl Session {
+    /// A session with the given id.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self { id: id.into() }
+    }
+}
+
+/// Who sent the current message.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Identity {
+    /// Stable identifier of the sender.
+    pub id: String,
+    /// Human-readable name, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Identity {
+    /// An identity with the given id and no display name.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            name: None,
+        }
+    }
+}
+
+#[derive(Default, Clone)]
+struct ContextInner {
+    session: Option<Session>,
+    sender: Option<Identity>,
+    extras: Map<String, Value>,
+    state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+}
+
+/// The per-request context handed to tools.
+///
+/// Cheap to clone (one reference count). Built by the harness with the
+/// `with_*` methods; read by tools with the accessors.
+///
+/// ```
+/// use agentry_core::tool::{Identity, Session, ToolContext};
+/// use serde_json::json;
+///
+/// struct Db(&'static str);
+/// let ctx = ToolContext::new()
+///     .with_session(Session::new("s-1"))
+///     .with_sender(Identity::new("alice"))
+///     .with_extra("tenant", json!("acme"))
+///     .with_state(Db("postgres://…"));
+/// assert_eq!(ctx.session().unwrap().id, "s-1");
+/// assert_eq!(ctx.extra("tenant"), Some(&json!("acme")));
+/// assert_eq!(ctx.state::<Db>().unwrap().0, "postgres://…");
+/// ```
+#[derive(Clone)]
+pub struct ToolContext {
+    inner: Arc<ContextInner>,
+}
+
+static EMPTY: LazyLock<Arc<ContextInner>> = LazyLock::new(Default::default);
+
+impl Default for ToolContext {
+    fn default() -> Self {
+        Self {
+            inner: EMPTY.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("session", &self.inner.session)
+            .field("sender", &self.inner.sender)
+            .field("extras", &self.inner.extras)
+            .field("state_types", &self.inner.state.len())
+            .finish()
+    }
+}
+
+impl ToolContext {
+    /// An empty context: no session, no sender, no extras, no state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn inner_mut(&mut self) -> &mut ContextInner {
+        Arc::make_mut(&mut self.inner)
+    }
+
+    /// Set the session of the current request.
+    pub fn with_session(mut self, session: Session) -> Self {
+        self.inner_mut().session = Some(session);
+        self
+    }
+
+    /// Set the sender of the current request.
+    pub fn with_sender(mut self, sender: Identity) -> Self {
+        self.inner_mut().sender = Some(sender);
+        self
+    }
+
+    /// Add one harness-owned extra value (seed 002's `ctx-extras`).
+    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.inner_mut().extras.insert(key.into(), value);
+        self
+    }
+
+    /// Add several harness-owned extras at once.
+    pub fn with_extras(mut self, extras: Map<String, Value>) -> Self {
+        self.inner_mut().extras.extend(extras);
+        self
+    }
+
+    /// Attach typed state (a database pool, a client, configuration). One value per type.
+    pub fn with_state<T: Any + Send + Sync>(mut self, state: T) -> Self {
+        self.inner_mut()
+            .state
+            .insert(TypeId::of::<T>(), Arc::new(state));
+        self
+    }
+
+    /// The session of the current request, if the harness bound one.
+    pub fn session(&self) -> Option<&Session> {
+        self.inner.session.as_ref()
+    }
+
+    /// The sender of the current request, if the harness bound one.
+    pub fn sender(&self) -> Option<&Identity> {
+        self.inner.sender.as_ref()
+    }
+
+    /// All harness-owned extras.
+    pub fn extras(&self) -> &Map<String, Value> {
+        &self.inner.extras
+    }
+
+    /// One harness-owned extra.
+    pub fn extra(&self, key: &str) -> Option<&Value> {
+        self.inner.extras.get(key)
+    }
+
+    /// Typed state previously attached with [`with_state`](Self::with_state).
+    pub fn state<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.inner
+            .state
+            .get(&TypeId::of::<T>())
+            .and_then(|value| value.downcast_ref::<T>())
+    }
+
+    /// Merge a model-supplied map with the harness extras. **Harness keys win**:
+    /// a model can add keys but never overwrite one the harness owns.
+    pub fn merge_over_model_input(&self, model_input: Map<String, Value>) -> Map<String, Value> {
+        let mut merged = model_input;
+        for (key, value) in &self.inner.extras {
+            merged.insert(key.clone(), value.clone());
+        }
+        merged
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn harness_keys_win_over_model_input() {
+        let ctx = ToolContext::new().with_extra("tenant", json!("acme"));
+        let model = json!({"tenant": "evil", "topic": "refund"});
+        let merged = ctx.merge_over_model_input(model.as_object().unwrap().clone());
+        assert_eq!(
+            Value::Object(merged),
+            json!({"tenant": "acme", "topic": "refund"})
+        );
+    }
+
+    #[test]
+    fn clones_share_and_builders_copy_on_write() {
+        let base = ToolContext::new().with_extra("a", json!(1));
+        let derived = base.clone().with_extra("b", json!(2));
+        assert_eq!(base.extras().len(), 1);
+        assert_eq!(derived.extras().len(), 2);
+        assert!(ToolContext::default().session().is_none());
+        assert!(base.state::<u32>().is_none());
+    }
+}

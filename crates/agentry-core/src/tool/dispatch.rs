@@ -1,0 +1,305 @@
+//! Validated dispatch (seed 000's `dispatch`): look the tool up, check the
+//! input, run the handler under a deadline with panics caught, check the
+//! output. Every failure becomes an error [`ToolResult`] that echoes the call id.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::call::{ToolCall, ToolResult};
+use super::context::ToolContext;
+use super::handler::{ToolError, ToolHandler};
+use super::toolbox::{Entry, Toolbox};
+use super::validate::{report, violation_line};
+
+/// How many close names an unknown-tool message suggests.
+const MAX_SUGGESTIONS: usize = 3;
+/// How many names an unknown-tool message lists when none is close.
+const MAX_LISTED: usize = 20;
+/// Similarity (Jaro-Winkler, 0..1) above which a known name counts as close.
+const CLOSE_ENOUGH: f64 = 0.75;
+
+impl Toolbox {
+    /// Invoke the tool named by `call` with an empty [`ToolContext`].
+    ///
+    /// Never fails: an unknown name, input that breaks the schema, a handler
+    /// error, a panic, a timeout or output that breaks the output schema all
+    /// come back as `is_error: true` with a message, and `id` is always echoed.
+    ///
+    /// Async handlers and tools with a timeout need a Tokio runtime with its time driver.
+    pub async fn dispatch(&self, call: ToolCall) -> ToolResult {
+        self.dispatch_with(call, &ToolContext::default()).await
+    }
+
+    /// Invoke the tool named by `call`, handing it `ctx`.
+    pub async fn dispatch_with(&self, call: ToolCall, ctx: &ToolContext) -> ToolResult {
+        let ToolCall { id, name, input } = call;
+        let Some(entry) = self.entry_for_call(&name) else {
+            return ToolResult::error(id, self.unknown_tool_message(&name));
+        };
+        match self.run(entry, input, ctx).await {
+            Ok(output) => ToolResult::ok(id, output),
+            Err(message) => ToolResult::error(id, message),
+        }
+    }
+
+    /// Parse a JSON [`ToolCall`] and dispatch it. Malformed JSON, a missing
+    /// name or undecodable input (too deep, say) give an error result; the id
+    /// is echoed whenever it can be read, and is empty otherwise.
+    pub async fn dispatch_json(&self, json: &str, ctx: &ToolContext) -> ToolResult {
+        match serde_json::from_str::<ToolCall>(json) {
+            Ok(call) => self.dispatch_with(call, ctx).await,
+            Err(_) => match parse_loose(json) {
+                Ok(call) => self.dispatch_with(call, ctx).await,
+                Err((id, message)) => ToolResult::error(id, message),
+            },
+        }
+    }
+
+    async fn run(&self, entry: &Entry, input: Value, ctx: &ToolContext) -> Result<Value, String> {
+        let tool = &entry.tool;
+        check_input(entry, &input)?;
+        let outcome = match (tool.handler.as_sync(), tool.hints.timeout) {
+            (Some(f), None) => {
+                catch_unwind(AssertUnwindSafe(|| f(input, ctx))).map_err(Failure::Panic)
+            }
+            (Some(_), Some(limit)) => run_blocking(&tool.handler, input, ctx, limit).await,
+            (None, limit) => {
+                let limit = limit.unwrap_or(self.default_timeout);
+                run_async(&tool.handler, input, ctx, limit).await
+            }
+        };
+        let output = match outcome {
+            Ok(Ok(output)) => output,
+            Ok(Err(error)) => return Err(handler_error_message(&tool.name, error)),
+            Err(failure) => return Err(failure.message(&tool.name)),
+        };
+        if let Some(schema) = &entry.output
+            && let Some(lines) = schema.violations(&output)
+        {
+            let header = format!(
+                "tool \"{}\" returned output that does not match its output schema:",
+                tool.name
+            );
+            return Err(report(&header, &lines));
+        }
+        Ok(output)
+    }
+
+    fn unknown_tool_message(&self, name: &str) -> String {
+        if self.is_empty() {
+            return format!("unknown tool \"{name}\"; no tools are available");
+        }
+        let mut scored: Vec<(f64, &str)> = self
+            .names()
+            .map(|known| (similarity(name, known), known))
+            .filter(|(score, _)| *score >= CLOSE_ENOUGH)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        if !scored.is_empty() {
+            let close: Vec<&str> = scored
+                .iter()
+                .take(MAX_SUGGESTIONS)
+                .map(|(_, n)| *n)
+                .collect();
+            return format!(
+                "unknown tool \"{name}\"; closest known tools: {}",
+                close.join(", ")
+            );
+        }
+        let listed: Vec<&str> = self.names().take(MAX_LISTED).collect();
+        let more = self.len().saturating_sub(MAX_LISTED);
+        let tail = if more > 0 {
+            format!(" (and {more} more)")
+        } else {
+            String::new()
+        };
+        format!(
+            "unknown tool \"{name}\"; known tools: {}{tail}",
+            listed.join(", ")
+        )
+    }
+}
+
+/// Seed 000's `dispatch`: invoke the tool `call` names in `tools`.
+pub async fn dispatch(tools: &Toolbox, call: ToolCall) -> ToolResult {
+    tools.dispatch(call).await
+}
+
+/// Schema violations plus argument names the tool does not declare.
+fn check_input(entry: &Entry, input: &Value) -> Result<(), String> {
+    let mut lines = entry.input.violations(input).unwrap_or_default();
+    if let (Some(declared), Value::Object(map)) = (&entry.declared, input) {
+        for key in map.keys().filter(|key| !declared.contains(*key)) {
+            let pointer = format!("/{}", super::handler::escape_pointer(key));
+            lines.push(violation_line(
+                &pointer,
+                &unknown_argument(&entry.tool.input_schema),
+            ));
+        }
+    }
+    if lines.is_empty() {
+        Ok(())
+    } else {
+        Err(report(
+            &format!("invalid input for tool \"{}\":", entry.tool.name),
+            &lines,
+        ))
+    }
+}
+
+fn unknown_argument(schema: &Value) -> String {
+    let names: Vec<&str> = schema["properties"]
+        .as_object()
+        .map(|properties| properties.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    if names.is_empty() {
+        "unknown argument; this tool takes no arguments".to_owned()
+    } else {
+        format!("unknown argument; this tool takes: {}", names.join(", "))
+    }
+}
+
+/// How a call can end without the handler returning.
+enum Failure {
+    Panic(Box<dyn Any + Send>),
+    Timeout(Duration),
+    NoRuntime,
+}
+
+impl Failure {
+    fn message(self, tool: &str) -> String {
+        match self {
+            Failure::Panic(payload) => {
+                format!("tool \"{tool}\" panicked: {}", panic_text(payload.as_ref()))
+            }
+            Failure::Timeout(limit) => format!("tool \"{tool}\" timed out after {limit:?}"),
+            Failure::NoRuntime => {
+                format!(
+                    "tool \"{tool}\" needs a Tokio runtime (with its time driver) to run under a deadline"
+                )
+            }
+        }
+    }
+}
+
+type Outcome = Result<Result<Value, ToolError>, Failure>;
+
+async fn run_async(
+    handler: &ToolHandler,
+    input: Value,
+    ctx: &ToolContext,
+    limit: Duration,
+) -> Outcome {
+    let f = handler.as_async().expect("async handler");
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(Failure::NoRuntime);
+    }
+    let future = AssertUnwindSafe(f(input, ctx.clone())).catch_unwind();
+    match tokio::time::timeout(limit, future).await {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(payload)) => Err(Failure::Panic(payload)),
+        Err(_) => Err(Failure::Timeout(limit)),
+    }
+}
+
+/// A sync handler with a deadline runs on the blocking pool; on timeout the
+/// caller gets its answer at once while the thread finishes in the background.
+async fn run_blocking(
+    handler: &ToolHandler,
+    input: Value,
+    ctx: &ToolContext,
+    limit: Duration,
+) -> Outcome {
+    let f = handler.as_sync().expect("sync handler").clone();
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return Err(Failure::NoRuntime);
+    };
+    let ctx = ctx.clone();
+    let task = runtime.spawn_blocking(move || catch_unwind(AssertUnwindSafe(|| f(input, &ctx))));
+    match tokio::time::timeout(limit, task).await {
+        Ok(Ok(Ok(result))) => Ok(result),
+        Ok(Ok(Err(payload))) => Err(Failure::Panic(payload)),
+        Ok(Err(join_error)) => Err(Failure::Panic(Box::new(join_error.to_string()))),
+        Err(_) => Err(Failure::Timeout(limit)),
+    }
+}
+
+fn handler_error_message(tool: &str, error: ToolError) -> String {
+    match error {
+        ToolError::InvalidArgument { pointer, message } => report(
+            &format!("invalid input for tool \"{tool}\":"),
+            &[violation_line(&pointer, &message)],
+        ),
+        ToolError::Failed(message) => format!("tool \"{tool}\" failed: {message}"),
+        ToolError::Output(message) => {
+            format!("tool \"{tool}\" returned output that could not be serialised: {message}")
+        }
+    }
+}
+
+fn panic_text(payload: &(dyn Any + Send)) -> &str {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        text
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text
+    } else {
+        "(no message)"
+    }
+}
+
+/// Similarity of a called name to a known one, also comparing the last path segment.
+fn similarity(called: &str, known: &str) -> f64 {
+    let called = called.to_lowercase();
+    let known = known.to_lowercase();
+    let tail = known.rsplit([':', '.', '/']).next().unwrap_or(&known);
+    strsim::jaro_winkler(&called, &known).max(strsim::jaro_winkler(&called, tail))
+}
+
+/// A second, forgiving read of a call whose strict parse failed: recovers the
+/// id (a string or a number) so the error result can still echo it.
+fn parse_loose(json: &str) -> Result<ToolCall, (String, String)> {
+    #[derive(Deserialize)]
+    struct Loose<'a> {
+        #[serde(borrow, default)]
+        id: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        name: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        input: Option<&'a RawValue>,
+    }
+    let loose: Loose<'_> = serde_json::from_str(json)
+        .map_err(|error| (String::new(), format!("malformed tool call: {error}")))?;
+    let id = match loose.id.map(|raw| serde_json::from_str::<Value>(raw.get())) {
+        Some(Ok(Value::String(id))) => id,
+        Some(Ok(Value::Number(number))) => number.to_string(),
+        _ => String::new(),
+    };
+    let name = match loose
+        .name
+        .map(|raw| serde_json::from_str::<Value>(raw.get()))
+    {
+        Some(Ok(Value::String(name))) => name,
+        _ => {
+            return Err((
+                id,
+                "malformed tool call: \"name\" must be a string".to_owned(),
+            ));
+        }
+    };
+    let input = match loose.input {
+        None => Value::Object(Default::default()),
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|error| {
+            (
+                id.clone(),
+                format!("malformed tool call: \"input\" could not be decoded: {error}"),
+            )
+        })?,
+    };
+    Ok(ToolCall { id, name, input })
+}

@@ -1,0 +1,233 @@
+//! `ToolHandler`: the host code behind a tool, sync or async, plus the
+//! helpers generated code uses to unpack arguments and pack results.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::context::ToolContext;
+
+/// A boxed future returned by async handlers.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+type SyncFn = dyn Fn(Value, &ToolContext) -> Result<Value, ToolError> + Send + Sync;
+type AsyncFn = dyn Fn(Value, ToolContext) -> BoxFuture<Result<Value, ToolError>> + Send + Sync;
+
+/// Why a handler did not produce a value. Dispatch turns it into an error
+/// [`ToolResult`](crate::tool::ToolResult) the model can read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments could not be turned into the handler's parameter types.
+    /// `pointer` is the JSON pointer of the offending value (`/x`), or empty for the whole input.
+    #[error("{pointer}: {message}")]
+    InvalidArgument {
+        /// JSON pointer of the argument.
+        pointer: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The handler ran and reported a failure (the `Err` of a `Result`).
+    #[error("{0}")]
+    Failed(String),
+    /// The handler's return value could not be serialised to JSON.
+    #[error("output could not be serialised: {0}")]
+    Output(String),
+}
+
+impl ToolError {
+    /// A handler failure with the given message.
+    pub fn failed(message: impl fmt::Display) -> Self {
+        Self::Failed(message.to_string())
+    }
+}
+
+#[derive(Clone)]
+enum HandlerKind {
+    Sync(Arc<SyncFn>),
+    Async(Arc<AsyncFn>),
+}
+
+/// The host-side function a [`Tool`](crate::tool::Tool) runs.
+///
+/// It receives the validated input (normally a JSON object) and the request's
+/// [`ToolContext`]. Build one with [`ToolHandler::sync`] or
+/// [`ToolHandler::from_async`], or let `#[tool]` and the
+/// [`FunctionBuilder`](crate::tool::FunctionBuilder) do it.
+#[derive(Clone)]
+pub struct ToolHandler {
+    kind: HandlerKind,
+}
+
+impl fmt::Debug for ToolHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.kind {
+            HandlerKind::Sync(_) => "ToolHandler::Sync",
+            HandlerKind::Async(_) => "ToolHandler::Async",
+        })
+    }
+}
+
+impl ToolHandler {
+    /// A synchronous handler. It runs inline on the dispatching task unless its
+    /// tool has a timeout, in which case it runs on Tokio's blocking pool.
+    pub fn sync<F>(f: F) -> Self
+    where
+        F: Fn(Value, &ToolContext) -> Result<Value, ToolError> + Send + Sync + 'static,
+    {
+        Self {
+            kind: HandlerKind::Sync(Arc::new(f)),
+        }
+    }
+
+    /// An asynchronous handler.
+    pub fn from_async<F, Fut>(f: F) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        Self {
+            kind: HandlerKind::Async(Arc::new(move |input, ctx| Box::pin(f(input, ctx)))),
+        }
+    }
+
+    /// True when the handler is asynchronous.
+    pub fn is_async(&self) -> bool {
+        matches!(self.kind, HandlerKind::Async(_))
+    }
+
+    /// Call the handler directly, without validation, timeout or panic capture.
+    /// Prefer [`Toolbox::dispatch`](crate::tool::Toolbox::dispatch).
+    pub async fn call(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+        match &self.kind {
+            HandlerKind::Sync(f) => f(input, ctx),
+            HandlerKind::Async(f) => f(input, ctx.clone()).await,
+        }
+    }
+
+    pub(crate) fn as_sync(&self) -> Option<&Arc<SyncFn>> {
+        match &self.kind {
+            HandlerKind::Sync(f) => Some(f),
+            HandlerKind::Async(_) => None,
+        }
+    }
+
+    pub(crate) fn as_async(&self) -> Option<&Arc<AsyncFn>> {
+        match &self.kind {
+            HandlerKind::Async(f) => Some(f),
+            HandlerKind::Sync(_) => None,
+        }
+    }
+}
+
+/// Named arguments taken out of a tool's input map, one parameter at a time.
+///
+/// This is how dispatch maps `call.input` onto a function's positional
+/// parameters (seed 000): generated code asks for each parameter by name, in order.
+#[derive(Debug)]
+pub struct Arguments {
+    map: Map<String, Value>,
+}
+
+impl Arguments {
+    /// Wrap a tool input. Anything other than an object (or `null`, read as `{}`) is rejected.
+    pub fn new(input: Value) -> Result<Self, ToolError> {
+        match input {
+            Value::Object(map) => Ok(Self { map }),
+            Value::Null => Ok(Self { map: Map::new() }),
+            other => Err(ToolError::InvalidArgument {
+                pointer: String::new(),
+                message: format!(
+                    "expected an object of named arguments, got {}",
+                    kind_of(&other)
+                ),
+            }),
+        }
+    }
+
+    /// Remove the argument `name` and deserialise it. A missing argument is read as `null`,
+    /// which is what an `Option` parameter expects.
+    pub fn take<T: DeserializeOwned>(&mut self, name: &str) -> Result<T, ToolError> {
+        let value = self.map.remove(name).unwrap_or(Value::Null);
+        serde_json::from_value(value).map_err(|error| ToolError::InvalidArgument {
+            pointer: format!("/{}", escape_pointer(name)),
+            message: error.to_string(),
+        })
+    }
+}
+
+/// Deserialise a whole input (a `pass_input` handler's single parameter).
+pub fn from_input<T: DeserializeOwned>(input: Value) -> Result<T, ToolError> {
+    serde_json::from_value(input).map_err(|error| ToolError::InvalidArgument {
+        pointer: String::new(),
+        message: error.to_string(),
+    })
+}
+
+/// Serialise a handler's return value.
+pub fn to_output<T: Serialize>(value: T) -> Result<Value, ToolError> {
+    serde_json::to_value(value).map_err(|error| ToolError::Output(error.to_string()))
+}
+
+/// Serialise the `Ok` of a handler's `Result`, or turn its `Err` into [`ToolError::Failed`].
+pub fn result_to_output<T: Serialize, E: fmt::Display>(
+    result: Result<T, E>,
+) -> Result<Value, ToolError> {
+    match result {
+        Ok(value) => to_output(value),
+        Err(error) => Err(ToolError::failed(error)),
+    }
+}
+
+/// Escape one JSON pointer segment (RFC 6901).
+pub(crate) fn escape_pointer(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+/// The JSON type name of a value, for messages.
+pub(crate) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn arguments_unpack_by_name() {
+        let mut args = Arguments::new(json!({"x": 2, "y": "a/b"})).unwrap();
+        assert_eq!(args.take::<i64>("x").unwrap(), 2);
+        assert_eq!(args.take::<Option<i64>>("missing").unwrap(), None);
+        let err = args.take::<i64>("y").unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::InvalidArgument {
+                pointer: "/y".into(),
+                message: "invalid type: string \"a/b\", expected i64".into()
+            }
+        );
+        assert!(Arguments::new(json!([1])).is_err());
+        assert!(Arguments::new(Value::Null).is_ok());
+    }
+
+    #[test]
+    fn results_map_err_to_failed() {
+        assert_eq!(result_to_output::<i32, &str>(Ok(1)).unwrap(), json!(1));
+        assert_eq!(
+            result_to_output::<i32, &str>(Err("nope")).unwrap_err(),
+            ToolError::Failed("nope".into())
+        );
+    }
+}

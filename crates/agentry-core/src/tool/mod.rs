@@ -1,0 +1,41 @@
+//! The Tool primitive (seed 000) and the function builder (seed 001).
+//!
+//! A [`Tool`] is a model-facing description (name, description, JSON Schemas)
+//! plus a [`ToolHandler`] that runs host code. Tools come from `#[tool]`
+//! functions, from the [`function`] builder, or are written by hand; a
+//! [`Toolbox`] gathers them for an agent and [`dispatch`]es the model's
+//! [`ToolCall`]s, turning every failure into an error [`ToolResult`].
+//!
+//! | seed 000 / 001 | here |
+//! | --- | --- |
+//! | `Tool`, `ToolCall`, `ToolResult` | [`Tool`], [`ToolCall`], [`ToolResult`] |
+//! | `from-fn(f)`, `from-fn(f, overrides)` | `f::tool()` from `#[tool]`, then struct update or `with_*` |
+//! | `schema-from-fn(f)` | `f::schema()`, served from [`registry`] |
+//! | `for-agent`, `find-by-name`, `dispatch` | [`Toolbox::for_agent`], [`Toolbox::find_by_name`], [`Toolbox::dispatch`] (also free functions) |
+//! | `pass-input` | [`Tool::pass_input`] |
+//! | `fn().namespace().arg()…build()` | [`function`] → [`FunctionBuilder`] |
+
+mod builder;
+mod call;
+mod context;
+mod dispatch;
+mod handler;
+mod schema;
+#[allow(clippy::module_inception)]
+mod tool;
+mod toolbox;
+mod validate;
+pub mod wire;
+
+pub use builder::{BuildError, DEFAULT_NAMESPACE, FunctionBuilder, RESERVED_NAMES, function};
+pub use call::{ToolCall, ToolResult};
+pub use context::{Identity, Session, ToolContext};
+pub use dispatch::dispatch;
+pub use handler::{
+    Arguments, BoxFuture, ToolError, ToolHandler, from_input, result_to_output, to_output,
+};
+pub use schema::{
+    ObjectSchemaBuilder, ToolSchema, normalize as normalize_schema, registry, schema_for_type,
+};
+pub use tool::{Tool, ToolExample, ToolHints};
+pub use toolbox::{DEFAULT_TIMEOUT, Toolbox, ToolboxError, find_by_name, for_agent};

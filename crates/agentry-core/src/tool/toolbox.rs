@@ -1,0 +1,288 @@
+//! `Toolbox`: the normalised tool set of an agent (seed 000's `for-agent`
+//! result), with compiled validators and wire names computed once when it is built.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::tool::Tool;
+use super::validate::CompiledSchema;
+use super::wire::{WireNameCollision, assign_wire_names};
+
+/// How long an async tool may run when neither it nor the toolbox says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a toolbox could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolboxError {
+    /// Two tools share a name.
+    #[error("two tools are named {0:?}; tool names must be unique")]
+    DuplicateName(String),
+    /// A tool has an empty name.
+    #[error("a tool has an empty name")]
+    EmptyName,
+    /// A tool's input or output schema is not a valid JSON Schema.
+    #[error("tool {tool:?} has an invalid {which} schema: {message}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// `input` or `output`.
+        which: &'static str,
+        /// What the schema compiler said.
+        message: String,
+    },
+    /// Two names map to the same provider wire name.
+    #[error(transparent)]
+    WireName(#[from] WireNameCollision),
+}
+
+/// One tool plus everything dispatch precomputes for it.
+pub(crate) struct Entry {
+    pub(crate) tool: Tool,
+    pub(crate) wire_name: String,
+    pub(crate) input: CompiledSchema,
+    pub(crate) output: Option<CompiledSchema>,
+    /// Names the input may use, when dispatch checks them (`pass_input` false and a closed object).
+    pub(crate) declared: Option<HashSet<String>>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) entries: Vec<Entry>,
+    by_name: HashMap<String, usize>,
+    by_wire: HashMap<String, usize>,
+}
+
+/// An agent's tools, ready to advertise and dispatch.
+///
+/// Built once with [`Toolbox::for_agent`]; cheap to clone and safe to share
+/// between tasks. Each tool's schemas are compiled when the toolbox is built.
+#[derive(Clone)]
+pub struct Toolbox {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) default_timeout: Duration,
+}
+
+impl fmt::Debug for Toolbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.tools().map(|tool| &tool.name))
+            .finish()
+    }
+}
+
+impl Toolbox {
+    /// Normalise an agent's tools (from `#[tool]` functions, the builder, or
+    /// hand-made [`Tool`] records) into a toolbox.
+    ///
+    /// Fails on duplicate or empty names, schemas that do not compile, and
+    /// wire-name collisions that cannot be resolved.
+    pub fn for_agent<I>(entries: I) -> Result<Self, ToolboxError>
+    where
+        I: IntoIterator,
+        I::Item: Into<Tool>,
+    {
+        let tools: Vec<Tool> = entries.into_iter().map(Into::into).collect();
+        let mut by_name = HashMap::with_capacity(tools.len());
+        for (index, tool) in tools.iter().enumerate() {
+            if tool.name.is_empty() {
+                return Err(ToolboxError::EmptyName);
+            }
+            if by_name.insert(tool.name.clone(), index).is_some() {
+                return Err(ToolboxError::DuplicateName(tool.name.clone()));
+            }
+        }
+        let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+        let wires = assign_wire_names(&names)?;
+        let by_wire = wires
+            .iter()
+            .enumerate()
+            .map(|(i, wire)| (wire.clone(), i))
+            .collect();
+        let entries = tools
+            .into_iter()
+            .zip(wires)
+            .map(|(tool, wire_name)| compile_entry(tool, wire_name))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                entries,
+                by_name,
+                by_wire,
+            }),
+            default_timeout: DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// The same tools with a different default timeout for async tools.
+    pub fn with_default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// The tool called `name`, or `None` (seed 000's `find-by-name`).
+    pub fn find_by_name(&self, name: &str) -> Option<&Tool> {
+        self.inner
+            .by_name
+            .get(name)
+            .map(|&i| &self.inner.entries[i].tool)
+    }
+
+    /// The tool a model called: by name first, then by wire name.
+    pub(crate) fn entry_for_call(&self, name: &str) -> Option<&Entry> {
+        let index = self
+            .inner
+            .by_name
+            .get(name)
+            .or_else(|| self.inner.by_wire.get(name))?;
+        Some(&self.inner.entries[*index])
+    }
+
+    /// The provider-safe name of the tool called `name`.
+    pub fn wire_name(&self, name: &str) -> Option<&str> {
+        self.inner
+            .by_name
+            .get(name)
+            .map(|&i| self.inner.entries[i].wire_name.as_str())
+    }
+
+    /// The tool name behind a provider wire name.
+    pub fn name_for_wire(&self, wire_name: &str) -> Option<&str> {
+        self.inner
+            .by_wire
+            .get(wire_name)
+            .map(|&i| self.inner.entries[i].tool.name.as_str())
+    }
+
+    /// Every tool, in the order given to [`for_agent`](Self::for_agent).
+    pub fn tools(&self) -> impl ExactSizeIterator<Item = &Tool> {
+        self.inner.entries.iter().map(|entry| &entry.tool)
+    }
+
+    /// Every tool's name, in order.
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.tools().map(|tool| tool.name.as_str())
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.inner.entries.len()
+    }
+
+    /// True when there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.inner.entries.is_empty()
+    }
+
+    /// The tools as a plain list, e.g. to add more and build a new toolbox.
+    pub fn to_vec(&self) -> Vec<Tool> {
+        self.tools().cloned().collect()
+    }
+}
+
+fn compile_entry(tool: Tool, wire_name: String) -> Result<Entry, ToolboxError> {
+    let invalid = |which, message| ToolboxError::InvalidSchema {
+        tool: tool.name.clone(),
+        which,
+        message,
+    };
+    let input = CompiledSchema::compile(&tool.input_schema).map_err(|m| invalid("input", m))?;
+    let output = match &tool.output_schema {
+        Some(schema) => Some(CompiledSchema::compile(schema).map_err(|m| invalid("output", m))?),
+        None => None,
+    };
+    let declared = if tool.pass_input {
+        None
+    } else {
+        declared_names(&tool.input_schema)
+    };
+    Ok(Entry {
+        tool,
+        wire_name,
+        input,
+        output,
+        declared,
+    })
+}
+
+/// The property names of a closed object schema: one with `properties` and no
+/// `additionalProperties` that admits more.
+fn declared_names(schema: &Value) -> Option<HashSet<String>> {
+    let properties = schema.get("properties")?.as_object()?;
+    match schema.get("additionalProperties") {
+        None | Some(Value::Bool(false)) => Some(properties.keys().cloned().collect()),
+        Some(_) => None,
+    }
+}
+
+/// Seed 000's `for-agent`: normalise tools into a [`Toolbox`].
+pub fn for_agent<I>(entries: I) -> Result<Toolbox, ToolboxError>
+where
+    I: IntoIterator,
+    I::Item: Into<Tool>,
+{
+    Toolbox::for_agent(entries)
+}
+
+/// Seed 000's `find-by-name`: the tool called `name`, or `None`.
+pub fn find_by_name<'a>(tools: &'a Toolbox, name: &str) -> Option<&'a Tool> {
+    tools.find_by_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::ToolHandler;
+    use serde_json::json;
+
+    fn tool(name: &str) -> Tool {
+        Tool::new(
+            name,
+            json!({"type": "object"}),
+            ToolHandler::sync(|_, _| Ok(Value::Null)),
+        )
+    }
+
+    #[test]
+    fn builds_and_looks_up() {
+        let toolbox = Toolbox::for_agent([tool("myapp::add"), tool("web")]).unwrap();
+        assert_eq!(toolbox.names().collect::<Vec<_>>(), ["myapp::add", "web"]);
+        assert_eq!(toolbox.find_by_name("web").unwrap().name, "web");
+        assert!(toolbox.find_by_name("nope").is_none());
+        assert_eq!(toolbox.wire_name("myapp::add"), Some("myapp__add"));
+        assert_eq!(toolbox.name_for_wire("myapp__add"), Some("myapp::add"));
+        assert_eq!(find_by_name(&toolbox, "web").unwrap().name, "web");
+        assert_eq!(format!("{toolbox:?}"), r#"["myapp::add", "web"]"#);
+    }
+
+    #[test]
+    fn rejects_bad_sets() {
+        assert_eq!(
+            Toolbox::for_agent([tool("a"), tool("a")]).unwrap_err(),
+            ToolboxError::DuplicateName("a".into())
+        );
+        assert_eq!(
+            Toolbox::for_agent([tool("")]).unwrap_err(),
+            ToolboxError::EmptyName
+        );
+        let bad = Tool {
+            input_schema: json!({"type": "nonsense"}),
+            ..tool("bad")
+        };
+        assert!(matches!(
+            Toolbox::for_agent([bad]).unwrap_err(),
+            ToolboxError::InvalidSchema { which: "input", .. }
+        ));
+    }
+
+    #[test]
+    fn declared_names_only_for_closed_objects() {
+        let closed = json!({"type": "object", "properties": {"a": {}}});
+        assert_eq!(declared_names(&closed).unwrap().len(), 1);
+        let open = json!({"type": "object", "properties": {"a": {}}, "additionalProperties": true});
+        assert!(declared_names(&open).is_none());
+        assert!(declared_names(&json!({"oneOf": []})).is_none());
+    }
+}

@@ -1,0 +1,42 @@
+//! Procedural macros for agentry.
+//!
+//! [`macro@tool`] turns a plain `fn` or `async fn` into a model-callable tool
+//! while leaving it callable as an ordinary function. Use it through the
+//! `agentry` facade: `#[agentry::tool]`.
+
+mod docs;
+mod tool;
+
+use proc_macro::TokenStream;
+
+/// Turn a function into a tool.
+///
+/// The function stays as written. Beside it, a companion module of the same
+/// name holds:
+///
+/// - `NAME`: the tool name, the function's Rust path (`myapp::add`) unless overridden;
+/// - `schema()`: `&'static ToolSchema` (`{name, input_schema, output_schema?, description?}`),
+///   computed once and kept in the process-global registry;
+/// - `tool()`: a fresh [`Tool`] for `Toolbox::for_agent`.
+///
+/// What maps to what:
+///
+/// - the doc comment becomes the description; a `# Arguments` list in it
+///   (`* `x` - what x is`) or doc comments on the parameters become property descriptions;
+/// - each parameter becomes a property of the input schema, required unless its type is `Option<_>`;
+/// - a `&ToolContext` parameter is injected by dispatch and left out of the schema;
+/// - the return type becomes the output schema; for `Result<T, E>` it is `T`'s,
+///   and an `Err` becomes an error result carrying `E`'s `Display`.
+///
+/// Options: `name = "..."`, `description = "..."`, `read_only`, `destructive`,
+/// `idempotent`, `concurrency_safe`, `timeout_ms = N`, `pass_input` (the one
+/// parameter receives the whole input object), and `crate = "path"` when the
+/// facade is not reachable as `::agentry`.
+///
+/// [`Tool`]: https://docs.rs/agentry/latest/agentry/tool/struct.Tool.html
+#[proc_macro_attribute]
+pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    tool::expand(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}

@@ -1,0 +1,326 @@
+//! Expansion of `#[tool]`: the function stays, and a companion module of the
+//! same name gains `NAME`, `schema()` and `tool()`.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::{
+    FnArg, GenericArgument, ItemFn, LitInt, LitStr, Pat, PathArguments, ReturnType, Type, parse2,
+    spanned::Spanned,
+};
+
+use crate::docs::{doc_text, split_arguments};
+
+#[derive(Default)]
+struct Options {
+    name: Option<LitStr>,
+    description: Option<LitStr>,
+    krate: Option<syn::Path>,
+    pass_input: bool,
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
+    concurrency_safe: bool,
+    timeout_ms: Option<LitInt>,
+}
+
+fn parse_options(attr: TokenStream) -> syn::Result<Options> {
+    let mut options = Options::default();
+    let parser = syn::meta::parser(|meta| {
+        let flag = |field: &mut bool| {
+            *field = true;
+            Ok(())
+        };
+        if meta.path.is_ident("name") {
+            options.name = Some(meta.value()?.parse()?);
+            Ok(())
+        } else if meta.path.is_ident("description") {
+            options.description = Some(meta.value()?.parse()?);
+            Ok(())
+        } else if meta.path.is_ident("crate") {
+            let path: LitStr = meta.value()?.parse()?;
+            options.krate = Some(path.parse()?);
+            Ok(())
+        } else if meta.path.is_ident("timeout_ms") {
+            options.timeout_ms = Some(meta.value()?.parse()?);
+            Ok(())
+        } else if meta.path.is_ident("pass_input") {
+            flag(&mut options.pass_input)
+        } else if meta.path.is_ident("read_only") {
+            flag(&mut options.read_only)
+        } else if meta.path.is_ident("destructive") {
+            flag(&mut options.destructive)
+        } else if meta.path.is_ident("idempotent") {
+            flag(&mut options.idempotent)
+        } else if meta.path.is_ident("concurrency_safe") {
+            flag(&mut options.concurrency_safe)
+        } else {
+            Err(meta.error(
+                "unknown #[tool] option; expected one of: name, description, read_only, destructive, \
+                 idempotent, concurrency_safe, timeout_ms, pass_input, crate",
+            ))
+        }
+    });
+    syn::parse::Parser::parse2(parser, attr)?;
+    Ok(options)
+}
+
+struct Param {
+    ident: syn::Ident,
+    name: String,
+    ty: Type,
+    doc: Option<String>,
+}
+
+/// The last path segment of a type, e.g. `Option` for `std::option::Option<T>`.
+fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => path.path.segments.last(),
+        Type::Group(group) => last_segment(&group.elem),
+        Type::Paren(paren) => last_segment(&paren.elem),
+        _ => None,
+    }
+}
+
+fn is_named(ty: &Type, name: &str) -> bool {
+    last_segment(ty).is_some_and(|segment| segment.ident == name)
+}
+
+fn first_generic(ty: &Type) -> Option<&Type> {
+    match &last_segment(ty)?.arguments {
+        PathArguments::AngleBracketed(args) => args.args.iter().find_map(|arg| match arg {
+            GenericArgument::Type(ty) => Some(ty),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+fn is_unit(ty: &Type) -> bool {
+    matches!(ty, Type::Tuple(tuple) if tuple.elems.is_empty())
+}
+
+fn is_context(ty: &Type) -> bool {
+    matches!(ty, Type::Reference(reference) if is_named(&reference.elem, "ToolContext"))
+}
+
+pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let options = parse_options(attr)?;
+    let mut function: ItemFn = parse2(item)?;
+    let sig = &function.sig;
+    if !sig.generics.params.is_empty() {
+        return Err(syn::Error::new(
+            sig.generics.span(),
+            "#[tool] functions cannot be generic",
+        ));
+    }
+    let krate = options
+        .krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::agentry));
+    let fn_ident = sig.ident.clone();
+    let is_async = sig.asyncness.is_some();
+
+    let (fn_description, listed) = split_arguments(&doc_text(&function.attrs));
+    let mut params = Vec::new();
+    let mut call_args = Vec::new();
+    for (index, input) in function.sig.inputs.iter_mut().enumerate() {
+        let FnArg::Typed(typed) = input else {
+            return Err(syn::Error::new(
+                input.span(),
+                "#[tool] works on free functions, not methods",
+            ));
+        };
+        let param_doc = doc_text(&typed.attrs);
+        typed.attrs.retain(|attr| !attr.path().is_ident("doc"));
+        if is_context(&typed.ty) {
+            call_args.push(quote!(__agentry_ctx));
+            continue;
+        }
+        let Pat::Ident(pat) = &*typed.pat else {
+            return Err(syn::Error::new(
+                typed.pat.span(),
+                "#[tool] parameters must be plain names",
+            ));
+        };
+        let name = pat.ident.to_string().trim_start_matches("r#").to_owned();
+        let ident = format_ident!("__agentry_arg_{}", index);
+        call_args.push(quote!(#ident));
+        let doc = if param_doc.is_empty() {
+            listed.get(&name).cloned()
+        } else {
+            Some(param_doc)
+        };
+        params.push(Param {
+            ident,
+            name,
+            ty: (*typed.ty).clone(),
+            doc,
+        });
+    }
+    if options.pass_input && params.len() != 1 {
+        return Err(syn::Error::new(
+            function.sig.inputs.span(),
+            "#[tool(pass_input)] needs exactly one parameter (besides &ToolContext): it receives the whole input",
+        ));
+    }
+
+    // Input schema and argument unpacking.
+    let (schema_setup, input_schema, unpack) = if options.pass_input {
+        let Param { ident, ty, .. } = &params[0];
+        (
+            quote!(),
+            quote!(#krate::tool::schema_for_type::<#ty>()),
+            quote!(let #ident: #ty = #krate::tool::from_input(__agentry_input)?;),
+        )
+    } else {
+        let properties = params.iter().map(|Param { name, ty, doc, .. }| {
+            let required = !is_named(ty, "Option");
+            let doc = match doc {
+                Some(text) => quote!(::core::option::Option::Some(#text)),
+                None => quote!(::core::option::Option::None),
+            };
+            quote!(__agentry_params.property::<#ty>(#name, #doc, #required);)
+        });
+        let takes = params.iter().map(
+            |Param {
+                 ident, name, ty, ..
+             }| { quote!(let #ident: #ty = __agentry_args.take(#name)?;) },
+        );
+        (
+            quote!(let mut __agentry_params = #krate::tool::ObjectSchemaBuilder::new(); #(#properties)*),
+            quote!(__agentry_params.finish()),
+            quote!(
+                #[allow(unused_mut)]
+                let mut __agentry_args = #krate::tool::Arguments::new(__agentry_input)?;
+                #(#takes)*
+            ),
+        )
+    };
+
+    // Output schema and conversion.
+    let (output_schema, convert) = match &function.sig.output {
+        ReturnType::Default => (
+            None,
+            quote!(::core::result::Result::Ok(#krate::__private::serde_json::Value::Null)),
+        ),
+        ReturnType::Type(_, ty) if is_named(ty, "Result") => {
+            let ok = first_generic(ty)
+                .ok_or_else(|| syn::Error::new(ty.span(), "Result needs an Ok type"))?;
+            let schema = (!is_unit(ok)).then(|| quote!(#krate::tool::schema_for_type::<#ok>()));
+            (
+                schema,
+                quote!(#krate::tool::result_to_output(__agentry_out)),
+            )
+        }
+        ReturnType::Type(_, ty) => {
+            let schema = (!is_unit(ty)).then(|| quote!(#krate::tool::schema_for_type::<#ty>()));
+            (schema, quote!(#krate::tool::to_output(__agentry_out)))
+        }
+    };
+    let output_schema = match output_schema {
+        Some(schema) => quote!(::core::option::Option::Some(#schema)),
+        None => quote!(::core::option::Option::None),
+    };
+
+    let description = options
+        .description
+        .as_ref()
+        .map(LitStr::value)
+        .unwrap_or(fn_description);
+    let description = if description.is_empty() {
+        quote!(::core::option::Option::None)
+    } else {
+        quote!(::core::option::Option::Some(::std::string::String::from(#description)))
+    };
+    let name = match &options.name {
+        Some(name) => quote!(#name),
+        None => quote!(::core::module_path!()),
+    };
+
+    let call = if is_async {
+        quote!(super::#fn_ident(#(#call_args),*).await)
+    } else {
+        quote!(super::#fn_ident(#(#call_args),*))
+    };
+    let handler = if is_async {
+        quote!(#krate::tool::ToolHandler::from_async(
+            |__agentry_input: #krate::__private::serde_json::Value, __agentry_ctx_owned: #krate::tool::ToolContext| async move {
+                #[allow(unused_variables)]
+                let __agentry_ctx = &__agentry_ctx_owned;
+                #unpack
+                let __agentry_out = #call;
+                #convert
+            }
+        ))
+    } else {
+        quote!(#krate::tool::ToolHandler::sync(
+            |__agentry_input: #krate::__private::serde_json::Value, __agentry_ctx: &#krate::tool::ToolContext| {
+                #[allow(unused_variables)]
+                let __agentry_ctx = __agentry_ctx;
+                #unpack
+                let __agentry_out = #call;
+                #convert
+            }
+        ))
+    };
+
+    let Options {
+        pass_input,
+        read_only,
+        destructive,
+        idempotent,
+        concurrency_safe,
+        ..
+    } = options;
+    let timeout = match &options.timeout_ms {
+        Some(ms) => quote!(::core::option::Option::Some(::std::time::Duration::from_millis(#ms))),
+        None => quote!(::core::option::Option::None),
+    };
+    let vis = &function.vis;
+    let companion_doc =
+        format!("Tool companion of `{fn_ident}`: its `NAME`, `schema()` and `tool()`.");
+
+    Ok(quote! {
+        #function
+
+        #[doc = #companion_doc]
+        #[allow(non_snake_case, clippy::module_name_repetitions)]
+        #vis mod #fn_ident {
+            #[allow(unused_imports)]
+            use super::*;
+
+            /// The tool's name.
+            pub const NAME: &str = #name;
+
+            /// The tool's `{name, input_schema, output_schema?, description?}`,
+            /// computed on first use and kept in the process-global registry.
+            pub fn schema() -> &'static #krate::tool::ToolSchema {
+                static SCHEMA: #krate::__private::OnceLock<&'static #krate::tool::ToolSchema> =
+                    #krate::__private::OnceLock::new();
+                SCHEMA.get_or_init(|| {
+                    #schema_setup
+                    #krate::tool::registry::register(#krate::tool::ToolSchema {
+                        name: ::std::string::String::from(NAME),
+                        input_schema: #input_schema,
+                        output_schema: #output_schema,
+                        description: #description,
+                    })
+                })
+            }
+
+            /// The function as a `Tool`, ready for `Toolbox::for_agent`.
+            pub fn tool() -> #krate::tool::Tool {
+                let mut tool = #krate::tool::Tool::from_schema(schema(), #handler);
+                tool.pass_input = #pass_input;
+                tool.hints = #krate::tool::ToolHints {
+                    read_only: #read_only,
+                    destructive: #destructive,
+                    idempotent: #idempotent,
+                    concurrency_safe: #concurrency_safe,
+                    timeout: #timeout,
+                };
+                tool
+            }
+        }
+    })
+}

@@ -1,0 +1,52 @@
+//! # agentry
+//!
+//! Turn plain typed Rust functions into tools a model can call safely.
+//!
+//! ```
+//! use agentry::tool::{ToolCall, Toolbox};
+//!
+//! /// Add two integers.
+//! #[agentry::tool]
+//! fn add(x: i64, y: i64) -> i64 {
+//!     x + y
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let tools = Toolbox::for_agent([add::tool()])?;
+//! let call: ToolCall = serde_json::from_str(r#"{"id":"call_1","name":"rust_out::add","input":{"x":2,"y":3}}"#)?;
+//! # let call = ToolCall { name: add::NAME.into(), ..call };
+//! let result = tools.dispatch(call).await;
+//! assert_eq!(serde_json::to_string(&result)?, r#"{"id":"call_1","output":5,"is_error":false}"#);
+//!
+//! // Wrong input never reaches the function; the model gets a message it can act on.
+//! let bad = tools.dispatch(ToolCall::new("call_2", add::NAME, serde_json::json!({"x": 2}))).await;
+//! assert!(bad.is_error);
+//! assert_eq!(add(2, 3), 5); // still a plain function
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! What is where:
+//!
+//! - [`macro@tool`]: `#[tool]` on a `fn` or `async fn` — schema from the signature,
+//!   description from the doc comment, a companion module with `NAME`, `schema()` and `tool()`.
+//! - [`tool`](mod@tool): [`Tool`](tool::Tool), [`ToolCall`](tool::ToolCall),
+//!   [`ToolResult`](tool::ToolResult), the [`Toolbox`](tool::Toolbox) with validated
+//!   `dispatch`, the seed-001 [`function`](tool::function) builder, wire names and
+//!   [`ToolContext`](tool::ToolContext).
+#![warn(missing_docs)]
+
+pub use agentry_core::tool;
+pub use agentry_macros::tool;
+
+#[doc(hidden)]
+pub use agentry_core::__private;
+
+/// The names most programs need.
+pub mod prelude {
+    pub use agentry_core::tool::{
+        Tool, ToolCall, ToolContext, ToolError, ToolResult, Toolbox, function,
+    };
+    pub use agentry_macros::tool;
+}
