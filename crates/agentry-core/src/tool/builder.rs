@@ -113,7 +113,7 @@ fn check_identifier(what: &'static str, name: &str) -> Result<(), BuildError> {
 enum Returns {
     Nothing,
     Schema(Value),
-    Fields(ObjectSchemaBuilder),
+    Fields(Box<ObjectSchemaBuilder>),
 }
 
 /// Builder for a namespaced tool (seed 001's `fn()`). Start with [`function`].
@@ -229,7 +229,7 @@ impl FunctionBuilder {
     /// Add one named field to an object return value.
     pub fn returns_field<T: JsonSchema>(mut self, name: &str, description: &str) -> Self {
         if !matches!(self.returns, Returns::Fields(_)) {
-            self.returns = Returns::Fields(ObjectSchemaBuilder::new());
+            self.returns = Returns::Fields(Box::default());
         }
         if let Returns::Fields(fields) = &mut self.returns {
             fields.property::<T>(name, Some(description), true);

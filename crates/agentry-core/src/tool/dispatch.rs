@@ -22,7 +22,7 @@ const MAX_SUGGESTIONS: usize = 3;
 /// How many names an unknown-tool message lists when none is close.
 const MAX_LISTED: usize = 20;
 /// Similarity (Jaro-Winkler, 0..1) above which a known name counts as close.
-const CLOSE_ENOUGH: f64 = 0.75;
+const CLOSE_ENOUGH: f64 = 0.8;
 
 impl Toolbox {
     /// Invoke the tool named by `call` with an empty [`ToolContext`].
