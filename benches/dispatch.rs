@@ -12,8 +12,8 @@ use std::hint::black_box;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use futures_util::FutureExt;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::json;
+use serde_json::value::RawValue;
 
 const CALL: &str = r#"{"id":"call_1","name":"add","input":{"x":2,"y":3}}"#;
 
@@ -94,7 +94,10 @@ mod mcp {
 }
 
 fn bench_dispatch(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let _guard = runtime.enter();
     let mut group = c.benchmark_group("dispatch_2arg");
 
@@ -104,7 +107,12 @@ fn bench_dispatch(c: &mut Criterion) {
     let check = toolbox.dispatch_json(CALL, &ctx).now_or_never().unwrap();
     assert_eq!(check.output, json!(5));
     group.bench_function("agentry/json_call", |b| {
-        b.iter(|| toolbox.dispatch_json(black_box(CALL), &ctx).now_or_never().unwrap())
+        b.iter(|| {
+            toolbox
+                .dispatch_json(black_box(CALL), &ctx)
+                .now_or_never()
+                .unwrap()
+        })
     });
     let parsed: agentry::tool::ToolCall = serde_json::from_str(CALL).unwrap();
     group.bench_function("agentry/parsed_call", |b| {
@@ -133,15 +141,22 @@ fn bench_dispatch(c: &mut Criterion) {
     let router = mcp::Calc::tool_router();
     let calc = mcp::Calc;
     let (server_io, _client_io) = tokio::io::duplex(4096);
-    let running = rmcp::service::serve_directly::<rmcp::RoleServer, _, _, _, _>(mcp::Calc, server_io, None);
+    let running =
+        rmcp::service::serve_directly::<rmcp::RoleServer, _, _, _, _>(mcp::Calc, server_io, None);
     let peer = running.peer().clone();
     let run_mcp = |text: &str| {
         let call: WireCall = serde_json::from_str(text).unwrap();
         let arguments: rmcp::model::JsonObject = serde_json::from_str(call.input.get()).unwrap();
-        let params = rmcp::model::CallToolRequestParams::new(call.name.to_owned()).with_arguments(arguments);
-        let request = rmcp::service::RequestContext::new(rmcp::model::NumberOrString::Number(1), peer.clone());
+        let params =
+            rmcp::model::CallToolRequestParams::new(call.name.to_owned()).with_arguments(arguments);
+        let request = rmcp::service::RequestContext::new(
+            rmcp::model::NumberOrString::Number(1),
+            peer.clone(),
+        );
         router
-            .call(rmcp::handler::server::tool::ToolCallContext::new(&calc, params, request))
+            .call(rmcp::handler::server::tool::ToolCallContext::new(
+                &calc, params, request,
+            ))
             .now_or_never()
             .unwrap()
             .unwrap()

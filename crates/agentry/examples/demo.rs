@@ -31,7 +31,8 @@ fn divide(numerator: f64, denominator: f64) -> Result<f64, String> {
 /// Who is asking, from the request context the harness bound.
 #[agentry::tool]
 async fn whoami(ctx: &ToolContext) -> String {
-    ctx.sender().map_or_else(|| "anonymous".into(), |s| s.id.clone())
+    ctx.sender()
+        .map_or_else(|| "anonymous".into(), |s| s.id.clone())
 }
 
 #[derive(Deserialize)]
@@ -59,7 +60,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let calls = [
         ToolCall::new("call_1", add::NAME, json!({"x": 2, "y": 3})),
         ToolCall::new("call_2", "units.to_fahrenheit", json!({"celsius": 21.5})),
-        ToolCall::new("call_3", divide::NAME, json!({"numerator": 1, "denominator": 0})),
+        ToolCall::new(
+            "call_3",
+            divide::NAME,
+            json!({"numerator": 1, "denominator": 0}),
+        ),
         ToolCall::new("call_4", add::NAME, json!({"x": "two"})),
         ToolCall::new("call_5", "ad", json!({})),
         ToolCall::new("call_6", whoami::NAME, json!({})),

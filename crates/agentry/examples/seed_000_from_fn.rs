@@ -8,18 +8,19 @@
 //!                             description: "Add two integers and return the sum."})
 //! ```
 //!
-//! In Rust, `#[tool]` gives `add::tool()`; overrides are struct-update syntax.
+//! In Rust, `from_fn!(add)` (the same as `add::tool()`) gives the tool;
+//! overrides are struct-update syntax.
 //!
 //! Run: `cargo run -p agentry --example seed_000_from_fn`
 
 use agentry::tool::Tool;
 
 fn run() -> (Tool, Tool) {
-    let t1 = myapp::add::tool();
+    let t1 = agentry::from_fn!(myapp::add);
     let t2 = Tool {
         name: "add-numbers".into(),
         description: Some("Add two integers and return the sum.".into()),
-        ..myapp::add::tool()
+        ..agentry::from_fn!(myapp::add)
     };
     (t1, t2)
 }

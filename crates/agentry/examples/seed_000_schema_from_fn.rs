@@ -16,7 +16,7 @@
 use agentry::tool::ToolSchema;
 
 fn run() -> &'static ToolSchema {
-    myapp::search::schema()
+    agentry::schema_from_fn!(myapp::search)
 }
 
 fn main() {

@@ -43,6 +43,41 @@ pub use agentry_macros::tool;
 #[doc(hidden)]
 pub use agentry_core::__private;
 
+/// Seed 000's `from-fn(f)`: the [`Tool`](tool::Tool) of a `#[tool]` function,
+/// by path. Same as `f::tool()`; override fields with struct-update syntax.
+///
+/// ```
+/// /// Add two integers.
+/// #[agentry::tool]
+/// fn add(x: i64, y: i64) -> i64 { x + y }
+///
+/// let tool = agentry::from_fn!(add);
+/// assert_eq!(tool.description.as_deref(), Some("Add two integers."));
+/// ```
+#[macro_export]
+macro_rules! from_fn {
+    ($($segment:ident)::+) => {
+        $($segment)::+::tool()
+    };
+}
+
+/// Seed 000's `schema-from-fn(f)`: the registered
+/// [`ToolSchema`](tool::ToolSchema) of a `#[tool]` function, by path. Same as `f::schema()`.
+///
+/// ```
+/// #[agentry::tool]
+/// fn search(query: String, limit: i64) -> Vec<String> { vec![query; limit as usize] }
+///
+/// let schema = agentry::schema_from_fn!(search);
+/// assert_eq!(schema.input_schema["required"], serde_json::json!(["query", "limit"]));
+/// ```
+#[macro_export]
+macro_rules! schema_from_fn {
+    ($($segment:ident)::+) => {
+        $($segment)::+::schema()
+    };
+}
+
 /// The names most programs need.
 pub mod prelude {
     pub use agentry_core::tool::{
@@ -50,3 +85,8 @@ pub mod prelude {
     };
     pub use agentry_macros::tool;
 }
+
+/// The README's example, compiled and run as a doctest.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
