@@ -28,6 +28,10 @@ use proc_macro::TokenStream;
 /// - the return type becomes the output schema; for `Result<T, E>` it is `T`'s,
 ///   and an `Err` becomes an error result carrying `E`'s `Display`.
 ///
+/// Put `#[tool]` on a module-level function: the companion module refers to
+/// the function and its parameter types through `super::`, which does not
+/// reach items declared inside a function body.
+///
 /// Options: `name = "..."`, `description = "..."`, `read_only`, `destructive`,
 /// `idempotent`, `concurrency_safe`, `timeout_ms = N`, `pass_input` (the one
 /// parameter receives the whole input object), and `crate = "path"` when the

@@ -51,8 +51,10 @@ pub use agentry_core::__private;
 /// #[agentry::tool]
 /// fn add(x: i64, y: i64) -> i64 { x + y }
 ///
+/// # fn main() {
 /// let tool = agentry::from_fn!(add);
 /// assert_eq!(tool.description.as_deref(), Some("Add two integers."));
+/// # }
 /// ```
 #[macro_export]
 macro_rules! from_fn {
@@ -68,8 +70,10 @@ macro_rules! from_fn {
 /// #[agentry::tool]
 /// fn search(query: String, limit: i64) -> Vec<String> { vec![query; limit as usize] }
 ///
+/// # fn main() {
 /// let schema = agentry::schema_from_fn!(search);
 /// assert_eq!(schema.input_schema["required"], serde_json::json!(["query", "limit"]));
+/// # }
 /// ```
 #[macro_export]
 macro_rules! schema_from_fn {
