@@ -35,6 +35,8 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod agent;
+pub mod model;
 pub mod tool;
 
 /// Items used by code that `#[tool]` generates. Not a stable API.

@@ -33,7 +33,9 @@ use proc_macro::TokenStream;
 /// reach items declared inside a function body.
 ///
 /// Options: `name = "..."`, `description = "..."`, `read_only`, `destructive`,
-/// `idempotent`, `concurrency_safe`, `timeout_ms = N`, `pass_input` (the one
+/// `idempotent`, `concurrency_safe`, `timeout_ms = N`, the capabilities the tool
+/// needs — `net = "host"`, `fs_read = "dir"`, `fs_write = "dir"`, `env = "NAME"`,
+/// each repeatable — `pass_input` (the one
 /// parameter receives the whole input object), and `crate = "path"` when the
 /// facade is not reachable as `::agentry`.
 ///

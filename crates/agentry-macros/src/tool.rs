@@ -21,6 +21,7 @@ struct Options {
     idempotent: bool,
     concurrency_safe: bool,
     timeout_ms: Option<LitInt>,
+    capabilities: Vec<(&'static str, LitStr)>,
 }
 
 fn parse_options(attr: TokenStream) -> syn::Result<Options> {
@@ -43,6 +44,12 @@ fn parse_options(attr: TokenStream) -> syn::Result<Options> {
         } else if meta.path.is_ident("timeout_ms") {
             options.timeout_ms = Some(meta.value()?.parse()?);
             Ok(())
+        } else if let Some(kind) = ["net", "fs_read", "fs_write", "env"]
+            .into_iter()
+            .find(|kind| meta.path.is_ident(kind))
+        {
+            options.capabilities.push((kind, meta.value()?.parse()?));
+            Ok(())
         } else if meta.path.is_ident("pass_input") {
             flag(&mut options.pass_input)
         } else if meta.path.is_ident("read_only") {
@@ -56,7 +63,7 @@ fn parse_options(attr: TokenStream) -> syn::Result<Options> {
         } else {
             Err(meta.error(
                 "unknown #[tool] option; expected one of: name, description, read_only, destructive, \
-                 idempotent, concurrency_safe, timeout_ms, pass_input, crate",
+                 idempotent, concurrency_safe, timeout_ms, pass_input, net, fs_read, fs_write, env, crate",
             ))
         }
     });
@@ -276,6 +283,10 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         Some(ms) => quote!(::core::option::Option::Some(::std::time::Duration::from_millis(#ms))),
         None => quote!(::core::option::Option::None),
     };
+    let capabilities = options.capabilities.iter().map(|(kind, value)| {
+        let constructor = format_ident!("{}", kind);
+        quote!(#krate::tool::Capability::#constructor(#value))
+    });
     let vis = &function.vis;
     let companion_doc =
         format!("Tool companion of `{fn_ident}`: its `NAME`, `schema()` and `tool()`.");
@@ -319,6 +330,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     concurrency_safe: #concurrency_safe,
                     timeout: #timeout,
                 };
+                tool.capabilities = ::std::vec![#(#capabilities),*];
                 tool
             }
         }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::context::ToolContext;
 use super::handler::{ToolHandler, from_input, result_to_output};
 use super::schema::{ObjectSchemaBuilder, schema_for_type};
+use super::capability::Capability;
 use super::tool::{Tool, ToolExample, ToolHints};
 use super::validate::CompiledSchema;
 
@@ -144,6 +145,7 @@ pub struct FunctionBuilder {
     examples: Vec<ToolExample>,
     hints: ToolHints,
     pass_input: bool,
+    capabilities: Vec<Capability>,
     handler: Option<ToolHandler>,
 }
 
@@ -159,6 +161,7 @@ pub fn function(name: impl Into<String>) -> FunctionBuilder {
         examples: Vec::new(),
         hints: ToolHints::default(),
         pass_input: false,
+        capabilities: Vec::new(),
         handler: None,
     }
 }
@@ -252,6 +255,12 @@ impl FunctionBuilder {
     /// Set behaviour hints (read-only, destructive, idempotent, concurrency-safe, timeout).
     pub fn hints(mut self, hints: ToolHints) -> Self {
         self.hints = hints;
+        self
+    }
+
+    /// Declare a capability the tool needs (it runs with these ∩ the agent's grants).
+    pub fn capability(mut self, capability: Capability) -> Self {
+        self.capabilities.push(capability);
         self
     }
 
@@ -356,6 +365,7 @@ impl FunctionBuilder {
             pass_input: self.pass_input,
             hints: self.hints,
             examples: self.examples,
+            capabilities: self.capabilities,
         })
     }
 }

@@ -12,6 +12,9 @@ use std::sync::{Arc, LazyLock};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::capability::Capabilities;
+use super::guard::{CapabilityError, Fs, read_env};
+
 /// A conversation a request belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Session {
@@ -52,6 +55,7 @@ struct ContextInner {
     sender: Option<Identity>,
     extras: Map<String, Value>,
     state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    capabilities: Capabilities,
 }
 
 /// The per-request context handed to tools.
@@ -95,6 +99,7 @@ impl fmt::Debug for ToolContext {
             .field("sender", &self.inner.sender)
             .field("extras", &self.inner.extras)
             .field("state_types", &self.inner.state.len())
+            .field("capabilities", &self.inner.capabilities)
             .finish()
     }
 }
@@ -139,6 +144,28 @@ impl ToolContext {
             .state
             .insert(TypeId::of::<T>(), Arc::new(state));
         self
+    }
+
+    /// Set the capabilities the tool may use. The agent's gate sets this to
+    /// the tool's declared needs ∩ the agent's grants before each call.
+    pub fn with_capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.inner_mut().capabilities = capabilities;
+        self
+    }
+
+    /// The capabilities the tool may use in this call.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.inner.capabilities
+    }
+
+    /// File access confined to the granted directories.
+    pub fn fs(&self) -> Fs {
+        Fs::new(&self.inner.capabilities)
+    }
+
+    /// Read an environment variable, if it is granted (`Ok(None)` when granted but unset).
+    pub fn env(&self, name: &str) -> Result<Option<String>, CapabilityError> {
+        read_env(&self.inner.capabilities, name)
     }
 
     /// The session of the current request, if the harness bound one.

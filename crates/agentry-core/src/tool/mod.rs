@@ -17,8 +17,10 @@
 
 mod builder;
 mod call;
+mod capability;
 mod context;
 mod dispatch;
+mod guard;
 mod handler;
 mod schema;
 #[allow(clippy::module_inception)]
@@ -29,8 +31,10 @@ pub mod wire;
 
 pub use builder::{BuildError, DEFAULT_NAMESPACE, FunctionBuilder, RESERVED_NAMES, function};
 pub use call::{ToolCall, ToolResult};
+pub use capability::{Capabilities, Capability, normalize_path};
 pub use context::{Identity, Session, ToolContext};
 pub use dispatch::dispatch;
+pub use guard::{CapabilityError, Fs};
 pub use handler::{
     Arguments, BoxFuture, ToolError, ToolHandler, from_input, result_to_output, to_output,
 };

@@ -7,6 +7,7 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
+use super::capability::Capability;
 use super::handler::ToolHandler;
 use super::schema::ToolSchema;
 
@@ -134,6 +135,8 @@ pub struct Tool {
     pub hints: ToolHints,
     /// Example calls for discovery.
     pub examples: Vec<ToolExample>,
+    /// What the tool needs outside the process. It runs with these ∩ the agent's grants.
+    pub capabilities: Vec<Capability>,
 }
 
 impl Tool {
@@ -148,6 +151,7 @@ impl Tool {
             pass_input: false,
             hints: ToolHints::default(),
             examples: Vec::new(),
+            capabilities: Vec::new(),
         }
     }
 
@@ -188,6 +192,12 @@ impl Tool {
         self
     }
 
+    /// Declare a capability the tool needs.
+    pub fn with_capability(mut self, capability: Capability) -> Self {
+        self.capabilities.push(capability);
+        self
+    }
+
     /// Set the per-call timeout.
     pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.hints.timeout = Some(timeout);
@@ -197,7 +207,7 @@ impl Tool {
 
 impl Serialize for Tool {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut state = serializer.serialize_struct("Tool", 7)?;
+        let mut state = serializer.serialize_struct("Tool", 8)?;
         state.serialize_field("name", &self.name)?;
         if let Some(description) = &self.description {
             state.serialize_field("description", description)?;
@@ -212,6 +222,9 @@ impl Serialize for Tool {
         }
         if !self.examples.is_empty() {
             state.serialize_field("examples", &self.examples)?;
+        }
+        if !self.capabilities.is_empty() {
+            state.serialize_field("capabilities", &self.capabilities)?;
         }
         state.end()
     }

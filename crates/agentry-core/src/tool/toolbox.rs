@@ -130,6 +130,11 @@ impl Toolbox {
             .map(|&i| &self.inner.entries[i].tool)
     }
 
+    /// The tool a model's call names: by name first, then by wire name.
+    pub fn find_for_call(&self, name: &str) -> Option<&Tool> {
+        self.entry_for_call(name).map(|entry| &entry.tool)
+    }
+
     /// The tool a model called: by name first, then by wire name.
     pub(crate) fn entry_for_call(&self, name: &str) -> Option<&Entry> {
         let index = self

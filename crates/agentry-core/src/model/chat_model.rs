@@ -1,0 +1,79 @@
+//! The `ChatModel` trait: one streaming call over a [`ChatRequest`], and a
+//! `step` that folds the stream into a [`Step`].
+
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+
+use super::error::ModelError;
+use super::message::ChatRequest;
+use super::step::{FinishReason, Step, StepAssembler, StreamEvent};
+
+/// A stream of reply events.
+pub type EventStream<'a> = BoxStream<'a, Result<StreamEvent, ModelError>>;
+
+/// A chat model: OpenAI-compatible servers, Anthropic, the local llama.cpp
+/// model, the [`OfflineModel`](super::OfflineModel) and the
+/// [`ScriptedModel`](super::ScriptedModel) all implement it.
+pub trait ChatModel: Send + Sync {
+    /// The model id, as reported in traces (`gen_ai.request.model`).
+    fn model_id(&self) -> &str;
+
+    /// Stream one reply: text deltas, tool-call deltas, usage, then a finish event.
+    fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a>;
+
+    /// One reply as a [`Step`] (seed 003's `llm_step`), with exact usage.
+    fn step<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Step, ModelError>> {
+        Box::pin(collect_step(self.stream(request)))
+    }
+}
+
+impl<M: ChatModel + ?Sized> ChatModel for std::sync::Arc<M> {
+    fn model_id(&self) -> &str {
+        (**self).model_id()
+    }
+    fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
+        (**self).stream(request)
+    }
+    fn step<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Step, ModelError>> {
+        (**self).step(request)
+    }
+}
+
+/// Drain a reply stream into a [`Step`]; the first error wins.
+pub async fn collect_step(mut stream: EventStream<'_>) -> Result<Step, ModelError> {
+    let mut assembler = StepAssembler::new();
+    while let Some(event) = stream.next().await {
+        assembler.push(&event?);
+    }
+    assembler.finish()
+}
+
+/// The events that stream a finished [`Step`]: how models that decide in one
+/// go (scripted, offline) implement [`ChatModel::stream`].
+pub fn events_of(step: &Step) -> Vec<StreamEvent> {
+    let mut events = Vec::new();
+    let (text, tokens, reason) = match step {
+        Step::Final { text, tokens } => (text, *tokens, FinishReason::Stop),
+        Step::Tool { calls, text, tokens } => {
+            for (index, call) in calls.iter().enumerate() {
+                events.push(StreamEvent::ToolCallStart {
+                    index,
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+                events.push(StreamEvent::ToolCallDelta {
+                    index,
+                    arguments: call.input.to_string(),
+                });
+            }
+            (text, *tokens, FinishReason::ToolCalls)
+        }
+    };
+    if !text.is_empty() {
+        events.insert(0, StreamEvent::TextDelta { text: text.clone() });
+    }
+    events.push(StreamEvent::Usage { usage: tokens });
+    events.push(StreamEvent::Finish { reason });
+    events
+}
