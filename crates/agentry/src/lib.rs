@@ -34,10 +34,14 @@
 //! - [`tool`](mod@tool): [`Tool`](tool::Tool), [`ToolCall`](tool::ToolCall),
 //!   [`ToolResult`](tool::ToolResult), the [`Toolbox`](tool::Toolbox) with validated
 //!   `dispatch`, the seed-001 [`function`](tool::function) builder, wire names and
-//!   [`ToolContext`](tool::ToolContext).
+//!   [`ToolContext`](tool::ToolContext) with its capability-enforcing handles.
+//! - [`model`]: the [`ChatModel`](model::ChatModel) trait, requests, streamed
+//!   events and [`Step`](model::Step)s, the offline and scripted models.
+//! - [`agent`]: seed 003's safe loop — [`Agent`](agent::Agent) with allow-list,
+//!   token budget, step limit, least-privilege capabilities, approval and audit.
 #![warn(missing_docs)]
 
-pub use agentry_core::tool;
+pub use agentry_core::{agent, model, tool};
 pub use agentry_macros::tool;
 
 #[doc(hidden)]
@@ -84,8 +88,10 @@ macro_rules! schema_from_fn {
 
 /// The names most programs need.
 pub mod prelude {
+    pub use agentry_core::agent::{Agent, Outcome, RunOutcome};
+    pub use agentry_core::model::{ChatModel, ChatRequest, Message, OfflineModel, Step, Usage};
     pub use agentry_core::tool::{
-        Tool, ToolCall, ToolContext, ToolError, ToolResult, Toolbox, function,
+        Capability, Tool, ToolCall, ToolContext, ToolError, ToolResult, Toolbox, function,
     };
     pub use agentry_macros::tool;
 }

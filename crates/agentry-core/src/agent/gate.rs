@@ -5,12 +5,15 @@ use serde_json::Value;
 
 use crate::tool::{Capabilities, Tool, ToolCall, ToolContext, ToolResult, Toolbox};
 
-/// Seed 003's `call(task, args_map)`: invoke a tool with named arguments
-/// from a map, with no capabilities. `Ok` holds the output, `Err` the error message.
+/// Seed 003's `call(task, args_map)`: the program itself invokes a tool with
+/// named arguments from a map. Being the program's own call, not a model's
+/// choice, the tool gets exactly the capabilities it declares. `Ok` holds the
+/// output, `Err` the error message.
 ///
 /// Builds a one-tool [`Toolbox`] per call; for repeated calls, keep a toolbox.
 pub async fn call(tool: &Tool, args: Value) -> Result<Value, String> {
-    call_tool(tool, args, &Capabilities::none()).await
+    let declared: Capabilities = tool.capabilities.iter().cloned().collect();
+    call_tool(tool, args, &declared).await
 }
 
 /// Seed 003's `call_tool(task, args_map)`: invoke a tool with least privilege.
@@ -30,7 +33,12 @@ pub async fn call_tool(tool: &Tool, args: Value, granted: &Capabilities) -> Resu
 /// Dispatch `call` from `toolbox` with the tool's declared capabilities ∩
 /// `granted` bound into `ctx`. A declared capability outside the grant gives
 /// an error result and the tool does not run.
-pub async fn gated_dispatch(toolbox: &Toolbox, call: ToolCall, granted: &Capabilities, ctx: &ToolContext) -> ToolResult {
+pub async fn gated_dispatch(
+    toolbox: &Toolbox,
+    call: ToolCall,
+    granted: &Capabilities,
+    ctx: &ToolContext,
+) -> ToolResult {
     let Some(tool) = toolbox.find_for_call(&call.name) else {
         return toolbox.dispatch_with(call, ctx).await;
     };

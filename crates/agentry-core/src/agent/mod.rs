@@ -8,5 +8,9 @@ mod policy;
 mod run;
 
 pub use gate::{call, call_tool, gated_dispatch};
-pub use policy::{Approval, Approver, AuditLog, AuditOutcome, AuditRecord, AuditSink, arguments_digest};
-pub use run::{Agent, CallRecord, DEFAULT_MAX_STEPS, OUT_OF_STEPS_TEXT, Outcome, RunOutcome, StepRecord};
+pub use policy::{
+    Approval, Approver, AuditLog, AuditOutcome, AuditRecord, AuditSink, arguments_digest,
+};
+pub use run::{
+    Agent, CallRecord, DEFAULT_MAX_STEPS, OUT_OF_STEPS_TEXT, Outcome, RunOutcome, StepRecord,
+};

@@ -106,13 +106,19 @@ impl AuditLog {
 
     /// Every record so far, in order.
     pub fn records(&self) -> Vec<AuditRecord> {
-        self.records.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
 impl AuditSink for AuditLog {
     fn record(&self, record: AuditRecord) {
-        self.records.lock().unwrap_or_else(|p| p.into_inner()).push(record);
+        self.records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(record);
     }
 }
 

@@ -13,7 +13,9 @@ use tracing::{Instrument, field};
 use super::gate::gated_dispatch;
 use super::policy::{Approval, Approver, AuditOutcome, AuditRecord, AuditSink, arguments_digest};
 use crate::model::{ChatModel, ChatRequest, Message, ModelError, Step, ToolChoice, Usage};
-use crate::tool::{Capabilities, Capability, ToolCall, ToolContext, ToolResult, ToolSchema, Toolbox};
+use crate::tool::{
+    Capabilities, Capability, ToolCall, ToolContext, ToolResult, ToolSchema, Toolbox,
+};
 
 /// Steps an agent may take unless told otherwise.
 pub const DEFAULT_MAX_STEPS: usize = 8;
@@ -119,7 +121,8 @@ impl Agent {
 
     /// An agent over a model shared with others.
     pub fn with_shared_model(model: Arc<dyn ChatModel>) -> Self {
-        let toolbox = Toolbox::for_agent(Vec::<crate::tool::Tool>::new()).expect("an empty toolbox is valid");
+        let toolbox =
+            Toolbox::for_agent(Vec::<crate::tool::Tool>::new()).expect("an empty toolbox is valid");
         Self {
             model,
             toolbox,
@@ -159,7 +162,11 @@ impl Agent {
         let advertised = self
             .toolbox
             .tools()
-            .filter(|tool| self.allow.as_ref().is_none_or(|allow| allow.contains(&tool.name)))
+            .filter(|tool| {
+                self.allow
+                    .as_ref()
+                    .is_none_or(|allow| allow.contains(&tool.name))
+            })
             .map(|tool| tool.schema())
             .collect();
         self.advertised = Arc::new(advertised);
@@ -294,13 +301,21 @@ impl Agent {
                         messages,
                     };
                 }
-                Step::Tool { calls, text, tokens } => {
+                Step::Tool {
+                    calls,
+                    text,
+                    tokens,
+                } => {
                     messages.push(Message::Assistant {
                         text: text.clone(),
                         tool_calls: calls.clone(),
                     });
                     let records = self.execute(calls).await;
-                    messages.extend(records.iter().map(|record| Message::tool(record.result.clone())));
+                    messages.extend(
+                        records
+                            .iter()
+                            .map(|record| Message::tool(record.result.clone())),
+                    );
                     steps.push(StepRecord {
                         index: n,
                         tokens,
@@ -389,13 +404,17 @@ impl Agent {
     }
 
     async fn gate(&self, call: &ToolCall) -> (ToolResult, AuditOutcome) {
-        let allowed = self
-            .toolbox
-            .find_for_call(&call.name)
-            .filter(|tool| self.allow.as_ref().is_none_or(|allow| allow.contains(&tool.name)));
+        let allowed = self.toolbox.find_for_call(&call.name).filter(|tool| {
+            self.allow
+                .as_ref()
+                .is_none_or(|allow| allow.contains(&tool.name))
+        });
         let Some(tool) = allowed else {
             let message = format!("{} => not allowed", call.name);
-            return (ToolResult::error(call.id.clone(), message), AuditOutcome::NotAllowed);
+            return (
+                ToolResult::error(call.id.clone(), message),
+                AuditOutcome::NotAllowed,
+            );
         };
         if tool.hints.destructive {
             let approval = match &self.approver {
@@ -404,7 +423,10 @@ impl Agent {
             };
             if let Approval::Deny(reason) = approval {
                 let message = format!("tool \"{}\" was not approved: {reason}", tool.name);
-                return (ToolResult::error(call.id.clone(), message), AuditOutcome::Denied(reason));
+                return (
+                    ToolResult::error(call.id.clone(), message),
+                    AuditOutcome::Denied(reason),
+                );
             }
         }
         let result = gated_dispatch(&self.toolbox, call.clone(), &self.grants, &self.context).await;

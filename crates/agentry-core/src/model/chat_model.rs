@@ -55,7 +55,11 @@ pub fn events_of(step: &Step) -> Vec<StreamEvent> {
     let mut events = Vec::new();
     let (text, tokens, reason) = match step {
         Step::Final { text, tokens } => (text, *tokens, FinishReason::Stop),
-        Step::Tool { calls, text, tokens } => {
+        Step::Tool {
+            calls,
+            text,
+            tokens,
+        } => {
             for (index, call) in calls.iter().enumerate() {
                 events.push(StreamEvent::ToolCallStart {
                     index,

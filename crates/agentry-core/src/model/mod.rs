@@ -24,13 +24,22 @@ mod tests {
     use serde_json::json;
 
     fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(future)
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(future)
     }
 
     #[test]
     fn offline_answers_no_llm_provider_with_zero_tokens() {
         let step = block_on(OfflineModel.step(&ChatRequest::new(None, "hi"))).unwrap();
-        assert_eq!(step, Step::Final { text: "[no llm provider]".into(), tokens: Usage::default() });
+        assert_eq!(
+            step,
+            Step::Final {
+                text: "[no llm provider]".into(),
+                tokens: Usage::default()
+            }
+        );
     }
 
     #[test]
@@ -40,11 +49,19 @@ mod tests {
             text: "checking".into(),
             tokens: Usage::new(5, 2),
         };
-        let model = ScriptedModel::new().reply(call.clone()).fail(ModelError::Provider("down".into()));
+        let model = ScriptedModel::new()
+            .reply(call.clone())
+            .fail(ModelError::Provider("down".into()));
         let request = ChatRequest::new(Some("sys".into()), "weather?");
         assert_eq!(block_on(model.step(&request)).unwrap(), call);
-        assert_eq!(block_on(model.step(&request)).unwrap_err(), ModelError::Provider("down".into()));
-        assert!(matches!(block_on(model.step(&request)), Err(ModelError::Config(_))));
+        assert_eq!(
+            block_on(model.step(&request)).unwrap_err(),
+            ModelError::Provider("down".into())
+        );
+        assert!(matches!(
+            block_on(model.step(&request)),
+            Err(ModelError::Config(_))
+        ));
         assert_eq!(model.requests().len(), 3);
     }
 }

@@ -73,11 +73,16 @@ impl ScriptedModel {
     }
 
     fn next(&self, request: &ChatRequest) -> Result<Step, ModelError> {
-        self.requests.lock().expect("requests lock").push(request.clone());
+        self.requests
+            .lock()
+            .expect("requests lock")
+            .push(request.clone());
         match self.script.lock().expect("script lock").pop_front() {
             Some(Scripted::Reply(reply)) => reply,
             Some(Scripted::Respond(responder)) => responder(request),
-            None => Err(ModelError::Config("the scripted model has no more steps".into())),
+            None => Err(ModelError::Config(
+                "the scripted model has no more steps".into(),
+            )),
         }
     }
 }

@@ -38,7 +38,10 @@ impl Usage {
 impl Add for Usage {
     type Output = Usage;
     fn add(self, other: Usage) -> Usage {
-        Usage::new(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        Usage::new(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+        )
     }
 }
 
@@ -171,9 +174,12 @@ impl StepAssembler {
                     call.name.clone_from(name);
                 }
             }
-            StreamEvent::ToolCallDelta { index, arguments } => {
-                self.calls.entry(*index).or_default().arguments.push_str(arguments)
-            }
+            StreamEvent::ToolCallDelta { index, arguments } => self
+                .calls
+                .entry(*index)
+                .or_default()
+                .arguments
+                .push_str(arguments),
             StreamEvent::Usage { usage } => {
                 if usage.input_tokens > 0 {
                     self.usage.input_tokens = usage.input_tokens;
@@ -239,14 +245,37 @@ mod tests {
     fn assembles_parallel_calls_from_fragments() {
         let mut assembler = StepAssembler::new();
         for event in [
-            StreamEvent::ToolCallStart { index: 1, id: "b".into(), name: "time".into() },
-            StreamEvent::ToolCallStart { index: 0, id: "a".into(), name: "weather".into() },
-            StreamEvent::ToolCallDelta { index: 0, arguments: "{\"ci".into() },
-            StreamEvent::ToolCallDelta { index: 1, arguments: "".into() },
-            StreamEvent::ToolCallDelta { index: 0, arguments: "ty\": \"Lima\"}".into() },
-            StreamEvent::Usage { usage: Usage::new(10, 0) },
-            StreamEvent::Usage { usage: Usage::new(0, 7) },
-            StreamEvent::Finish { reason: FinishReason::ToolCalls },
+            StreamEvent::ToolCallStart {
+                index: 1,
+                id: "b".into(),
+                name: "time".into(),
+            },
+            StreamEvent::ToolCallStart {
+                index: 0,
+                id: "a".into(),
+                name: "weather".into(),
+            },
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                arguments: "{\"ci".into(),
+            },
+            StreamEvent::ToolCallDelta {
+                index: 1,
+                arguments: "".into(),
+            },
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                arguments: "ty\": \"Lima\"}".into(),
+            },
+            StreamEvent::Usage {
+                usage: Usage::new(10, 0),
+            },
+            StreamEvent::Usage {
+                usage: Usage::new(0, 7),
+            },
+            StreamEvent::Finish {
+                reason: FinishReason::ToolCalls,
+            },
         ] {
             assembler.push(&event);
         }
@@ -273,7 +302,10 @@ mod tests {
 
     #[test]
     fn step_serialises_like_the_seed() {
-        let step = Step::Final { text: "[no llm provider]".into(), tokens: Usage::default() };
+        let step = Step::Final {
+            text: "[no llm provider]".into(),
+            tokens: Usage::default(),
+        };
         assert_eq!(
             serde_json::to_value(&step).unwrap(),
             json!({"kind": "final", "text": "[no llm provider]", "tokens": {"input_tokens": 0, "output_tokens": 0}})

@@ -10,10 +10,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::capability::Capability;
 use super::context::ToolContext;
 use super::handler::{ToolHandler, from_input, result_to_output};
 use super::schema::{ObjectSchemaBuilder, schema_for_type};
-use super::capability::Capability;
 use super::tool::{Tool, ToolExample, ToolHints};
 use super::validate::CompiledSchema;
 

@@ -45,7 +45,9 @@ impl Capability {
     /// The part of `self` (a declared need) that `grant` allows, if any.
     fn allowed_by(&self, grant: &Capability) -> Option<Capability> {
         match (self, grant) {
-            (Capability::Net(need), Capability::Net(granted)) => host_matches(granted, need).then(|| self.clone()),
+            (Capability::Net(need), Capability::Net(granted)) => {
+                host_matches(granted, need).then(|| self.clone())
+            }
             (Capability::FsRead(need), Capability::FsRead(granted))
             | (Capability::FsWrite(need), Capability::FsWrite(granted)) => {
                 let need = normalize_path(need);
@@ -55,7 +57,9 @@ impl Capability {
                     _ => Capability::FsWrite(need),
                 })
             }
-            (Capability::Env(need), Capability::Env(granted)) => (need == granted).then(|| self.clone()),
+            (Capability::Env(need), Capability::Env(granted)) => {
+                (need == granted).then(|| self.clone())
+            }
             _ => None,
         }
     }
@@ -109,7 +113,10 @@ pub fn normalize_path(path: &Path) -> PathBuf {
     let mut existing = lexical;
     let mut rest = Vec::new();
     while !existing.exists() {
-        match (existing.file_name().map(|n| n.to_owned()), existing.parent()) {
+        match (
+            existing.file_name().map(|n| n.to_owned()),
+            existing.parent(),
+        ) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_path_buf();
@@ -171,7 +178,9 @@ impl Capabilities {
 
     /// True when the environment variable `name` may be read.
     pub fn allows_env(&self, name: &str) -> bool {
-        self.0.iter().any(|c| matches!(c, Capability::Env(granted) if granted == name))
+        self.0
+            .iter()
+            .any(|c| matches!(c, Capability::Env(granted) if granted == name))
     }
 
     /// The directories granted for reading (`write == false`) or writing, normalised.
@@ -179,7 +188,9 @@ impl Capabilities {
         self.0
             .iter()
             .filter_map(|c| match (c, write) {
-                (Capability::FsRead(dir), false) | (Capability::FsWrite(dir), true) => Some(normalize_path(dir)),
+                (Capability::FsRead(dir), false) | (Capability::FsWrite(dir), true) => {
+                    Some(normalize_path(dir))
+                }
                 _ => None,
             })
             .collect()
@@ -211,12 +222,21 @@ mod tests {
             Capability::fs_read("/tmp"),
         ]);
         let effective = granted
-            .grant_to(&[Capability::net("api.weather.com"), Capability::fs_read("/tmp/x/../y")])
+            .grant_to(&[
+                Capability::net("api.weather.com"),
+                Capability::fs_read("/tmp/x/../y"),
+            ])
             .unwrap();
         assert!(effective.allows_host("api.weather.com"));
-        assert!(!effective.allows_host("docs.example.com"), "not declared, so not usable");
+        assert!(
+            !effective.allows_host("docs.example.com"),
+            "not declared, so not usable"
+        );
         assert!(!effective.allows_env("HOME"));
-        assert_eq!(effective.dirs(false), vec![normalize_path(Path::new("/tmp/y"))]);
+        assert_eq!(
+            effective.dirs(false),
+            vec![normalize_path(Path::new("/tmp/y"))]
+        );
         assert!(granted.allows_host("docs.example.com"));
         assert!(!granted.allows_host("example.com.evil.org"));
     }
@@ -225,7 +245,11 @@ mod tests {
     fn uncovered_needs_are_listed() {
         let granted = Capabilities::from([Capability::fs_read("/tmp/a")]);
         let missing = granted
-            .grant_to(&[Capability::fs_read("/tmp"), Capability::net("x.org"), Capability::fs_write("/tmp/a")])
+            .grant_to(&[
+                Capability::fs_read("/tmp"),
+                Capability::net("x.org"),
+                Capability::fs_write("/tmp/a"),
+            ])
             .unwrap_err();
         assert_eq!(missing.len(), 3);
         assert_eq!(missing[1].to_string(), "net(\"x.org\")");

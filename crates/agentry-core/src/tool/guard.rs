@@ -58,7 +58,9 @@ impl Fs {
     pub fn resolve_read(&self, path: impl AsRef<Path>) -> Result<PathBuf, CapabilityError> {
         let path = path.as_ref();
         let joined = anchor(path, &self.read_dirs, false)?;
-        let real = joined.canonicalize().map_err(|error| io_error(path, error))?;
+        let real = joined
+            .canonicalize()
+            .map_err(|error| io_error(path, error))?;
         check_inside(real, &self.read_dirs, "reading")
     }
 
@@ -75,7 +77,10 @@ impl Fs {
                     message: "not a file path".into(),
                 })?;
                 let parent = joined.parent().unwrap_or(Path::new("/"));
-                parent.canonicalize().map_err(|error| io_error(parent, error))?.join(name)
+                parent
+                    .canonicalize()
+                    .map_err(|error| io_error(parent, error))?
+                    .join(name)
             }
         };
         check_inside(target, &self.write_dirs, "writing")
@@ -106,7 +111,11 @@ impl Fs {
     }
 
     /// Write a file inside a granted write directory.
-    pub fn write(&self, path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Result<(), CapabilityError> {
+    pub fn write(
+        &self,
+        path: impl AsRef<Path>,
+        contents: impl AsRef<[u8]>,
+    ) -> Result<(), CapabilityError> {
         let target = self.resolve_write(path)?;
         fs::write(&target, contents).map_err(|error| io_error(&target, error))
     }
@@ -128,14 +137,21 @@ fn anchor(path: &Path, dirs: &[PathBuf], write: bool) -> Result<PathBuf, Capabil
     }
 }
 
-fn check_inside(real: PathBuf, dirs: &[PathBuf], access: &'static str) -> Result<PathBuf, CapabilityError> {
+fn check_inside(
+    real: PathBuf,
+    dirs: &[PathBuf],
+    access: &'static str,
+) -> Result<PathBuf, CapabilityError> {
     if dirs.iter().any(|dir| real.starts_with(dir)) {
         return Ok(real);
     }
     let granted = if dirs.is_empty() {
         "none".to_owned()
     } else {
-        dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     Err(CapabilityError::OutsideGrant {
         path: real.display().to_string(),
@@ -152,7 +168,10 @@ fn io_error(path: &Path, error: std::io::Error) -> CapabilityError {
 }
 
 /// Read the environment variable `name` if it is granted; `Ok(None)` when granted but unset.
-pub(crate) fn read_env(capabilities: &Capabilities, name: &str) -> Result<Option<String>, CapabilityError> {
+pub(crate) fn read_env(
+    capabilities: &Capabilities,
+    name: &str,
+) -> Result<Option<String>, CapabilityError> {
     if !capabilities.allows_env(name) {
         return Err(CapabilityError::NotGranted {
             capability: Capability::env(name),
@@ -184,13 +203,25 @@ mod tests {
         assert_eq!(fs_handle.read_to_string("sub/note.txt").unwrap(), "hello");
         assert_eq!(fs_handle.read_dir(".").unwrap(), vec!["link.txt", "sub"]);
         let escape = fs_handle.read_to_string("../secret.txt").unwrap_err();
-        assert!(matches!(escape, CapabilityError::OutsideGrant { access: "reading", .. }), "{escape}");
+        assert!(
+            matches!(
+                escape,
+                CapabilityError::OutsideGrant {
+                    access: "reading",
+                    ..
+                }
+            ),
+            "{escape}"
+        );
         #[cfg(unix)]
         assert!(matches!(
             fs_handle.read_to_string("link.txt").unwrap_err(),
             CapabilityError::OutsideGrant { .. }
         ));
-        assert!(matches!(fs_handle.write("new.txt", "x").unwrap_err(), CapabilityError::NotGranted { .. }));
+        assert!(matches!(
+            fs_handle.write("new.txt", "x").unwrap_err(),
+            CapabilityError::NotGranted { .. }
+        ));
         fs::remove_dir_all(dir).unwrap();
     }
 
@@ -203,7 +234,10 @@ mod tests {
         assert_eq!(fs::read_to_string(granted.join("out.txt")).unwrap(), "data");
         assert!(matches!(
             fs_handle.write("../escape.txt", "x").unwrap_err(),
-            CapabilityError::OutsideGrant { access: "writing", .. }
+            CapabilityError::OutsideGrant {
+                access: "writing",
+                ..
+            }
         ));
         assert!(!dir.join("escape.txt").exists());
         fs::remove_dir_all(dir).unwrap();
