@@ -52,10 +52,12 @@ impl Capability {
             | (Capability::FsWrite(need), Capability::FsWrite(granted)) => {
                 let need = normalize_path(need);
                 let granted = normalize_path(granted);
-                need.starts_with(&granted).then(|| match self {
+                let inside = need.starts_with(&granted);
+                let narrowed = match self {
                     Capability::FsRead(_) => Capability::FsRead(need),
                     _ => Capability::FsWrite(need),
-                })
+                };
+                inside.then_some(narrowed)
             }
             (Capability::Env(need), Capability::Env(granted)) => {
                 (need == granted).then(|| self.clone())
