@@ -460,8 +460,11 @@ mod spans {
     use tracing::span::{Attributes, Id, Record};
     use tracing_subscriber::layer::{Context, Layer};
 
+    /// A span's name and its recorded fields.
+    pub type SpanFields = (String, Vec<(String, String)>);
+
     #[derive(Default, Clone)]
-    pub struct Recorded(pub std::sync::Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>);
+    pub struct Recorded(pub std::sync::Arc<Mutex<Vec<SpanFields>>>);
 
     struct Fields<'a>(&'a mut Vec<(String, String)>);
     impl Visit for Fields<'_> {
@@ -525,7 +528,7 @@ fn spans_use_the_gen_ai_attribute_names() {
         runtime.block_on(agent.run("weather?"));
     });
     let spans = recorded.0.lock().unwrap().clone();
-    let get = |span: &(String, Vec<(String, String)>), key: &str| {
+    let get = |span: &spans::SpanFields, key: &str| {
         span.1
             .iter()
             .find(|(k, _)| k == key)
