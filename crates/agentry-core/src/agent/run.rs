@@ -110,7 +110,7 @@ pub struct Agent {
     audit: Option<Arc<dyn AuditSink>>,
     context: ToolContext,
     max_tokens: Option<u32>,
-    temperature: Option<f32>,
+    temperature: Option<f64>,
 }
 
 impl Agent {
@@ -227,7 +227,7 @@ impl Agent {
     }
 
     /// Sampling temperature.
-    pub fn temperature(mut self, temperature: f32) -> Self {
+    pub fn temperature(mut self, temperature: f64) -> Self {
         self.temperature = Some(temperature);
         self
     }

@@ -1,0 +1,306 @@
+//! Anthropic Messages, streamed over SSE: text and `tool_use` blocks in,
+//! `tool_result` blocks (with `is_error`) out.
+
+use agentry_core::model::{ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, StreamEvent, ToolChoice, Usage};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::transport::{RetryPolicy, malformed, send, sse_events};
+use crate::wire_names::{WireNames, result_text};
+
+/// Where requests go when `ANTHROPIC_BASE_URL` is not set.
+pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header sent.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// `max_tokens` when the request sets none (the API requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// An Anthropic Messages model.
+#[derive(Debug, Clone)]
+pub struct Anthropic {
+    client: reqwest::Client,
+    base_url: String,
+    api_key: String,
+    model: String,
+    retry: RetryPolicy,
+}
+
+impl Anthropic {
+    /// A provider for `model` with an API key.
+    pub fn new(api_key: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            client: reqwest::Client::new(),
+            base_url: DEFAULT_ANTHROPIC_BASE_URL.into(),
+            api_key: api_key.into(),
+            model: model.into(),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Configure from `ANTHROPIC_API_KEY` (required) and `ANTHROPIC_BASE_URL` (optional).
+    pub fn from_env(model: impl Into<String>) -> Result<Self, ModelError> {
+        let key = std::env::var("ANTHROPIC_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| ModelError::Config("set ANTHROPIC_API_KEY".into()))?;
+        let provider = Self::new(key, model);
+        Ok(match std::env::var("ANTHROPIC_BASE_URL").ok().filter(|b| !b.is_empty()) {
+            Some(base) => provider.with_base_url(base),
+            None => provider,
+        })
+    }
+
+    /// Send requests to another base URL (a proxy, a test server).
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into().trim_end_matches('/').to_owned();
+        self
+    }
+
+    /// Use another retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Use a preconfigured HTTP client.
+    pub fn with_client(mut self, client: reqwest::Client) -> Self {
+        self.client = client;
+        self
+    }
+
+    pub(crate) fn body(&self, request: &ChatRequest, names: &WireNames) -> Value {
+        // Consecutive messages of one role merge into one message of content blocks.
+        let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
+        for message in &request.messages {
+            let (role, blocks) = match message {
+                Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
+                Message::Assistant { text, tool_calls } => {
+                    let mut blocks = Vec::new();
+                    if !text.is_empty() {
+                        blocks.push(json!({"type": "text", "text": text}));
+                    }
+                    blocks.extend(tool_calls.iter().map(|call| {
+                        let input = if call.input.is_object() { call.input.clone() } else { json!({}) };
+                        json!({"type": "tool_use", "id": call.id, "name": names.to_wire(&call.name), "input": input})
+                    }));
+                    ("assistant", blocks)
+                }
+                Message::Tool { result } => {
+                    let text = if result.is_error {
+                        result.output.as_str().map(str::to_owned).unwrap_or_else(|| result.output.to_string())
+                    } else {
+                        result_text(result)
+                    };
+                    (
+                        "user",
+                        vec![json!({"type": "tool_result", "tool_use_id": result.id, "content": text, "is_error": result.is_error})],
+                    )
+                }
+            };
+            match messages.last_mut() {
+                Some((last_role, last_blocks)) if *last_role == role => last_blocks.extend(blocks),
+                _ => messages.push((role, blocks)),
+            }
+        }
+        let messages: Vec<Value> = messages
+            .into_iter()
+            .map(|(role, content)| json!({"role": role, "content": content}))
+            .collect();
+        let mut body = json!({
+            "model": request.model.as_deref().unwrap_or(&self.model),
+            "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            "messages": messages,
+            "stream": true,
+        });
+        if let Some(system) = &request.system {
+            body["system"] = json!(system);
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    let mut value = json!({"name": names.to_wire(&tool.name), "input_schema": tool.input_schema});
+                    if let Some(description) = &tool.description {
+                        value["description"] = json!(description);
+                    }
+                    value
+                })
+                .collect();
+            body["tool_choice"] = match &request.tool_choice {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": names.to_wire(name)}),
+            };
+        }
+        if let Some(temperature) = request.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        if !request.stop.is_empty() {
+            body["stop_sequences"] = json!(request.stop);
+        }
+        body
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Event {
+    MessageStart {
+        message: StartMessage,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: Block,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: BlockDelta,
+    },
+    ContentBlockStop {},
+    MessageDelta {
+        #[serde(default)]
+        delta: MessageDeltaBody,
+        #[serde(default)]
+        usage: Option<AnthropicUsage>,
+    },
+    MessageStop {},
+    Ping {},
+    Error {
+        error: Value,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct StartMessage {
+    #[serde(default)]
+    usage: Option<AnthropicUsage>,
+}
+
+#[derive(Deserialize, Default)]
+struct AnthropicUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockDelta {
+    TextDelta { text: String },
+    InputJsonDelta { partial_json: String },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize, Default)]
+struct MessageDeltaBody {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+fn stop_reason(reason: &str) -> FinishReason {
+    match reason {
+        "end_turn" => FinishReason::Stop,
+        "tool_use" => FinishReason::ToolCalls,
+        "max_tokens" => FinishReason::Length,
+        "stop_sequence" => FinishReason::StopSequence,
+        "refusal" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+impl ChatModel for Anthropic {
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
+        Box::pin(async_stream::try_stream! {
+            let names = WireNames::for_request(request)?;
+            let body = self.body(request, &names);
+            let url = format!("{}/v1/messages", self.base_url);
+            let response = send(&self.retry, || {
+                self.client
+                    .post(&url)
+                    .header("x-api-key", &self.api_key)
+                    .header("anthropic-version", ANTHROPIC_VERSION)
+                    .json(&body)
+            })
+            .await?;
+            let mut events = Box::pin(sse_events(response));
+            let mut reason = FinishReason::Stop;
+            let mut stopped = false;
+            while let Some(event) = events.next().await {
+                let event = event?;
+                let data = event.data.trim();
+                if data.is_empty() {
+                    continue;
+                }
+                let parsed: Event = serde_json::from_str(data).map_err(|e| malformed("event", data, &e))?;
+                match parsed {
+                    Event::MessageStart { message } => {
+                        if let Some(usage) = message.usage {
+                            yield StreamEvent::Usage { usage: Usage::new(usage.input_tokens, usage.output_tokens) };
+                        }
+                    }
+                    Event::ContentBlockStart { index, content_block } => match content_block {
+                        Block::ToolUse { id, name } => {
+                            yield StreamEvent::ToolCallStart { index, id, name: names.from_wire(&name) };
+                        }
+                        Block::Text { text } if !text.is_empty() => yield StreamEvent::TextDelta { text },
+                        _ => {}
+                    },
+                    Event::ContentBlockDelta { index, delta } => match delta {
+                        BlockDelta::TextDelta { text } => yield StreamEvent::TextDelta { text },
+                        BlockDelta::InputJsonDelta { partial_json } => {
+                            yield StreamEvent::ToolCallDelta { index, arguments: partial_json };
+                        }
+                        BlockDelta::Other => {}
+                    },
+                    Event::MessageDelta { delta, usage } => {
+                        if let Some(stop) = delta.stop_reason {
+                            reason = stop_reason(&stop);
+                        }
+                        if let Some(usage) = usage {
+                            yield StreamEvent::Usage { usage: Usage::new(usage.input_tokens, usage.output_tokens) };
+                        }
+                    }
+                    Event::MessageStop {} => {
+                        stopped = true;
+                        break;
+                    }
+                    Event::Error { error } => {
+                        let message = crate::transport::error_message(&json!({"error": error}).to_string());
+                        Err(ModelError::Provider(message))?;
+                    }
+                    Event::ContentBlockStop {} | Event::Ping {} | Event::Unknown => {}
+                }
+            }
+            if !stopped {
+                Err(ModelError::StreamCut("the stream ended before message_stop".into()))?;
+            }
+            yield StreamEvent::Finish { reason };
+        })
+    }
+}

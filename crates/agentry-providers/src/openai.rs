@@ -1,0 +1,256 @@
+//! OpenAI Chat Completions, and every server that speaks it: OpenAI, Ollama,
+//! vLLM and the llama.cpp server. Streams over SSE with parallel tool calls and usage.
+
+use agentry_core::model::{ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, StreamEvent, ToolChoice, Usage};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::transport::{RetryPolicy, malformed, send, sse_events};
+use crate::wire_names::{WireNames, result_text};
+
+/// Where requests go when `OPENAI_BASE_URL` is not set.
+pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// A Chat Completions-compatible model.
+#[derive(Debug, Clone)]
+pub struct OpenAiCompatible {
+    client: reqwest::Client,
+    base_url: String,
+    api_key: Option<String>,
+    model: String,
+    retry: RetryPolicy,
+}
+
+impl OpenAiCompatible {
+    /// A provider at `base_url` (e.g. `http://localhost:11434/v1` for Ollama) serving `model`.
+    pub fn new(base_url: impl Into<String>, api_key: Option<String>, model: impl Into<String>) -> Self {
+        Self {
+            client: reqwest::Client::new(),
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            api_key,
+            model: model.into(),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Configure from `OPENAI_API_KEY` and `OPENAI_BASE_URL`. A key is required
+    /// unless a base URL is set (local servers usually need none).
+    pub fn from_env(model: impl Into<String>) -> Result<Self, ModelError> {
+        let key = std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.is_empty());
+        let base = std::env::var("OPENAI_BASE_URL").ok().filter(|b| !b.is_empty());
+        if key.is_none() && base.is_none() {
+            return Err(ModelError::Config(
+                "set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)".into(),
+            ));
+        }
+        Ok(Self::new(base.as_deref().unwrap_or(DEFAULT_OPENAI_BASE_URL), key, model))
+    }
+
+    /// Use another retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Use a preconfigured HTTP client (proxies, timeouts, TLS).
+    pub fn with_client(mut self, client: reqwest::Client) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// The request body for `request`.
+    pub(crate) fn body(&self, request: &ChatRequest, names: &WireNames) -> Value {
+        let mut messages = Vec::new();
+        if let Some(system) = &request.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        for message in &request.messages {
+            messages.push(match message {
+                Message::User { text } => json!({"role": "user", "content": text}),
+                Message::Assistant { text, tool_calls } => {
+                    let mut value = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+                    if !tool_calls.is_empty() {
+                        value["tool_calls"] = tool_calls
+                            .iter()
+                            .map(|call| {
+                                json!({"id": call.id, "type": "function",
+                                       "function": {"name": names.to_wire(&call.name), "arguments": call.input.to_string()}})
+                            })
+                            .collect();
+                    }
+                    value
+                }
+                Message::Tool { result } => {
+                    json!({"role": "tool", "tool_call_id": result.id, "content": result_text(result)})
+                }
+            });
+        }
+        let mut body = json!({
+            "model": request.model.as_deref().unwrap_or(&self.model),
+            "messages": messages,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    let mut function = json!({"name": names.to_wire(&tool.name), "parameters": tool.input_schema});
+                    if let Some(description) = &tool.description {
+                        function["description"] = json!(description);
+                    }
+                    json!({"type": "function", "function": function})
+                })
+                .collect();
+            body["tool_choice"] = match &request.tool_choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": names.to_wire(name)}}),
+            };
+        }
+        if let Some(max_tokens) = request.max_tokens {
+            body["max_tokens"] = json!(max_tokens);
+        }
+        if let Some(temperature) = request.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        if !request.stop.is_empty() {
+            body["stop"] = json!(request.stop);
+        }
+        body
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<ChunkUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    delta: Delta,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCallDelta>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: usize,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChunkUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "stop" => FinishReason::Stop,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        "length" => FinishReason::Length,
+        "content_filter" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+impl ChatModel for OpenAiCompatible {
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
+        Box::pin(async_stream::try_stream! {
+            let names = WireNames::for_request(request)?;
+            let body = self.body(request, &names);
+            let url = format!("{}/chat/completions", self.base_url);
+            let response = send(&self.retry, || {
+                let builder = self.client.post(&url).json(&body);
+                match &self.api_key {
+                    Some(key) => builder.bearer_auth(key),
+                    None => builder,
+                }
+            })
+            .await?;
+            let mut events = Box::pin(sse_events(response));
+            let mut reason: Option<FinishReason> = None;
+            let mut done = false;
+            while let Some(event) = events.next().await {
+                let event = event?;
+                let data = event.data.trim();
+                if data.is_empty() {
+                    continue;
+                }
+                if data == "[DONE]" {
+                    done = true;
+                    break;
+                }
+                let chunk: Chunk = serde_json::from_str(data).map_err(|e| malformed("chunk", data, &e))?;
+                if let Some(error) = chunk.error {
+                    Err(ModelError::Provider(crate::transport::error_message(&json!({"error": error}).to_string())))?;
+                }
+                for choice in chunk.choices {
+                    if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
+                        yield StreamEvent::TextDelta { text };
+                    }
+                    for call in choice.delta.tool_calls {
+                        let function = call.function.unwrap_or(FunctionDelta { name: None, arguments: None });
+                        if call.id.is_some() || function.name.is_some() {
+                            yield StreamEvent::ToolCallStart {
+                                index: call.index,
+                                id: call.id.unwrap_or_default(),
+                                name: function.name.map(|n| names.from_wire(&n)).unwrap_or_default(),
+                            };
+                        }
+                        if let Some(arguments) = function.arguments.filter(|a| !a.is_empty()) {
+                            yield StreamEvent::ToolCallDelta { index: call.index, arguments };
+                        }
+                    }
+                    if let Some(finish) = choice.finish_reason {
+                        reason = Some(finish_reason(&finish));
+                    }
+                }
+                if let Some(usage) = chunk.usage {
+                    yield StreamEvent::Usage { usage: Usage::new(usage.prompt_tokens, usage.completion_tokens) };
+                }
+            }
+            match (done, reason) {
+                (_, Some(reason)) => yield StreamEvent::Finish { reason },
+                (true, None) => yield StreamEvent::Finish { reason: FinishReason::Stop },
+                (false, None) => Err(ModelError::StreamCut("the stream ended before [DONE] or a finish reason".into()))?,
+            }
+        })
+    }
+}
