@@ -1,7 +1,10 @@
 //! Anthropic Messages, streamed over SSE: text and `tool_use` blocks in,
 //! `tool_result` blocks (with `is_error`) out.
 
-use agentry_core::model::{ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, StreamEvent, ToolChoice, Usage};
+use agentry_core::model::{
+    ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, StreamEvent,
+    ToolChoice, Usage,
+};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -45,10 +48,15 @@ impl Anthropic {
             .filter(|k| !k.is_empty())
             .ok_or_else(|| ModelError::Config("set ANTHROPIC_API_KEY".into()))?;
         let provider = Self::new(key, model);
-        Ok(match std::env::var("ANTHROPIC_BASE_URL").ok().filter(|b| !b.is_empty()) {
-            Some(base) => provider.with_base_url(base),
-            None => provider,
-        })
+        Ok(
+            match std::env::var("ANTHROPIC_BASE_URL")
+                .ok()
+                .filter(|b| !b.is_empty())
+            {
+                Some(base) => provider.with_base_url(base),
+                None => provider,
+            },
+        )
     }
 
     /// Send requests to another base URL (a proxy, a test server).
@@ -82,19 +90,25 @@ impl Anthropic {
                     }
                     blocks.extend(tool_calls.iter().map(|call| {
                         let input = if call.input.is_object() { call.input.clone() } else { json!({}) };
-                        json!({"type": "tool_use", "id": call.id, "name": names.to_wire(&call.name), "input": input})
+                        json!({"type": "tool_use", "id": call.id, "name": names.wire_of(&call.name), "input": input})
                     }));
                     ("assistant", blocks)
                 }
                 Message::Tool { result } => {
                     let text = if result.is_error {
-                        result.output.as_str().map(str::to_owned).unwrap_or_else(|| result.output.to_string())
+                        result
+                            .output
+                            .as_str()
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| result.output.to_string())
                     } else {
                         result_text(result)
                     };
                     (
                         "user",
-                        vec![json!({"type": "tool_result", "tool_use_id": result.id, "content": text, "is_error": result.is_error})],
+                        vec![
+                            json!({"type": "tool_result", "tool_use_id": result.id, "content": text, "is_error": result.is_error}),
+                        ],
                     )
                 }
             };
@@ -121,7 +135,7 @@ impl Anthropic {
                 .tools
                 .iter()
                 .map(|tool| {
-                    let mut value = json!({"name": names.to_wire(&tool.name), "input_schema": tool.input_schema});
+                    let mut value = json!({"name": names.wire_of(&tool.name), "input_schema": tool.input_schema});
                     if let Some(description) = &tool.description {
                         value["description"] = json!(description);
                     }
@@ -132,7 +146,7 @@ impl Anthropic {
                 ToolChoice::Auto => json!({"type": "auto"}),
                 ToolChoice::None => json!({"type": "none"}),
                 ToolChoice::Required => json!({"type": "any"}),
-                ToolChoice::Tool(name) => json!({"type": "tool", "name": names.to_wire(name)}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": names.wire_of(name)}),
             };
         }
         if let Some(temperature) = request.temperature {
@@ -207,8 +221,12 @@ enum Block {
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum BlockDelta {
-    TextDelta { text: String },
-    InputJsonDelta { partial_json: String },
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
     #[serde(other)]
     Other,
 }
@@ -266,7 +284,7 @@ impl ChatModel for Anthropic {
                     }
                     Event::ContentBlockStart { index, content_block } => match content_block {
                         Block::ToolUse { id, name } => {
-                            yield StreamEvent::ToolCallStart { index, id, name: names.from_wire(&name) };
+                            yield StreamEvent::ToolCallStart { index, id, name: names.name_of(&name) };
                         }
                         Block::Text { text } if !text.is_empty() => yield StreamEvent::TextDelta { text },
                         _ => {}

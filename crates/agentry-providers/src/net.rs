@@ -104,27 +104,37 @@ impl HttpClient {
 
     /// Send a request, following redirects only to granted hosts.
     pub async fn execute(&self, mut request: Request) -> Result<Response, NetError> {
-        self.check(request.url()).map_err(|capability| NetError::NotGranted {
-            capability,
-            url: request.url().to_string(),
-        })?;
+        self.check(request.url())
+            .map_err(|capability| NetError::NotGranted {
+                capability,
+                url: request.url().to_string(),
+            })?;
         for _ in 0..=MAX_REDIRECTS {
             let retry = request.try_clone();
             let from = request.url().clone();
             let response = self.client.execute(request).await?;
             let status = response.status();
-            let location = response.headers().get(header::LOCATION).and_then(|l| l.to_str().ok());
+            let location = response
+                .headers()
+                .get(header::LOCATION)
+                .and_then(|l| l.to_str().ok());
             let (true, Some(location)) = (status.is_redirection(), location) else {
                 return Ok(response);
             };
-            let to = from.join(location).map_err(|_| NetError::InvalidUrl(location.to_owned()))?;
-            self.check(&to).map_err(|capability| NetError::RedirectRefused {
-                from: from.to_string(),
-                to: to.to_string(),
-                capability,
-            })?;
+            let to = from
+                .join(location)
+                .map_err(|_| NetError::InvalidUrl(location.to_owned()))?;
+            self.check(&to)
+                .map_err(|capability| NetError::RedirectRefused {
+                    from: from.to_string(),
+                    to: to.to_string(),
+                    capability,
+                })?;
             request = match (status, retry) {
-                (StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT, Some(mut same)) => {
+                (
+                    StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT,
+                    Some(mut same),
+                ) => {
                     *same.url_mut() = to;
                     same
                 }

@@ -1,7 +1,10 @@
 //! OpenAI Chat Completions, and every server that speaks it: OpenAI, Ollama,
 //! vLLM and the llama.cpp server. Streams over SSE with parallel tool calls and usage.
 
-use agentry_core::model::{ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, StreamEvent, ToolChoice, Usage};
+use agentry_core::model::{
+    ChatModel, ChatRequest, EventStream, FinishReason, Message, ModelError, StreamEvent,
+    ToolChoice, Usage,
+};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -24,7 +27,11 @@ pub struct OpenAiCompatible {
 
 impl OpenAiCompatible {
     /// A provider at `base_url` (e.g. `http://localhost:11434/v1` for Ollama) serving `model`.
-    pub fn new(base_url: impl Into<String>, api_key: Option<String>, model: impl Into<String>) -> Self {
+    pub fn new(
+        base_url: impl Into<String>,
+        api_key: Option<String>,
+        model: impl Into<String>,
+    ) -> Self {
         Self {
             client: reqwest::Client::new(),
             base_url: base_url.into().trim_end_matches('/').to_owned(),
@@ -37,14 +44,22 @@ impl OpenAiCompatible {
     /// Configure from `OPENAI_API_KEY` and `OPENAI_BASE_URL`. A key is required
     /// unless a base URL is set (local servers usually need none).
     pub fn from_env(model: impl Into<String>) -> Result<Self, ModelError> {
-        let key = std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.is_empty());
-        let base = std::env::var("OPENAI_BASE_URL").ok().filter(|b| !b.is_empty());
+        let key = std::env::var("OPENAI_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty());
+        let base = std::env::var("OPENAI_BASE_URL")
+            .ok()
+            .filter(|b| !b.is_empty());
         if key.is_none() && base.is_none() {
             return Err(ModelError::Config(
                 "set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)".into(),
             ));
         }
-        Ok(Self::new(base.as_deref().unwrap_or(DEFAULT_OPENAI_BASE_URL), key, model))
+        Ok(Self::new(
+            base.as_deref().unwrap_or(DEFAULT_OPENAI_BASE_URL),
+            key,
+            model,
+        ))
     }
 
     /// Use another retry policy.
@@ -75,7 +90,7 @@ impl OpenAiCompatible {
                             .iter()
                             .map(|call| {
                                 json!({"id": call.id, "type": "function",
-                                       "function": {"name": names.to_wire(&call.name), "arguments": call.input.to_string()}})
+                                       "function": {"name": names.wire_of(&call.name), "arguments": call.input.to_string()}})
                             })
                             .collect();
                     }
@@ -97,7 +112,8 @@ impl OpenAiCompatible {
                 .tools
                 .iter()
                 .map(|tool| {
-                    let mut function = json!({"name": names.to_wire(&tool.name), "parameters": tool.input_schema});
+                    let mut function =
+                        json!({"name": names.wire_of(&tool.name), "parameters": tool.input_schema});
                     if let Some(description) = &tool.description {
                         function["description"] = json!(description);
                     }
@@ -108,7 +124,9 @@ impl OpenAiCompatible {
                 ToolChoice::Auto => json!("auto"),
                 ToolChoice::None => json!("none"),
                 ToolChoice::Required => json!("required"),
-                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": names.to_wire(name)}}),
+                ToolChoice::Tool(name) => {
+                    json!({"type": "function", "function": {"name": names.wire_of(name)}})
+                }
             };
         }
         if let Some(max_tokens) = request.max_tokens {
@@ -231,7 +249,7 @@ impl ChatModel for OpenAiCompatible {
                             yield StreamEvent::ToolCallStart {
                                 index: call.index,
                                 id: call.id.unwrap_or_default(),
-                                name: function.name.map(|n| names.from_wire(&n)).unwrap_or_default(),
+                                name: function.name.map(|n| names.name_of(&n)).unwrap_or_default(),
                             };
                         }
                         if let Some(arguments) = function.arguments.filter(|a| !a.is_empty()) {

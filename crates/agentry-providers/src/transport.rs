@@ -55,7 +55,9 @@ enum Failure {
 impl Failure {
     fn retryable(&self) -> bool {
         match self {
-            Failure::Status { status, .. } => matches!(status.as_u16(), 408 | 429 | 500 | 502 | 503 | 504 | 529),
+            Failure::Status { status, .. } => {
+                matches!(status.as_u16(), 408 | 429 | 500 | 502 | 503 | 504 | 529)
+            }
             Failure::Transport(error) => error.is_connect() || error.is_timeout(),
         }
     }
@@ -69,7 +71,10 @@ impl Failure {
 }
 
 /// Send a request, retrying per `policy`. `build` makes a fresh request for each attempt.
-pub(crate) async fn send(policy: &RetryPolicy, build: impl Fn() -> RequestBuilder) -> Result<Response, ModelError> {
+pub(crate) async fn send(
+    policy: &RetryPolicy,
+    build: impl Fn() -> RequestBuilder,
+) -> Result<Response, ModelError> {
     let attempts = AtomicU32::new(0);
     let attempt = || async {
         attempts.fetch_add(1, Ordering::Relaxed);
@@ -96,14 +101,29 @@ pub(crate) async fn send(policy: &RetryPolicy, build: impl Fn() -> RequestBuilde
         .retry(backoff)
         .sleep(tokio::time::sleep)
         .when(Failure::retryable)
-        .adjust(|failure, delay| delay.map(|delay| failure.retry_after().map_or(delay, |after| after.min(max_delay))))
+        .adjust(|failure, delay| {
+            delay.map(|delay| {
+                failure
+                    .retry_after()
+                    .map_or(delay, |after| after.min(max_delay))
+            })
+        })
         .notify(|failure, delay| tracing::warn!(?delay, error = ?failure, "retrying model request"))
         .await;
     result.map_err(|failure| to_model_error(failure, attempts.load(Ordering::Relaxed)))
 }
 
 fn retry_after(response: &Response) -> Option<Duration> {
-    let header = |name: &str| response.headers().get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+    };
     if let Some(ms) = header("retry-after-ms") {
         return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
     }
@@ -128,7 +148,10 @@ fn to_model_error(failure: Failure, attempts: u32) -> ModelError {
                     retry_after,
                     message,
                 },
-                code => ModelError::Http { status: code, message },
+                code => ModelError::Http {
+                    status: code,
+                    message,
+                },
             }
         }
         Failure::Transport(error) => ModelError::Transport(error_chain(&error)),
@@ -163,9 +186,16 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 
 /// The server-sent events of a streaming response. A broken connection ends
 /// the stream with [`ModelError::StreamCut`].
-pub(crate) fn sse_events(response: Response) -> impl Stream<Item = Result<Event, ModelError>> + Send {
+pub(crate) fn sse_events(
+    response: Response,
+) -> impl Stream<Item = Result<Event, ModelError>> + Send {
     response.bytes_stream().eventsource().map(|event| {
-        event.map_err(|error| ModelError::StreamCut(format!("the connection broke mid-stream: {}", error_chain(&error))))
+        event.map_err(|error| {
+            ModelError::StreamCut(format!(
+                "the connection broke mid-stream: {}",
+                error_chain(&error)
+            ))
+        })
     })
 }
 

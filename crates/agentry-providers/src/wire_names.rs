@@ -14,26 +14,40 @@ pub(crate) struct WireNames {
 impl WireNames {
     /// The mapping for the tools of `request`.
     pub(crate) fn for_request(request: &ChatRequest) -> Result<Self, ModelError> {
-        let names: Vec<&str> = request.tools.iter().map(|tool| tool.name.as_str()).collect();
-        let wires = assign_wire_names(&names).map_err(|error| ModelError::Config(error.to_string()))?;
+        let names: Vec<&str> = request
+            .tools
+            .iter()
+            .map(|tool| tool.name.as_str())
+            .collect();
+        let wires =
+            assign_wire_names(&names).map_err(|error| ModelError::Config(error.to_string()))?;
         let to_wire: HashMap<String, String> = names
             .iter()
             .zip(&wires)
             .map(|(name, wire)| ((*name).to_owned(), wire.clone()))
             .collect();
-        let from_wire = to_wire.iter().map(|(name, wire)| (wire.clone(), name.clone())).collect();
+        let from_wire = to_wire
+            .iter()
+            .map(|(name, wire)| (wire.clone(), name.clone()))
+            .collect();
         Ok(Self { to_wire, from_wire })
     }
 
     /// The wire name of a tool (names not among the tools, e.g. from history, are sanitised).
-    pub(crate) fn to_wire(&self, name: &str) -> String {
-        self.to_wire.get(name).cloned().unwrap_or_else(|| sanitize(name))
+    pub(crate) fn wire_of(&self, name: &str) -> String {
+        self.to_wire
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| sanitize(name))
     }
 
     /// The tool name behind a wire name; unknown names come back unchanged so
     /// the agent can report them as not allowed.
-    pub(crate) fn from_wire(&self, wire: &str) -> String {
-        self.from_wire.get(wire).cloned().unwrap_or_else(|| wire.to_owned())
+    pub(crate) fn name_of(&self, wire: &str) -> String {
+        self.from_wire
+            .get(wire)
+            .cloned()
+            .unwrap_or_else(|| wire.to_owned())
     }
 }
 

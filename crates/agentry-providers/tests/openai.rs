@@ -5,7 +5,10 @@ mod support;
 
 use std::time::Duration;
 
-use agentry_core::model::{ChatModel, ChatRequest, FinishReason, Message, ModelError, Step, StreamEvent, ToolChoice, Usage, collect_step};
+use agentry_core::model::{
+    ChatModel, ChatRequest, FinishReason, Message, ModelError, Step, StreamEvent, ToolChoice,
+    Usage, collect_step,
+};
 use agentry_core::tool::{ToolCall, ToolResult, ToolSchema};
 use agentry_providers::{OpenAiCompatible, RetryPolicy};
 use futures_util::StreamExt;
@@ -13,11 +16,13 @@ use serde_json::json;
 use support::{Reply, fixture, serve};
 
 fn provider(base: &str) -> OpenAiCompatible {
-    OpenAiCompatible::new(format!("{base}/v1"), Some("sk-test".into()), "gpt-4o-mini").with_retry(RetryPolicy {
-        max_retries: 2,
-        min_delay: Duration::from_millis(10),
-        max_delay: Duration::from_secs(5),
-    })
+    OpenAiCompatible::new(format!("{base}/v1"), Some("sk-test".into()), "gpt-4o-mini").with_retry(
+        RetryPolicy {
+            max_retries: 2,
+            min_delay: Duration::from_millis(10),
+            max_delay: Duration::from_secs(5),
+        },
+    )
 }
 
 fn weather_request() -> ChatRequest {
@@ -35,7 +40,10 @@ fn weather_request() -> ChatRequest {
 }
 
 fn sse(name: &str) -> Reply {
-    Reply::Sse { body: fixture(name), cut: false }
+    Reply::Sse {
+        body: fixture(name),
+        cut: false,
+    }
 }
 
 #[tokio::test]
@@ -57,11 +65,24 @@ async fn streams_text_with_usage_and_sends_the_documented_request() {
         })
         .collect();
     assert_eq!(texts, ["It is", " sunny in", " Lima."]);
-    assert_eq!(events[events.len() - 2], StreamEvent::Usage { usage: Usage::new(57, 6) });
-    assert_eq!(events.last().unwrap(), &StreamEvent::Finish { reason: FinishReason::Stop });
+    assert_eq!(
+        events[events.len() - 2],
+        StreamEvent::Usage {
+            usage: Usage::new(57, 6)
+        }
+    );
+    assert_eq!(
+        events.last().unwrap(),
+        &StreamEvent::Finish {
+            reason: FinishReason::Stop
+        }
+    );
 
     let sent = &server.requests()[0];
-    assert_eq!((sent.method.as_str(), sent.path.as_str()), ("POST", "/v1/chat/completions"));
+    assert_eq!(
+        (sent.method.as_str(), sent.path.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
     assert_eq!(sent.header("authorization"), Some("Bearer sk-test"));
     assert_eq!(
         sent.json(),
@@ -88,13 +109,24 @@ async fn streams_text_with_usage_and_sends_the_documented_request() {
 #[tokio::test]
 async fn assembles_two_parallel_calls_split_across_chunks() {
     let server = serve(vec![sse("openai/parallel_tool_calls.sse")]).await;
-    let step = provider(&server.base_url).step(&weather_request()).await.unwrap();
+    let step = provider(&server.base_url)
+        .step(&weather_request())
+        .await
+        .unwrap();
     assert_eq!(
         step,
         Step::Tool {
             calls: vec![
-                ToolCall::new("call_8KcXQp2h1Zl3", "weather::get", json!({"city": "Paris"})),
-                ToolCall::new("call_Vq93LmT0aB7e", "weather::get", json!({"city": "Tokyo"})),
+                ToolCall::new(
+                    "call_8KcXQp2h1Zl3",
+                    "weather::get",
+                    json!({"city": "Paris"})
+                ),
+                ToolCall::new(
+                    "call_Vq93LmT0aB7e",
+                    "weather::get",
+                    json!({"city": "Tokyo"})
+                ),
             ],
             text: String::new(),
             tokens: Usage::new(84, 47),
@@ -124,28 +156,56 @@ async fn maps_tool_calls_and_results_to_the_native_shape() {
     };
     provider(&server.base_url).step(&request).await.unwrap();
     let body = server.requests()[0].json();
-    assert_eq!(body["model"], "llama3.2", "the model can be set per request");
+    assert_eq!(
+        body["model"], "llama3.2",
+        "the model can be set per request"
+    );
     assert_eq!(
         body["messages"][2],
         json!({"role": "assistant", "content": null, "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": "weather__get", "arguments": "{\"city\":\"Paris\"}"}},
             {"id": "call_2", "type": "function", "function": {"name": "weather__get", "arguments": "{\"city\":\"Atlantis\"}"}}]})
     );
-    assert_eq!(body["messages"][3], json!({"role": "tool", "tool_call_id": "call_1", "content": "{\"sky\":\"clear\"}"}));
-    assert_eq!(body["messages"][4], json!({"role": "tool", "tool_call_id": "call_2", "content": "error: unknown city"}));
-    assert_eq!(body["tool_choice"], json!({"type": "function", "function": {"name": "weather__get"}}));
+    assert_eq!(
+        body["messages"][3],
+        json!({"role": "tool", "tool_call_id": "call_1", "content": "{\"sky\":\"clear\"}"})
+    );
+    assert_eq!(
+        body["messages"][4],
+        json!({"role": "tool", "tool_call_id": "call_2", "content": "error: unknown city"})
+    );
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "function", "function": {"name": "weather__get"}})
+    );
 }
 
 #[tokio::test]
 async fn a_stream_cut_midway_is_a_stream_cut_error() {
-    let server = serve(vec![Reply::Sse { body: fixture("openai/cut.sse"), cut: true }]).await;
-    let error = provider(&server.base_url).step(&weather_request()).await.unwrap_err();
-    assert!(matches!(&error, ModelError::StreamCut(message) if message.starts_with("the connection broke mid-stream")), "{error:?}");
+    let server = serve(vec![Reply::Sse {
+        body: fixture("openai/cut.sse"),
+        cut: true,
+    }])
+    .await;
+    let error = provider(&server.base_url)
+        .step(&weather_request())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ModelError::StreamCut(message) if message.starts_with("the connection broke mid-stream")),
+        "{error:?}"
+    );
 
     // A body that ends cleanly but never finishes is cut too.
     let server = serve(vec![sse("openai/cut.sse")]).await;
-    let error = provider(&server.base_url).step(&weather_request()).await.unwrap_err();
-    assert_eq!(error, ModelError::StreamCut("the stream ended before [DONE] or a finish reason".into()));
+    let error = provider(&server.base_url)
+        .step(&weather_request())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        ModelError::StreamCut("the stream ended before [DONE] or a finish reason".into())
+    );
 }
 
 #[tokio::test]
@@ -156,9 +216,14 @@ async fn a_malformed_chunk_is_a_protocol_error() {
     let first = stream.next().await.unwrap().unwrap();
     assert_eq!(first, StreamEvent::TextDelta { text: "Hel".into() });
     let error = stream.next().await.unwrap().unwrap_err();
-    let ModelError::Protocol(message) = error else { panic!("{error:?}") };
+    let ModelError::Protocol(message) = error else {
+        panic!("{error:?}")
+    };
     assert!(message.starts_with("malformed chunk (EOF while parsing an object at line 1 column 155): {\"id\":\"chatcmpl-AZ3n2\""), "{message}");
-    assert!(stream.next().await.is_none(), "the stream ends after an error");
+    assert!(
+        stream.next().await.is_none(),
+        "the stream ends after an error"
+    );
 }
 
 #[tokio::test]
@@ -166,18 +231,33 @@ async fn rate_limits_are_retried_after_the_server_says() {
     let server = serve(vec![
         Reply::Status {
             code: 429,
-            headers: vec![("retry-after-ms".into(), "300".into()), ("x-ratelimit-remaining-requests".into(), "0".into())],
+            headers: vec![
+                ("retry-after-ms".into(), "300".into()),
+                ("x-ratelimit-remaining-requests".into(), "0".into()),
+            ],
             body: fixture("openai/error_429.json"),
         },
         sse("openai/text.sse"),
     ])
     .await;
-    let step = provider(&server.base_url).step(&weather_request()).await.unwrap();
-    assert_eq!(step, Step::Final { text: "It is sunny in Lima.".into(), tokens: Usage::new(57, 6) });
+    let step = provider(&server.base_url)
+        .step(&weather_request())
+        .await
+        .unwrap();
+    assert_eq!(
+        step,
+        Step::Final {
+            text: "It is sunny in Lima.".into(),
+            tokens: Usage::new(57, 6)
+        }
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     let waited = requests[1].at - requests[0].at;
-    assert!(waited >= Duration::from_millis(300), "retry-after-ms honoured: waited {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(300),
+        "retry-after-ms honoured: waited {waited:?}"
+    );
 }
 
 #[tokio::test]
@@ -188,7 +268,10 @@ async fn rate_limits_that_persist_are_typed() {
         body: fixture("openai/error_429.json"),
     };
     let server = serve(vec![limited(), limited(), limited()]).await;
-    let error = provider(&server.base_url).step(&weather_request()).await.unwrap_err();
+    let error = provider(&server.base_url)
+        .step(&weather_request())
+        .await
+        .unwrap_err();
     assert_eq!(
         error,
         ModelError::RateLimited {
@@ -201,8 +284,16 @@ async fn rate_limits_that_persist_are_typed() {
 
 #[tokio::test]
 async fn unauthorized_is_an_auth_error_without_retries() {
-    let server = serve(vec![Reply::Status { code: 401, headers: vec![], body: fixture("openai/error_401.json") }]).await;
-    let error = provider(&server.base_url).step(&weather_request()).await.unwrap_err();
+    let server = serve(vec![Reply::Status {
+        code: 401,
+        headers: vec![],
+        body: fixture("openai/error_401.json"),
+    }])
+    .await;
+    let error = provider(&server.base_url)
+        .step(&weather_request())
+        .await
+        .unwrap_err();
     assert_eq!(
         error,
         ModelError::Auth {
@@ -216,8 +307,17 @@ async fn unauthorized_is_an_auth_error_without_retries() {
 #[tokio::test]
 async fn server_errors_are_retried_then_reported() {
     let server = serve(vec![]).await; // every request gets a 500
-    let error = provider(&server.base_url).step(&weather_request()).await.unwrap_err();
-    assert_eq!(error, ModelError::Http { status: 500, message: String::new() });
+    let error = provider(&server.base_url)
+        .step(&weather_request())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        ModelError::Http {
+            status: 500,
+            message: String::new()
+        }
+    );
     assert_eq!(server.requests().len(), 3);
 }
 
@@ -227,8 +327,14 @@ async fn connection_failures_are_transport_errors() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let error = provider(&format!("http://127.0.0.1:{port}")).step(&weather_request()).await.unwrap_err();
-    assert!(matches!(&error, ModelError::Transport(message) if message.contains("error sending request")), "{error:?}");
+    let error = provider(&format!("http://127.0.0.1:{port}"))
+        .step(&weather_request())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Transport(message) if message.contains("error sending request")),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]

@@ -47,6 +47,14 @@ pub use agentry_macros::tool;
 #[doc(hidden)]
 pub use agentry_core::__private;
 
+/// Model providers: OpenAI-compatible and Anthropic (features `openai`, `anthropic`).
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub use agentry_providers as providers;
+
+/// The capability-checked HTTP client tools use (features `openai` or `anthropic`).
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub use agentry_providers::net;
+
 /// Seed 000's `from-fn(f)`: the [`Tool`](tool::Tool) of a `#[tool]` function,
 /// by path. Same as `f::tool()`; override fields with struct-update syntax.
 ///

@@ -18,7 +18,11 @@ pub enum Reply {
     /// the connection after the last given chunk instead of ending the body.
     Sse { body: String, cut: bool },
     /// Any status with a JSON body and extra headers.
-    Status { code: u16, headers: Vec<(String, String)>, body: String },
+    Status {
+        code: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
     /// A redirect.
     Redirect { code: u16, location: String },
     /// Plain text 200.
@@ -61,7 +65,9 @@ impl Replay {
 }
 
 pub fn fixture(path: &str) -> String {
-    let full = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(path);
+    let full = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(path);
     std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
 }
 
@@ -88,7 +94,11 @@ pub async fn serve(replies: Vec<Reply>) -> Replay {
     }
 }
 
-async fn handle(mut stream: TcpStream, reply: Option<Reply>, recorded: Arc<Mutex<Vec<Recorded>>>) -> std::io::Result<()> {
+async fn handle(
+    mut stream: TcpStream,
+    reply: Option<Reply>,
+    recorded: Arc<Mutex<Vec<Recorded>>>,
+) -> std::io::Result<()> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 8192];
     let head_end = loop {
@@ -125,7 +135,13 @@ async fn handle(mut stream: TcpStream, reply: Option<Reply>, recorded: Arc<Mutex
         buffer.extend_from_slice(&chunk[..n]);
     }
     let body = String::from_utf8_lossy(&buffer[head_end..]).to_string();
-    recorded.lock().unwrap().push(Recorded { method, path, headers, body, at: Instant::now() });
+    recorded.lock().unwrap().push(Recorded {
+        method,
+        path,
+        headers,
+        body,
+        at: Instant::now(),
+    });
 
     match reply {
         Some(Reply::Sse { body, cut }) => {
@@ -133,7 +149,9 @@ async fn handle(mut stream: TcpStream, reply: Option<Reply>, recorded: Arc<Mutex
                 .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
                 .await?;
             for event in body.split_inclusive("\n\n") {
-                stream.write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes()).await?;
+                stream
+                    .write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes())
+                    .await?;
                 stream.flush().await?;
                 tokio::task::yield_now().await;
             }
@@ -143,8 +161,15 @@ async fn handle(mut stream: TcpStream, reply: Option<Reply>, recorded: Arc<Mutex
             stream.flush().await?;
             // Dropping the stream closes the connection (mid-body when cut).
         }
-        Some(Reply::Status { code, headers, body }) => {
-            let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+        Some(Reply::Status {
+            code,
+            headers,
+            body,
+        }) => {
+            let extra: String = headers
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}\r\n"))
+                .collect();
             let response = format!(
                 "HTTP/1.1 {code} Status\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n{body}",
                 body.len()
@@ -152,7 +177,9 @@ async fn handle(mut stream: TcpStream, reply: Option<Reply>, recorded: Arc<Mutex
             stream.write_all(response.as_bytes()).await?;
         }
         Some(Reply::Redirect { code, location }) => {
-            let response = format!("HTTP/1.1 {code} Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            let response = format!(
+                "HTTP/1.1 {code} Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
             stream.write_all(response.as_bytes()).await?;
         }
         Some(Reply::Text(text)) => {
