@@ -1,0 +1,86 @@
+//! `agentry`: run an agent (offline on a local model by default), manage
+//! local models, and evaluate tool calling.
+
+mod demo_tools;
+mod eval;
+mod models;
+mod providers;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Build and run LLM agents that call typed tools safely.
+#[derive(Parser)]
+#[command(name = "agentry", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which model answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProviderKind {
+    /// The in-process llama.cpp model (default; pulled on first use).
+    Local,
+    /// An OpenAI-compatible server (`OPENAI_API_KEY`, `OPENAI_BASE_URL`).
+    Openai,
+    /// Anthropic (`ANTHROPIC_API_KEY`).
+    Anthropic,
+    /// No model: answers `[no llm provider]`.
+    Offline,
+}
+
+/// Options shared by commands that talk to a model.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ModelArgs {
+    /// Which model answers.
+    #[arg(long, value_enum, default_value_t = ProviderKind::Local)]
+    provider: ProviderKind,
+    /// Local: a GGUF path or a known model id. Remote: the model name.
+    #[arg(long)]
+    model: Option<String>,
+    /// Local: let the model write tool calls freely instead of under a grammar.
+    #[arg(long)]
+    no_grammar: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Ask a question; the agent may use the built-in demo tools.
+    Run(run::RunArgs),
+    /// Manage local models.
+    Model {
+        #[command(subcommand)]
+        command: models::ModelCommand,
+    },
+    /// Evaluate tool calling on a benchmark.
+    Eval {
+        #[command(subcommand)]
+        command: eval::EvalCommand,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args).await,
+        Command::Model { command } => models::run(command).await,
+        Command::Eval { command } => eval::run(command).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The directory datasets are read from by default: `../shared/datasets` of the repository.
+pub fn default_datasets() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets")
+}

@@ -1,0 +1,97 @@
+//! `agentry run "<question>"`: the offline agent demo. The agent answers with
+//! the built-in tools, printing each tool call, its result, the answer and token usage.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use agentry::agent::{Agent, Outcome, RunOutcome};
+use agentry::tool::{Capability, Toolbox};
+use serde_json::json;
+
+use crate::ModelArgs;
+
+/// The demo's system prompt.
+pub const SYSTEM: &str = "You are a helpful assistant. Use a tool whenever it can give or check the answer \
+(arithmetic, the time, unit conversion, reading files), then answer the user briefly using the tool results.";
+
+/// Arguments of `agentry run`.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The question.
+    question: String,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Directory the file reader may read (and nothing outside it).
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// Most model calls.
+    #[arg(long, default_value_t = 6)]
+    max_steps: usize,
+    /// Token budget for the whole run.
+    #[arg(long, default_value_t = 20_000)]
+    budget: u64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Run the demo agent.
+pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
+    let model = crate::providers::chat_model(&args.model).await?;
+    let dir = args.dir.canonicalize().map_err(|e| format!("{}: {e}", args.dir.display()))?;
+    let tools = Toolbox::for_agent(crate::demo_tools::all(&dir)).map_err(|e| e.to_string())?;
+    let agent = Agent::with_shared_model(model)
+        .tools(tools)
+        .system(SYSTEM)
+        .grant(Capability::fs_read(&dir))
+        .max_steps(args.max_steps)
+        .token_budget(args.budget)
+        .max_tokens(512);
+    let outcome = agent.run(&args.question).await;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&as_json(&outcome)).map_err(|e| e.to_string())?);
+    } else {
+        print_trace(&outcome);
+    }
+    Ok(match outcome.outcome {
+        Outcome::ModelError(_) => ExitCode::FAILURE,
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+fn as_json(run: &RunOutcome) -> serde_json::Value {
+    let outcome = match &run.outcome {
+        Outcome::Final(_) => "final",
+        Outcome::OutOfSteps => "out_of_steps",
+        Outcome::OverBudget => "over_budget",
+        Outcome::ModelError(_) => "model_error",
+    };
+    json!({
+        "answer": run.text(),
+        "outcome": outcome,
+        "steps": run.steps,
+        "usage": run.usage,
+    })
+}
+
+fn print_trace(run: &RunOutcome) {
+    for step in &run.steps {
+        for record in &step.calls {
+            let output = match record.result.output.as_str() {
+                Some(text) => text.to_owned(),
+                None => record.result.output.to_string(),
+            };
+            let mark = if record.result.is_error { "error" } else { "=>" };
+            println!("step {}: {}({}) {mark} {output}", step.index, record.call.name, record.call.input);
+        }
+    }
+    println!("answer: {}", run.text());
+    println!(
+        "tokens: {} in, {} out, {} total over {} step{}",
+        run.usage.input_tokens,
+        run.usage.output_tokens,
+        run.usage.total(),
+        run.steps.len(),
+        if run.steps.len() == 1 { "" } else { "s" }
+    );
+}

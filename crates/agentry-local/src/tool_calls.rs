@@ -1,0 +1,154 @@
+//! Tool calls in local-model output: the Lark grammar (llguidance) that lets
+//! the model either answer in text or emit `<tool_call>` blocks whose name is
+//! on the allow-list and whose arguments match the tool's JSON Schema, and the
+//! parser that reads calls back out of the generated text.
+
+use serde_json::{Value, json};
+
+/// A tool the grammar allows: its wire name and argument schema.
+pub struct GrammarTool<'a> {
+    /// Name the model writes.
+    pub name: &'a str,
+    /// JSON Schema of the arguments object.
+    pub schema: &'a Value,
+}
+
+/// How the `<tool_call>` tags are written in the grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TagStyle {
+    /// The vocabulary has `<tool_call>` and `</tool_call>` as special tokens (Qwen 2.5).
+    SpecialTokens,
+    /// The tags are spelled out as ordinary text.
+    Text,
+}
+
+/// A Lark grammar (llguidance dialect) for one reply. With `allow_text`, the
+/// reply is either free text (not starting with `<`) or one or more tool calls;
+/// without it, tool calls only.
+pub fn tool_call_grammar(tools: &[GrammarTool<'_>], allow_text: bool, tags: TagStyle) -> String {
+    let (open, close) = match tags {
+        TagStyle::SpecialTokens => ("<tool_call>", "</tool_call>"),
+        TagStyle::Text => ("\"<tool_call>\"", "\"</tool_call>\""),
+    };
+    let mut grammar = String::new();
+    grammar.push_str(if allow_text { "start: text | calls\n" } else { "start: calls\n" });
+    grammar.push_str("text: TEXT\nTEXT: /[^<](.|\\n)*/\n");
+    grammar.push_str(&format!("calls: call (\"\\n\" call)*\ncall: {open} \"\\n\" body \"\\n\" {close}\n"));
+    let alternatives: Vec<String> = (0..tools.len()).map(|i| format!("body_{i}")).collect();
+    grammar.push_str(&format!("body: {}\n", alternatives.join(" | ")));
+    for (i, tool) in tools.iter().enumerate() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"name": {"const": tool.name}, "arguments": tool.schema},
+            "required": ["name", "arguments"],
+            "additionalProperties": false
+        });
+        grammar.push_str(&format!("body_{i}: %json {schema}\n"));
+    }
+    grammar
+}
+
+/// What a reply said: text, and tool calls as `(name, arguments)`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ParsedReply {
+    /// Text outside tool-call blocks.
+    pub text: String,
+    /// The calls, in order.
+    pub calls: Vec<(String, Value)>,
+}
+
+/// Read tool calls out of generated text: `<tool_call>{json}</tool_call>`
+/// blocks (the closing tag may be missing at the very end), or, failing
+/// those, a reply that is only a JSON call, possibly in a Markdown fence, as
+/// small models write when unconstrained.
+pub fn parse_reply(output: &str) -> ParsedReply {
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    let mut rest = output;
+    while let Some(start) = rest.find("<tool_call>") {
+        text.push_str(&rest[..start]);
+        let after = &rest[start + "<tool_call>".len()..];
+        let (body, next) = match after.find("</tool_call>") {
+            Some(end) => (&after[..end], &after[end + "</tool_call>".len()..]),
+            None => (after, ""),
+        };
+        match call_from_json(body.trim()) {
+            Some(call) => calls.push(call),
+            None => text.push_str(&rest[start..rest.len() - next.len()]),
+        }
+        rest = next;
+    }
+    text.push_str(rest);
+    if calls.is_empty()
+        && let Some(found) = bare_calls(output)
+    {
+        return ParsedReply { text: String::new(), calls: found };
+    }
+    ParsedReply {
+        text: text.trim().to_owned(),
+        calls,
+    }
+}
+
+fn call_from_value(value: &Value) -> Option<(String, Value)> {
+    let name = value.get("name")?.as_str()?.to_owned();
+    let arguments = value.get("arguments").or_else(|| value.get("parameters")).cloned().unwrap_or(json!({}));
+    let arguments = match arguments {
+        Value::String(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        other => other,
+    };
+    Some((name, arguments))
+}
+
+fn call_from_json(text: &str) -> Option<(String, Value)> {
+    call_from_value(&serde_json::from_str(text).ok()?)
+}
+
+fn bare_calls(output: &str) -> Option<Vec<(String, Value)>> {
+    let mut body = output.trim();
+    if let Some(fenced) = body.strip_prefix("```") {
+        let fenced = fenced.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
+        body = fenced.trim().strip_suffix("```").unwrap_or(fenced).trim();
+    }
+    match serde_json::from_str::<Value>(body).ok()? {
+        Value::Array(items) => items.iter().map(call_from_value).collect(),
+        value => Some(vec![call_from_value(&value)?]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_tagged_calls_and_text() {
+        let output = "Let me check.\n<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Lima\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"time\", \"arguments\": \"{}\"}\n</tool_call>";
+        let parsed = parse_reply(output);
+        assert_eq!(parsed.text, "Let me check.");
+        assert_eq!(parsed.calls, vec![("weather".into(), json!({"city": "Lima"})), ("time".into(), json!({}))]);
+    }
+
+    #[test]
+    fn parses_fenced_and_unterminated_calls() {
+        let fenced = "```json\n{\"name\": \"add\", \"arguments\": {\"x\": 1}}\n```";
+        assert_eq!(parse_reply(fenced).calls, vec![("add".into(), json!({"x": 1}))]);
+        let open = "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"x\": 2}}";
+        assert_eq!(parse_reply(open).calls, vec![("add".into(), json!({"x": 2}))]);
+        let plain = parse_reply("The answer is 5.");
+        assert_eq!((plain.text.as_str(), plain.calls.len()), ("The answer is 5.", 0));
+        let broken = parse_reply("<tool_call>\n{not json}\n</tool_call>");
+        assert_eq!(broken.calls.len(), 0);
+        assert_eq!(broken.text, "<tool_call>\n{not json}\n</tool_call>");
+    }
+
+    #[test]
+    fn grammar_lists_each_tool_with_its_schema() {
+        let schema = json!({"type": "object", "properties": {"x": {"type": "integer"}}});
+        let grammar = tool_call_grammar(&[GrammarTool { name: "calc__add", schema: &schema }], true, TagStyle::SpecialTokens);
+        assert!(grammar.starts_with("start: text | calls\n"));
+        assert!(grammar.contains("call: <tool_call> \"\\n\" body \"\\n\" </tool_call>"));
+        assert!(grammar.contains(r#"body_0: %json {"type":"object","properties":{"name":{"const":"calc__add"},"arguments":{"type":"object","properties":{"x":{"type":"integer"}}}}"#));
+        let forced = tool_call_grammar(&[GrammarTool { name: "a", schema: &schema }], false, TagStyle::Text);
+        assert!(forced.starts_with("start: calls\n") && forced.contains("\"<tool_call>\""));
+    }
+}
