@@ -33,7 +33,11 @@ pub async fn run(command: ModelCommand) -> Result<ExitCode, String> {
                     Some(path) => format!("present  {}", path.display()),
                     None => "missing  (agentry model pull ".to_owned() + spec.id + ")",
                 };
-                println!("  {:<20} {:>7.1} MB  {state}", spec.id, spec.size as f64 / 1e6);
+                println!(
+                    "  {:<20} {:>7.1} MB  {state}",
+                    spec.id,
+                    spec.size as f64 / 1e6
+                );
             }
             println!("any other GGUF file can be used with --model PATH");
         }

@@ -36,12 +36,19 @@ pub async fn chat_model(args: &ModelArgs) -> Result<Arc<dyn ChatModel>, String> 
 
 /// Load the local model named by `--model` (a path or an id), pulling it if needed.
 pub async fn local_model(args: &ModelArgs) -> Result<LocalModel, String> {
-    let wanted = args.model.clone().unwrap_or_else(|| fetch::QWEN.id.to_owned());
+    let wanted = args
+        .model
+        .clone()
+        .unwrap_or_else(|| fetch::QWEN.id.to_owned());
     let path = match fetch::find(&wanted) {
         Some(spec) => match fetch::installed(spec) {
             Some(path) => path,
             None => {
-                eprintln!("pulling {} into {} …", spec.id, fetch::cache_dir().display());
+                eprintln!(
+                    "pulling {} into {} …",
+                    spec.id,
+                    fetch::cache_dir().display()
+                );
                 pull_with_bar(spec).await?
             }
         },
@@ -61,9 +68,11 @@ pub async fn local_model(args: &ModelArgs) -> Result<LocalModel, String> {
 pub async fn pull_with_bar(spec: &fetch::ModelSpec) -> Result<std::path::PathBuf, String> {
     let bar = ProgressBar::new(0);
     bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})")
-            .expect("a valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
     );
     bar.set_message(spec.id);
     let result = fetch::pull(spec, |progress| match progress {

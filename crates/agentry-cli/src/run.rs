@@ -12,7 +12,8 @@ use crate::ModelArgs;
 
 /// The demo's system prompt.
 pub const SYSTEM: &str = "You are a helpful assistant. Use a tool whenever it can give or check the answer \
-(arithmetic, the time, unit conversion, reading files), then answer the user briefly using the tool results.";
+(arithmetic, the time, unit conversion, reading files), then answer the user briefly using the tool results. \
+When no tool fits the question, answer directly.";
 
 /// Arguments of `agentry run`.
 #[derive(clap::Args)]
@@ -30,6 +31,9 @@ pub struct RunArgs {
     /// Token budget for the whole run.
     #[arg(long, default_value_t = 20_000)]
     budget: u64,
+    /// Steps with tool calls before the model must answer in text (default: 1 for the local model, 4 otherwise).
+    #[arg(long)]
+    tool_rounds: Option<usize>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -38,7 +42,10 @@ pub struct RunArgs {
 /// Run the demo agent.
 pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
     let model = crate::providers::chat_model(&args.model).await?;
-    let dir = args.dir.canonicalize().map_err(|e| format!("{}: {e}", args.dir.display()))?;
+    let dir = args
+        .dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", args.dir.display()))?;
     let tools = Toolbox::for_agent(crate::demo_tools::all(&dir)).map_err(|e| e.to_string())?;
     let agent = Agent::with_shared_model(model)
         .tools(tools)
@@ -46,10 +53,17 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         .grant(Capability::fs_read(&dir))
         .max_steps(args.max_steps)
         .token_budget(args.budget)
-        .max_tokens(512);
+        .max_tokens(512)
+        .max_tool_rounds(args.tool_rounds.unwrap_or(match args.model.provider {
+            crate::ProviderKind::Local => 1,
+            _ => 4,
+        }));
     let outcome = agent.run(&args.question).await;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&as_json(&outcome)).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&as_json(&outcome)).map_err(|e| e.to_string())?
+        );
     } else {
         print_trace(&outcome);
     }
@@ -81,8 +95,15 @@ fn print_trace(run: &RunOutcome) {
                 Some(text) => text.to_owned(),
                 None => record.result.output.to_string(),
             };
-            let mark = if record.result.is_error { "error" } else { "=>" };
-            println!("step {}: {}({}) {mark} {output}", step.index, record.call.name, record.call.input);
+            let mark = if record.result.is_error {
+                "error"
+            } else {
+                "=>"
+            };
+            println!(
+                "step {}: {}({}) {mark} {output}",
+                step.index, record.call.name, record.call.input
+            );
         }
     }
     println!("answer: {}", run.text());

