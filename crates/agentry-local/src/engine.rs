@@ -147,7 +147,6 @@ impl LocalModel {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default()
         });
-        drop(vocab);
         Ok(Self {
             inner: Arc::new(Inner {
                 model,

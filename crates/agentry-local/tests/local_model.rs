@@ -1,0 +1,234 @@
+//! The real local model (Qwen2.5-Coder-0.5B-Instruct, GGUF) through llama.cpp.
+//!
+//! These tests need the model in the cache (`agentry model pull`). Without it
+//! they say so loudly and pass, unless `AGENTRY_REQUIRE_MODEL=1` (set by CI),
+//! in which case a missing model fails them.
+
+use std::sync::{Arc, OnceLock};
+
+use agentry::agent::{Agent, Outcome};
+use agentry::model::{ChatModel, ChatRequest, Message, ModelError, Step, StreamEvent, ToolChoice};
+use agentry::tool::{ToolSchema, Toolbox};
+use agentry_local::fetch::{self, ModelSpec};
+use agentry_local::{LocalConfig, LocalModel};
+use futures_util::StreamExt;
+use serde_json::json;
+
+fn model_for(spec: &ModelSpec, constrained: bool) -> Option<LocalModel> {
+    let Some(path) = fetch::installed(spec) else {
+        if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
+            panic!(
+                "{} is not in {} and AGENTRY_REQUIRE_MODEL=1",
+                spec.id,
+                fetch::cache_dir().display()
+            );
+        }
+        eprintln!(
+            "\n*** SKIPPED: {} is not in {}; run `agentry model pull {}` to run this test ***\n",
+            spec.id,
+            fetch::cache_dir().display(),
+            spec.id
+        );
+        return None;
+    };
+    Some(
+        LocalModel::load_with(
+            path,
+            LocalConfig {
+                constrained,
+                ..LocalConfig::default()
+            },
+        )
+        .expect("the model loads"),
+    )
+}
+
+fn qwen() -> Option<LocalModel> {
+    static MODEL: OnceLock<Option<LocalModel>> = OnceLock::new();
+    MODEL.get_or_init(|| model_for(&fetch::QWEN, true)).clone()
+}
+
+/// Evaluate an arithmetic expression.
+///
+/// # Arguments
+/// * `expression` - Arithmetic such as `(2 + 3) * 4.5`.
+#[agentry::tool(name = "calculator")]
+pub fn calculator(expression: String) -> Result<f64, String> {
+    let cleaned: String = expression.chars().filter(|c| !c.is_whitespace()).collect();
+    // A tiny evaluator for a*b+c forms is enough for this test's question.
+    let (product, sum) = cleaned.split_once('+').unwrap_or((&cleaned, "0"));
+    let (a, b) = product.split_once('*').ok_or("expected a*b+c")?;
+    let parse = |s: &str| s.parse::<f64>().map_err(|e| format!("{s:?}: {e}"));
+    Ok(parse(a)? * parse(b)? + parse(sum)?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_calls_a_tool_and_uses_its_result() {
+    let Some(model) = qwen() else { return };
+    let run = Agent::new(model)
+        .tools(Toolbox::for_agent([calculator::tool()]).unwrap())
+        .system("Use the calculator for arithmetic, then answer briefly using its result.")
+        .max_tool_rounds(1)
+        .max_steps(3)
+        .run("What is 17.5 times 4, plus 12?")
+        .await;
+    let calls: Vec<_> = run.steps.iter().flat_map(|s| &s.calls).collect();
+    assert!(
+        !calls.is_empty(),
+        "the model called the calculator: {run:?}"
+    );
+    assert_eq!(calls[0].call.name, "calculator");
+    assert_eq!(calls[0].result.output, json!(82.0), "{:?}", calls[0]);
+    let Outcome::Final(answer) = &run.outcome else {
+        panic!("{run:?}")
+    };
+    assert!(
+        answer.contains("82"),
+        "the answer uses the tool result: {answer}"
+    );
+    assert!(run.usage.input_tokens > 0 && run.usage.output_tokens > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn constrained_calls_follow_the_schema() {
+    let Some(model) = qwen() else { return };
+    let request = ChatRequest {
+        messages: vec![Message::user(
+            "Book a table for four people at 7pm tonight at Chez Marcel.",
+        )],
+        tools: vec![ToolSchema {
+            name: "restaurants::book".into(),
+            input_schema: json!({"type": "object", "properties": {
+                "restaurant": {"type": "string"},
+                "party_size": {"type": "integer", "minimum": 1, "maximum": 20},
+                "time": {"type": "string", "enum": ["18:00", "19:00", "20:00"]}},
+                "required": ["restaurant", "party_size", "time"]}),
+            output_schema: None,
+            description: Some("Book a restaurant table.".into()),
+        }],
+        tool_choice: ToolChoice::Required,
+        max_tokens: Some(128),
+        ..ChatRequest::default()
+    };
+    let step = model.step(&request).await.unwrap();
+    let Step::Tool { calls, .. } = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(
+        calls[0].name, "restaurants::book",
+        "the wire name maps back"
+    );
+    let args = &calls[0].input;
+    assert!(args["restaurant"].is_string(), "{args}");
+    assert!(args["party_size"].is_i64(), "{args}");
+    assert!(
+        ["18:00", "19:00", "20:00"].contains(&args["time"].as_str().unwrap()),
+        "{args}"
+    );
+    assert_eq!(
+        args.as_object().unwrap().len(),
+        3,
+        "no extra arguments: {args}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_streams_and_tokens_are_counted_exactly() {
+    let Some(model) = qwen() else { return };
+    let request = ChatRequest {
+        system: Some("Answer in one short sentence.".into()),
+        messages: vec![Message::user("Why is the sky blue on a clear day?")],
+        max_tokens: Some(40),
+        ..ChatRequest::default()
+    };
+    let prompt = model.render_prompt(&request).unwrap();
+    assert!(
+        prompt.starts_with("<|im_start|>system\nAnswer in one short sentence.<|im_end|>"),
+        "{prompt}"
+    );
+    let events: Vec<StreamEvent> = model.stream(&request).map(Result::unwrap).collect().await;
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(text.to_lowercase().contains("blue"), "{text}");
+    let deltas = events
+        .iter()
+        .filter(|e| matches!(e, StreamEvent::TextDelta { .. }))
+        .count();
+    assert!(
+        deltas > 5,
+        "text arrives in pieces, not at once: {deltas} deltas for {text:?}"
+    );
+    let usage = events
+        .iter()
+        .find_map(|e| match e {
+            StreamEvent::Usage { usage } => Some(*usage),
+            _ => None,
+        })
+        .unwrap();
+    let generation = model
+        .generate(&prompt, None, 40, None, &[], |_| true)
+        .unwrap();
+    assert_eq!(
+        usage.input_tokens, generation.prompt_tokens,
+        "prompt tokens counted exactly"
+    );
+    assert_eq!(
+        usage.output_tokens, generation.output_tokens,
+        "greedy decoding is deterministic"
+    );
+    assert_eq!(generation.text.trim(), text.trim());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_without_tool_call_tokens_use_spelled_out_tags() {
+    let Some(model) = model_for(&fetch::SMOLLM2, true) else {
+        return;
+    };
+    let request = ChatRequest {
+        messages: vec![Message::user("What is the weather in Paris?")],
+        tools: vec![ToolSchema {
+            name: "weather".into(),
+            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+            output_schema: None,
+            description: Some("Current weather for a city.".into()),
+        }],
+        tool_choice: ToolChoice::Required,
+        max_tokens: Some(64),
+        ..ChatRequest::default()
+    };
+    assert!(
+        model
+            .grammar_for(&request)
+            .unwrap()
+            .unwrap()
+            .contains("\"<tool_call>\"")
+    );
+    let step = Arc::new(model).step(&request).await.unwrap();
+    let Step::Tool { calls, .. } = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(calls[0].name, "weather");
+    assert!(calls[0].input["city"].is_string());
+}
+
+#[test]
+fn bad_model_files_are_clear_errors() {
+    let missing = LocalModel::load("/definitely/not/a/model.gguf").unwrap_err();
+    assert_eq!(
+        missing,
+        ModelError::Config("no model file at /definitely/not/a/model.gguf".into())
+    );
+    let junk = std::env::temp_dir().join(format!("agentry-junk-{}.gguf", std::process::id()));
+    std::fs::write(&junk, b"this is not a gguf file").unwrap();
+    let error = LocalModel::load(&junk).unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Local(message) if message.starts_with("loading ")),
+        "{error:?}"
+    );
+    std::fs::remove_file(junk).unwrap();
+}
