@@ -1,9 +1,369 @@
-use clap::Subcommand;
+//! `agentry eval bfcl`: Berkeley Function Calling Leaderboard questions
+//! through our stack, scored by BFCL's rule, written as a JSON report.
+//!
+//! The rule: every call names a function of the question, passes no argument
+//! the answer does not list, gives every required argument, and each value is
+//! among the accepted ones (strings compared BFCL's way: case and the
+//! characters ` ,./-_*^` ignored). `parallel` needs exactly as many calls as
+//! the answer, matched in any order. `irrelevance` passes only with no call.
+
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
+
+use agentry::model::{ChatRequest, Message, Step, ToolChoice};
+use agentry::tool::{ToolCall, ToolSchema};
+use clap::{Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::ModelArgs;
+
 /// Evaluation commands.
 #[derive(Subcommand)]
-pub enum EvalCommand {}
+pub enum EvalCommand {
+    /// Run BFCL questions and score them.
+    Bfcl(BfclArgs),
+}
+
+/// The BFCL categories shipped in `shared/datasets/bfcl`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// One function, one call.
+    SimplePython,
+    /// Several functions, one call.
+    Multiple,
+    /// One function, several calls.
+    Parallel,
+    /// No function fits: the model must not call any.
+    Irrelevance,
+}
+
+impl Category {
+    fn file(self) -> &'static str {
+        match self {
+            Category::SimplePython => "simple_python",
+            Category::Multiple => "multiple",
+            Category::Parallel => "parallel",
+            Category::Irrelevance => "irrelevance",
+        }
+    }
+}
+
+/// Arguments of `agentry eval bfcl`.
+#[derive(clap::Args)]
+pub struct BfclArgs {
+    /// Which category.
+    #[arg(long, value_enum)]
+    category: Category,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Only the first N questions.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Where the BFCL files are (`bfcl/<category>.jsonl`).
+    #[arg(long, default_value_os_t = crate::default_datasets())]
+    datasets: PathBuf,
+    /// Write the JSON report here (default: stdout).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Deserialize)]
+struct Question {
+    id: String,
+    question: Vec<Vec<Turn>>,
+    function: Vec<Function>,
+}
+
+#[derive(Deserialize)]
+struct Turn {
+    role: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct Function {
+    name: String,
+    #[serde(default)]
+    description: String,
+    parameters: Value,
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    id: String,
+    ground_truth: Vec<serde_json::Map<String, Value>>,
+}
+
+/// One question's outcome.
+#[derive(Serialize)]
+struct Outcome {
+    id: String,
+    pass: bool,
+    calls: Vec<ToolCall>,
+    schema_valid_calls: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
 /// Run an evaluation command.
 pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
-    match command {}
+    let EvalCommand::Bfcl(args) = command;
+    let dir = args.datasets.join("bfcl");
+    let read = |name: String| std::fs::read_to_string(dir.join(&name)).map_err(|e| format!("{}: {e}", dir.join(&name).display()));
+    let questions: Vec<Question> = read(format!("{}.jsonl", args.category.file()))?
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let answers: Vec<Answer> = if args.category == Category::Irrelevance {
+        Vec::new()
+    } else {
+        read(format!("{}_answers.jsonl", args.category.file()))?
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?
+    };
+    let model = crate::providers::chat_model(&args.model).await?;
+    let limit = args.limit.unwrap_or(questions.len()).min(questions.len());
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    for question in questions.iter().take(limit) {
+        let tools: Vec<ToolSchema> = question
+            .function
+            .iter()
+            .map(|f| ToolSchema {
+                name: f.name.clone(),
+                input_schema: json_schema(&f.parameters),
+                output_schema: None,
+                description: Some(f.description.clone()),
+            })
+            .collect();
+        let messages = question.question[0]
+            .iter()
+            .map(|turn| match turn.role.as_str() {
+                "assistant" => Message::assistant(turn.content.clone()),
+                _ => Message::user(turn.content.clone()),
+            })
+            .collect();
+        let request = ChatRequest {
+            messages,
+            tools: tools.clone(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: Some(384),
+            ..ChatRequest::default()
+        };
+        let answer = answers.iter().find(|a| a.id == question.id);
+        let outcome = match model.step(&request).await {
+            Ok(Step::Final { text, .. }) => Outcome {
+                id: question.id.clone(),
+                pass: args.category == Category::Irrelevance,
+                calls: Vec::new(),
+                schema_valid_calls: 0,
+                text: Some(text),
+                error: None,
+            },
+            Ok(Step::Tool { calls, .. }) => {
+                let valid = calls.iter().filter(|call| schema_valid(call, &tools)).count();
+                let pass = match (args.category, answer) {
+                    (Category::Irrelevance, _) => false,
+                    (_, Some(answer)) => calls_match(&calls, &answer.ground_truth),
+                    (_, None) => false,
+                };
+                Outcome { id: question.id.clone(), pass, calls, schema_valid_calls: valid, text: None, error: None }
+            }
+            Err(error) => Outcome {
+                id: question.id.clone(),
+                pass: false,
+                calls: Vec::new(),
+                schema_valid_calls: 0,
+                text: None,
+                error: Some(error.to_string()),
+            },
+        };
+        eprintln!("{} {}", if outcome.pass { "pass" } else { "FAIL" }, outcome.id);
+        outcomes.push(outcome);
+    }
+    let total = outcomes.len();
+    let passed = outcomes.iter().filter(|o| o.pass).count();
+    let calls: usize = outcomes.iter().map(|o| o.calls.len()).sum();
+    let valid: usize = outcomes.iter().map(|o| o.schema_valid_calls).sum();
+    let report = json!({
+        "benchmark": "bfcl",
+        "category": args.category,
+        "provider": format!("{:?}", args.model.provider).to_lowercase(),
+        "model": model.model_id(),
+        "grammar": !args.model.no_grammar,
+        "questions": total,
+        "passed": passed,
+        "accuracy": if total > 0 { passed as f64 / total as f64 } else { 0.0 },
+        "calls": calls,
+        "schema_valid_calls": valid,
+        "schema_valid_rate": if calls > 0 { valid as f64 / calls as f64 } else { 0.0 },
+        "seconds": started.elapsed().as_secs_f64(),
+        "results": outcomes,
+    });
+    let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    match &args.out {
+        Some(path) => std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?,
+        None => println!("{text}"),
+    }
+    eprintln!(
+        "{}: {passed}/{total} passed ({:.1}%), {valid}/{calls} calls schema-valid",
+        args.category.file(),
+        100.0 * passed as f64 / total.max(1) as f64
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// BFCL's parameter schemas in JSON Schema: `dict` → `object`, `float` →
+/// `number`, `tuple` → `array`, `any` → no constraint.
+pub fn json_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            for (key, value) in map {
+                match (key.as_str(), value.as_str()) {
+                    ("type", Some("dict")) => {
+                        out.insert(key.clone(), json!("object"));
+                    }
+                    ("type", Some("float")) => {
+                        out.insert(key.clone(), json!("number"));
+                    }
+                    ("type", Some("tuple")) => {
+                        out.insert(key.clone(), json!("array"));
+                    }
+                    ("type", Some("any")) => {}
+                    ("properties", _) => {
+                        let properties = value
+                            .as_object()
+                            .map(|p| p.iter().map(|(k, v)| (k.clone(), json_schema(v))).collect())
+                            .unwrap_or_default();
+                        out.insert(key.clone(), Value::Object(properties));
+                    }
+                    _ => {
+                        out.insert(key.clone(), json_schema(value));
+                    }
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(json_schema).collect()),
+        other => other.clone(),
+    }
+}
+
+fn schema_valid(call: &ToolCall, tools: &[ToolSchema]) -> bool {
+    let Some(tool) = tools.iter().find(|t| t.name == call.name) else { return false };
+    jsonschema::validator_for(&tool.input_schema).is_ok_and(|validator| validator.is_valid(&call.input))
+}
+
+/// BFCL's string standardisation.
+fn standard(text: &str) -> String {
+    text.chars().filter(|c| !" ,./-_*^".contains(*c)).flat_map(char::to_lowercase).collect()
+}
+
+fn value_matches(got: &Value, accepted: &Value) -> bool {
+    match (got, accepted) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::String(a), Value::String(b)) => standard(a) == standard(b),
+        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| value_matches(x, y)),
+        (Value::Object(a), Value::Object(b)) => {
+            // Nested dicts: each key's accepted values are themselves lists in BFCL answers.
+            a.len() <= b.len()
+                && a.iter().all(|(k, v)| {
+                    b.get(k).is_some_and(|options| match options {
+                        Value::Array(list) => list.iter().any(|o| value_matches(v, o)),
+                        other => value_matches(v, other),
+                    })
+                })
+        }
+        (a, b) => a == b,
+    }
+}
+
+/// One call against one ground-truth entry `{function: {param: [accepted…]}}`.
+pub fn call_matches(call: &ToolCall, truth: &serde_json::Map<String, Value>) -> bool {
+    let Some((function, params)) = truth.iter().next() else { return false };
+    if &call.name != function {
+        return false;
+    }
+    let (Some(args), Some(params)) = (call.input.as_object(), params.as_object()) else { return false };
+    if args.keys().any(|name| !params.contains_key(name)) {
+        return false;
+    }
+    params.iter().all(|(name, accepted)| {
+        let accepted = accepted.as_array().cloned().unwrap_or_default();
+        let optional = accepted.iter().any(|v| v == &json!(""));
+        match args.get(name) {
+            None => optional,
+            Some(value) => accepted.iter().any(|option| value_matches(value, option)),
+        }
+    })
+}
+
+/// Every ground-truth entry matched by a distinct call, and no extra calls.
+pub fn calls_match(calls: &[ToolCall], truth: &[serde_json::Map<String, Value>]) -> bool {
+    if calls.len() != truth.len() {
+        return false;
+    }
+    fn assign(calls: &[ToolCall], truth: &[serde_json::Map<String, Value>], used: &mut Vec<bool>) -> bool {
+        let Some((first, rest)) = truth.split_first() else { return true };
+        for (i, call) in calls.iter().enumerate() {
+            if !used[i] && call_matches(call, first) {
+                used[i] = true;
+                if assign(calls, rest, used) {
+                    return true;
+                }
+                used[i] = false;
+            }
+        }
+        false
+    }
+    assign(calls, truth, &mut vec![false; calls.len()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn truth(value: Value) -> Vec<serde_json::Map<String, Value>> {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn scores_by_the_bfcl_rule() {
+        let gt = truth(json!([{"calculate_triangle_area": {"base": [10], "height": [5], "unit": ["units", ""]}}]));
+        let call = |input| ToolCall::new("c", "calculate_triangle_area", input);
+        assert!(calls_match(&[call(json!({"base": 10, "height": 5}))], &gt));
+        assert!(calls_match(&[call(json!({"base": 10.0, "height": 5, "unit": "Units"}))], &gt));
+        assert!(!calls_match(&[call(json!({"base": 10}))], &gt), "a required argument is missing");
+        assert!(!calls_match(&[call(json!({"base": 10, "height": 5, "color": "red"}))], &gt), "unknown argument");
+        assert!(!calls_match(&[call(json!({"base": 11, "height": 5}))], &gt));
+        assert!(!calls_match(&[], &gt));
+    }
+
+    #[test]
+    fn parallel_calls_match_in_any_order() {
+        let gt = truth(json!([{"spotify.play": {"artist": ["Taylor Swift"], "duration": [20]}},
+                              {"spotify.play": {"artist": ["Maroon 5"], "duration": [15]}}]));
+        let play = |artist: &str, duration| ToolCall::new("c", "spotify.play", json!({"artist": artist, "duration": duration}));
+        assert!(calls_match(&[play("maroon 5", 15), play("Taylor Swift", 20)], &gt));
+        assert!(!calls_match(&[play("Taylor Swift", 20)], &gt));
+        assert!(!calls_match(&[play("Taylor Swift", 20), play("Taylor Swift", 20)], &gt));
+    }
+
+    #[test]
+    fn converts_bfcl_types() {
+        let schema = json!({"type": "dict", "properties": {"w": {"type": "float"}, "t": {"type": "tuple", "items": {"type": "any"}}}});
+        assert_eq!(
+            json_schema(&schema),
+            json!({"type": "object", "properties": {"w": {"type": "number"}, "t": {"type": "array", "items": {}}}})
+        );
+    }
 }
