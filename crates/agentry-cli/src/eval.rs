@@ -31,6 +31,7 @@ pub enum EvalCommand {
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     /// One function, one call.
+    #[value(name = "simple_python")]
     SimplePython,
     /// Several functions, one call.
     Multiple,
@@ -114,7 +115,10 @@ struct Outcome {
 pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
     let EvalCommand::Bfcl(args) = command;
     let dir = args.datasets.join("bfcl");
-    let read = |name: String| std::fs::read_to_string(dir.join(&name)).map_err(|e| format!("{}: {e}", dir.join(&name).display()));
+    let read = |name: String| {
+        std::fs::read_to_string(dir.join(&name))
+            .map_err(|e| format!("{}: {e}", dir.join(&name).display()))
+    };
     let questions: Vec<Question> = read(format!("{}.jsonl", args.category.file()))?
         .lines()
         .filter(|line| !line.trim().is_empty())
@@ -155,7 +159,7 @@ pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
             messages,
             tools: tools.clone(),
             tool_choice: ToolChoice::Auto,
-            max_tokens: Some(384),
+            max_tokens: Some(256),
             ..ChatRequest::default()
         };
         let answer = answers.iter().find(|a| a.id == question.id);
@@ -169,13 +173,23 @@ pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
                 error: None,
             },
             Ok(Step::Tool { calls, .. }) => {
-                let valid = calls.iter().filter(|call| schema_valid(call, &tools)).count();
+                let valid = calls
+                    .iter()
+                    .filter(|call| schema_valid(call, &tools))
+                    .count();
                 let pass = match (args.category, answer) {
                     (Category::Irrelevance, _) => false,
                     (_, Some(answer)) => calls_match(&calls, &answer.ground_truth),
                     (_, None) => false,
                 };
-                Outcome { id: question.id.clone(), pass, calls, schema_valid_calls: valid, text: None, error: None }
+                Outcome {
+                    id: question.id.clone(),
+                    pass,
+                    calls,
+                    schema_valid_calls: valid,
+                    text: None,
+                    error: None,
+                }
             }
             Err(error) => Outcome {
                 id: question.id.clone(),
@@ -186,7 +200,11 @@ pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
                 error: Some(error.to_string()),
             },
         };
-        eprintln!("{} {}", if outcome.pass { "pass" } else { "FAIL" }, outcome.id);
+        eprintln!(
+            "{} {}",
+            if outcome.pass { "pass" } else { "FAIL" },
+            outcome.id
+        );
         outcomes.push(outcome);
     }
     let total = outcomes.len();
@@ -259,20 +277,28 @@ pub fn json_schema(schema: &Value) -> Value {
 }
 
 fn schema_valid(call: &ToolCall, tools: &[ToolSchema]) -> bool {
-    let Some(tool) = tools.iter().find(|t| t.name == call.name) else { return false };
-    jsonschema::validator_for(&tool.input_schema).is_ok_and(|validator| validator.is_valid(&call.input))
+    let Some(tool) = tools.iter().find(|t| t.name == call.name) else {
+        return false;
+    };
+    jsonschema::validator_for(&tool.input_schema)
+        .is_ok_and(|validator| validator.is_valid(&call.input))
 }
 
 /// BFCL's string standardisation.
 fn standard(text: &str) -> String {
-    text.chars().filter(|c| !" ,./-_*^".contains(*c)).flat_map(char::to_lowercase).collect()
+    text.chars()
+        .filter(|c| !" ,./-_*^".contains(*c))
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 fn value_matches(got: &Value, accepted: &Value) -> bool {
     match (got, accepted) {
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
         (Value::String(a), Value::String(b)) => standard(a) == standard(b),
-        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| value_matches(x, y)),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| value_matches(x, y))
+        }
         (Value::Object(a), Value::Object(b)) => {
             // Nested dicts: each key's accepted values are themselves lists in BFCL answers.
             a.len() <= b.len()
@@ -289,11 +315,15 @@ fn value_matches(got: &Value, accepted: &Value) -> bool {
 
 /// One call against one ground-truth entry `{function: {param: [accepted…]}}`.
 pub fn call_matches(call: &ToolCall, truth: &serde_json::Map<String, Value>) -> bool {
-    let Some((function, params)) = truth.iter().next() else { return false };
+    let Some((function, params)) = truth.iter().next() else {
+        return false;
+    };
     if &call.name != function {
         return false;
     }
-    let (Some(args), Some(params)) = (call.input.as_object(), params.as_object()) else { return false };
+    let (Some(args), Some(params)) = (call.input.as_object(), params.as_object()) else {
+        return false;
+    };
     if args.keys().any(|name| !params.contains_key(name)) {
         return false;
     }
@@ -312,8 +342,14 @@ pub fn calls_match(calls: &[ToolCall], truth: &[serde_json::Map<String, Value>])
     if calls.len() != truth.len() {
         return false;
     }
-    fn assign(calls: &[ToolCall], truth: &[serde_json::Map<String, Value>], used: &mut Vec<bool>) -> bool {
-        let Some((first, rest)) = truth.split_first() else { return true };
+    fn assign(
+        calls: &[ToolCall],
+        truth: &[serde_json::Map<String, Value>],
+        used: &mut Vec<bool>,
+    ) -> bool {
+        let Some((first, rest)) = truth.split_first() else {
+            return true;
+        };
         for (i, call) in calls.iter().enumerate() {
             if !used[i] && call_matches(call, first) {
                 used[i] = true;
@@ -338,24 +374,52 @@ mod tests {
 
     #[test]
     fn scores_by_the_bfcl_rule() {
-        let gt = truth(json!([{"calculate_triangle_area": {"base": [10], "height": [5], "unit": ["units", ""]}}]));
+        let gt = truth(
+            json!([{"calculate_triangle_area": {"base": [10], "height": [5], "unit": ["units", ""]}}]),
+        );
         let call = |input| ToolCall::new("c", "calculate_triangle_area", input);
         assert!(calls_match(&[call(json!({"base": 10, "height": 5}))], &gt));
-        assert!(calls_match(&[call(json!({"base": 10.0, "height": 5, "unit": "Units"}))], &gt));
-        assert!(!calls_match(&[call(json!({"base": 10}))], &gt), "a required argument is missing");
-        assert!(!calls_match(&[call(json!({"base": 10, "height": 5, "color": "red"}))], &gt), "unknown argument");
+        assert!(calls_match(
+            &[call(json!({"base": 10.0, "height": 5, "unit": "Units"}))],
+            &gt
+        ));
+        assert!(
+            !calls_match(&[call(json!({"base": 10}))], &gt),
+            "a required argument is missing"
+        );
+        assert!(
+            !calls_match(
+                &[call(json!({"base": 10, "height": 5, "color": "red"}))],
+                &gt
+            ),
+            "unknown argument"
+        );
         assert!(!calls_match(&[call(json!({"base": 11, "height": 5}))], &gt));
         assert!(!calls_match(&[], &gt));
     }
 
     #[test]
     fn parallel_calls_match_in_any_order() {
-        let gt = truth(json!([{"spotify.play": {"artist": ["Taylor Swift"], "duration": [20]}},
-                              {"spotify.play": {"artist": ["Maroon 5"], "duration": [15]}}]));
-        let play = |artist: &str, duration| ToolCall::new("c", "spotify.play", json!({"artist": artist, "duration": duration}));
-        assert!(calls_match(&[play("maroon 5", 15), play("Taylor Swift", 20)], &gt));
+        let gt = truth(
+            json!([{"spotify.play": {"artist": ["Taylor Swift"], "duration": [20]}},
+                              {"spotify.play": {"artist": ["Maroon 5"], "duration": [15]}}]),
+        );
+        let play = |artist: &str, duration| {
+            ToolCall::new(
+                "c",
+                "spotify.play",
+                json!({"artist": artist, "duration": duration}),
+            )
+        };
+        assert!(calls_match(
+            &[play("maroon 5", 15), play("Taylor Swift", 20)],
+            &gt
+        ));
         assert!(!calls_match(&[play("Taylor Swift", 20)], &gt));
-        assert!(!calls_match(&[play("Taylor Swift", 20), play("Taylor Swift", 20)], &gt));
+        assert!(!calls_match(
+            &[play("Taylor Swift", 20), play("Taylor Swift", 20)],
+            &gt
+        ));
     }
 
     #[test]

@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod embed;
 pub mod model;
 pub mod tool;
 

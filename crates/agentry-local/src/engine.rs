@@ -54,7 +54,8 @@ impl Default for LocalConfig {
 
 static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
 
-fn backend() -> Result<&'static LlamaBackend, ModelError> {
+/// The process-wide llama.cpp backend (initialised once; logs go to `tracing`).
+pub fn backend() -> Result<&'static LlamaBackend, ModelError> {
     BACKEND
         .get_or_init(|| {
             llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());

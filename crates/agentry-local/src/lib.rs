@@ -9,4 +9,4 @@ pub mod fetch;
 pub mod template;
 pub mod tool_calls;
 
-pub use engine::{Generation, LocalConfig, LocalModel};
+pub use engine::{Generation, LocalConfig, LocalModel, backend};

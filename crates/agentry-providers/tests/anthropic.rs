@@ -8,41 +8,16 @@ use std::time::Duration;
 use agentry_core::model::{
     ChatModel, ChatRequest, Message, ModelError, Step, StreamEvent, ToolChoice, Usage,
 };
-use agentry_core::tool::{ToolCall, ToolResult, ToolSchema};
-use agentry_providers::{Anthropic, RetryPolicy};
+use agentry_core::tool::{ToolCall, ToolResult};
+use agentry_providers::Anthropic;
 use futures_util::StreamExt;
 use serde_json::json;
-use support::{Reply, fixture, serve};
+use support::{Reply, fast_retry, fixture, serve, sse, weather_request};
 
 fn provider(base: &str) -> Anthropic {
     Anthropic::new("sk-ant-test", "claude-sonnet-4-5")
         .with_base_url(base)
-        .with_retry(RetryPolicy {
-            max_retries: 2,
-            min_delay: Duration::from_millis(10),
-            max_delay: Duration::from_secs(5),
-        })
-}
-
-fn weather_request() -> ChatRequest {
-    ChatRequest {
-        system: Some("You are a weather bot.".into()),
-        messages: vec![Message::user("Weather in Paris and Tokyo?")],
-        tools: vec![ToolSchema {
-            name: "weather::get".into(),
-            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-            output_schema: None,
-            description: Some("Current weather for a city.".into()),
-        }],
-        ..ChatRequest::default()
-    }
-}
-
-fn sse(name: &str) -> Reply {
-    Reply::Sse {
-        body: fixture(name),
-        cut: false,
-    }
+        .with_retry(fast_retry())
 }
 
 #[tokio::test]

@@ -41,7 +41,7 @@
 //!   token budget, step limit, least-privilege capabilities, approval and audit.
 #![warn(missing_docs)]
 
-pub use agentry_core::{agent, model, tool};
+pub use agentry_core::{agent, embed, model, tool};
 pub use agentry_macros::tool;
 
 #[doc(hidden)]

@@ -64,6 +64,40 @@ impl Replay {
     }
 }
 
+/// A request offering one tool whose name needs a wire alias (`weather::get`).
+pub fn weather_request() -> agentry_core::model::ChatRequest {
+    agentry_core::model::ChatRequest {
+        system: Some("You are a weather bot.".into()),
+        messages: vec![agentry_core::model::Message::user(
+            "Weather in Paris and Tokyo?",
+        )],
+        tools: vec![agentry_core::tool::ToolSchema {
+            name: "weather::get".into(),
+            input_schema: serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+            output_schema: None,
+            description: Some("Current weather for a city.".into()),
+        }],
+        ..Default::default()
+    }
+}
+
+/// Retries with delays short enough for tests.
+pub fn fast_retry() -> agentry_providers::RetryPolicy {
+    agentry_providers::RetryPolicy {
+        max_retries: 2,
+        min_delay: std::time::Duration::from_millis(10),
+        max_delay: std::time::Duration::from_secs(5),
+    }
+}
+
+/// A complete SSE reply from a fixture file.
+pub fn sse(name: &str) -> Reply {
+    Reply::Sse {
+        body: fixture(name),
+        cut: false,
+    }
+}
+
 pub fn fixture(path: &str) -> String {
     let full = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
