@@ -91,10 +91,7 @@ fn as_json(run: &RunOutcome) -> serde_json::Value {
 fn print_trace(run: &RunOutcome) {
     for step in &run.steps {
         for record in &step.calls {
-            let output = match record.result.output.as_str() {
-                Some(text) => text.to_owned(),
-                None => record.result.output.to_string(),
-            };
+            let output = record.result.output_text();
             let mark = if record.result.is_error {
                 "error"
             } else {

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agentry_core::model::{
-    ChatModel, ChatRequest, EventStream, FinishReason, ModelError, StreamEvent, Usage,
+    ChatModel, ChatRequest, EventStream, FinishReason, ModelError, StreamEvent, ToolChoice, Usage,
 };
-use agentry_core::tool::wire::assign_wire_names;
+use agentry_core::tool::wire::WireNames;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -171,60 +171,53 @@ impl LocalModel {
     /// With `ToolChoice::None` the tools are left out of the prompt, so a small
     /// model is not invited to call one.
     pub fn render_prompt(&self, request: &ChatRequest) -> Result<String, ModelError> {
-        if request.tool_choice == agentry_core::model::ToolChoice::None && !request.tools.is_empty()
-        {
+        self.render_with(request, &wire_names(request)?)
+    }
+
+    fn render_with(&self, request: &ChatRequest, names: &WireNames) -> Result<String, ModelError> {
+        if request.tool_choice == ToolChoice::None && !request.tools.is_empty() {
             let without_tools = ChatRequest {
                 tools: Vec::new(),
                 ..request.clone()
             };
-            return self.render_prompt(&without_tools);
+            return self.render_with(&without_tools, names);
         }
-        let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-        let wires = assign_wire_names(&names).map_err(|e| ModelError::Config(e.to_string()))?;
-        let wire = |name: &str| {
-            names.iter().position(|n| *n == name).map_or_else(
-                || agentry_core::tool::wire::sanitize(name),
-                |i| wires[i].clone(),
-            )
-        };
         self.inner
             .template
-            .render(request, &wire)
+            .render(request, &|name| names.wire_of(name))
             .map_err(|e| ModelError::Config(e.to_string()))
     }
 
     /// The grammar a request's reply is constrained by, if any.
     pub fn grammar_for(&self, request: &ChatRequest) -> Result<Option<String>, ModelError> {
+        self.grammar_with(request, &wire_names(request)?)
+    }
+
+    fn grammar_with(
+        &self,
+        request: &ChatRequest,
+        names: &WireNames,
+    ) -> Result<Option<String>, ModelError> {
         if !self.inner.config.constrained || request.tools.is_empty() {
             return Ok(None);
         }
-        if request.tool_choice == agentry_core::model::ToolChoice::None {
+        if request.tool_choice == ToolChoice::None {
             return Ok(Some(crate::tool_calls::text_only_grammar()));
         }
-        let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-        let wires = assign_wire_names(&names).map_err(|e| ModelError::Config(e.to_string()))?;
-        let tools: Vec<GrammarTool<'_>> = match &request.tool_choice {
-            agentry_core::model::ToolChoice::Tool(only) => request
-                .tools
-                .iter()
-                .zip(&wires)
-                .filter(|(tool, _)| &tool.name == only)
-                .map(|(tool, wire)| GrammarTool {
-                    name: wire,
-                    schema: &tool.input_schema,
-                })
-                .collect(),
-            _ => request
-                .tools
-                .iter()
-                .zip(&wires)
-                .map(|(tool, wire)| GrammarTool {
-                    name: wire,
-                    schema: &tool.input_schema,
-                })
-                .collect(),
-        };
-        let allow_text = matches!(request.tool_choice, agentry_core::model::ToolChoice::Auto);
+        let offered: Vec<(String, &serde_json::Value)> = request
+            .tools
+            .iter()
+            .filter(|tool| match &request.tool_choice {
+                ToolChoice::Tool(only) => &tool.name == only,
+                _ => true,
+            })
+            .map(|tool| (names.wire_of(&tool.name), &tool.input_schema))
+            .collect();
+        let tools: Vec<GrammarTool<'_>> = offered
+            .iter()
+            .map(|(name, schema)| GrammarTool { name, schema })
+            .collect();
+        let allow_text = matches!(request.tool_choice, ToolChoice::Auto);
         Ok(Some(tool_call_grammar(&tools, allow_text, self.inner.tags)))
     }
 
@@ -358,6 +351,12 @@ impl LocalModel {
     }
 }
 
+/// The wire-name mapping for the tools of `request`.
+fn wire_names(request: &ChatRequest) -> Result<WireNames, ModelError> {
+    let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    WireNames::new(&names).map_err(|e| ModelError::Config(e.to_string()))
+}
+
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(1);
 
 enum Progress {
@@ -372,11 +371,9 @@ impl ChatModel for LocalModel {
 
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
         Box::pin(async_stream::try_stream! {
-            let prompt = self.render_prompt(request)?;
-            let grammar = self.grammar_for(request)?;
-            let names: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
-            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            let wires = assign_wire_names(&refs).map_err(|e| ModelError::Config(e.to_string()))?;
+            let names = wire_names(request)?;
+            let prompt = self.render_with(request, &names)?;
+            let grammar = self.grammar_with(request, &names)?;
             let max_tokens = request.max_tokens.unwrap_or(self.inner.config.max_tokens);
             let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
             let model = self.clone();
@@ -418,7 +415,7 @@ impl ChatModel for LocalModel {
             }
             let has_calls = !parsed.calls.is_empty();
             for (index, (wire, arguments)) in parsed.calls.into_iter().enumerate() {
-                let name = wires.iter().position(|w| *w == wire).map_or(wire.clone(), |i| names[i].clone());
+                let name = names.name_of(&wire);
                 let id = format!("call_{}", CALL_COUNTER.fetch_add(1, Ordering::Relaxed));
                 yield StreamEvent::ToolCallStart { index, id, name };
                 yield StreamEvent::ToolCallDelta { index, arguments: arguments.to_string() };

@@ -69,10 +69,9 @@ impl ChatTemplate {
                     }
                 }
                 Message::Tool { result } => {
-                    let content = match result.output.as_str() {
-                        Some(text) if result.is_error => format!("error: {text}"),
-                        Some(text) => text.to_owned(),
-                        None => result.output.to_string(),
+                    let content = match (result.is_error, result.output.is_string()) {
+                        (true, true) => format!("error: {}", result.output_text()),
+                        _ => result.output_text(),
                     };
                     json!({"role": "tool", "tool_call_id": result.id, "content": content})
                 }

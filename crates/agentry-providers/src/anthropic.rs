@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::transport::{RetryPolicy, malformed, send, sse_events};
-use crate::wire_names::{WireNames, result_text};
+use crate::wire_names::{WireNames, result_text, wire_names};
 
 /// Where requests go when `ANTHROPIC_BASE_URL` is not set.
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -96,11 +96,7 @@ impl Anthropic {
                 }
                 Message::Tool { result } => {
                     let text = if result.is_error {
-                        result
-                            .output
-                            .as_str()
-                            .map(str::to_owned)
-                            .unwrap_or_else(|| result.output.to_string())
+                        result.output_text()
                     } else {
                         result_text(result)
                     };
@@ -255,7 +251,7 @@ impl ChatModel for Anthropic {
 
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
         Box::pin(async_stream::try_stream! {
-            let names = WireNames::for_request(request)?;
+            let names = wire_names(request)?;
             let body = self.body(request, &names);
             let url = format!("{}/v1/messages", self.base_url);
             let response = send(&self.retry, || {

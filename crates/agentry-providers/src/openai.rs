@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::transport::{RetryPolicy, malformed, send, sse_events};
-use crate::wire_names::{WireNames, result_text};
+use crate::wire_names::{WireNames, result_text, wire_names};
 
 /// Where requests go when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -211,7 +211,7 @@ impl ChatModel for OpenAiCompatible {
 
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
         Box::pin(async_stream::try_stream! {
-            let names = WireNames::for_request(request)?;
+            let names = wire_names(request)?;
             let body = self.body(request, &names);
             let url = format!("{}/chat/completions", self.base_url);
             let response = send(&self.retry, || {

@@ -26,10 +26,7 @@ fn trace(run: &RunOutcome) -> String {
         .iter()
         .flat_map(|step| &step.calls)
         .map(|record| {
-            let shown = match record.result.output.as_str() {
-                Some(text) => text.to_owned(),
-                None => record.result.output.to_string(),
-            };
+            let shown = record.result.output_text();
             let shown = shown
                 .strip_prefix(&format!("{} => ", record.call.name))
                 .unwrap_or(&shown)

@@ -24,7 +24,7 @@ pub async fn call_tool(tool: &Tool, args: Value, granted: &Capabilities) -> Resu
     let call = ToolCall::new("call", tool.name.clone(), args);
     let result = gated_dispatch(&toolbox, call, granted, &ToolContext::default()).await;
     if result.is_error {
-        Err(result.output.as_str().unwrap_or_default().to_owned())
+        Err(result.error_message().unwrap_or_default().to_owned())
     } else {
         Ok(result.output)
     }

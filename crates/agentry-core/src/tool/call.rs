@@ -63,6 +63,14 @@ impl ToolResult {
         }
     }
 
+    /// The output as text: a string output as it is, anything else as JSON.
+    pub fn output_text(&self) -> String {
+        match self.output.as_str() {
+            Some(text) => text.to_owned(),
+            None => self.output.to_string(),
+        }
+    }
+
     /// The error message, when this is an error result.
     pub fn error_message(&self) -> Option<&str> {
         if self.is_error {
@@ -93,5 +101,7 @@ mod tests {
         let failed = ToolResult::error("call_2", "boom");
         assert_eq!(failed.error_message(), Some("boom"));
         assert_eq!(result.error_message(), None);
+        assert_eq!(result.output_text(), "5");
+        assert_eq!(failed.output_text(), "boom");
     }
 }

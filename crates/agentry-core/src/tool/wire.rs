@@ -103,6 +103,47 @@ pub fn assign_wire_names(names: &[&str]) -> Result<Vec<String>, WireNameCollisio
     Ok(wires)
 }
 
+/// Both directions of the mapping for one set of tool names.
+#[derive(Debug, Clone, Default)]
+pub struct WireNames {
+    to_wire: HashMap<String, String>,
+    from_wire: HashMap<String, String>,
+}
+
+impl WireNames {
+    /// The mapping for `names` (see [`assign_wire_names`]).
+    pub fn new(names: &[&str]) -> Result<Self, WireNameCollision> {
+        let wires = assign_wire_names(names)?;
+        let to_wire: HashMap<String, String> = names
+            .iter()
+            .zip(wires)
+            .map(|(name, wire)| ((*name).to_owned(), wire))
+            .collect();
+        let from_wire = to_wire
+            .iter()
+            .map(|(name, wire)| (wire.clone(), name.clone()))
+            .collect();
+        Ok(Self { to_wire, from_wire })
+    }
+
+    /// The wire name of a tool; names outside the set (from history, say) are sanitised.
+    pub fn wire_of(&self, name: &str) -> String {
+        self.to_wire
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| sanitize(name))
+    }
+
+    /// The tool name behind a wire name; unknown names come back unchanged,
+    /// so an agent can report them as not allowed.
+    pub fn name_of(&self, wire: &str) -> String {
+        self.from_wire
+            .get(wire)
+            .cloned()
+            .unwrap_or_else(|| wire.to_owned())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +173,15 @@ mod tests {
         );
         assert!(a.iter().all(|w| is_wire_safe(w)));
         assert!(a[0].starts_with("a__b_"));
+    }
+
+    #[test]
+    fn wire_names_map_both_ways() {
+        let names = WireNames::new(&["myapp::add", "web"]).unwrap();
+        assert_eq!(names.wire_of("myapp::add"), "myapp__add");
+        assert_eq!(names.name_of("myapp__add"), "myapp::add");
+        assert_eq!(names.wire_of("other.tool"), "other__tool");
+        assert_eq!(names.name_of("hallucinated"), "hallucinated");
     }
 
     proptest::proptest! {
