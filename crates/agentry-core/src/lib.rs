@@ -38,6 +38,7 @@
 pub mod agent;
 pub mod embed;
 pub mod model;
+pub mod skill;
 pub mod tool;
 
 /// Items used by code that `#[tool]` generates. Not a stable API.

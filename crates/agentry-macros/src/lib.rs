@@ -2,9 +2,11 @@
 //!
 //! [`macro@tool`] turns a plain `fn` or `async fn` into a model-callable tool
 //! while leaving it callable as an ordinary function. Use it through the
-//! `agentry` facade: `#[agentry::tool]`.
+//! `agentry` facade: `#[agentry::tool]`. [`macro@skill`] turns a function
+//! into a skill (seed 004): `#[agentry::skill]`.
 
 mod docs;
+mod skill;
 mod tool;
 
 use proc_macro::TokenStream;
@@ -43,6 +45,30 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     tool::expand(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Turn a function into a skill (seed 004).
+///
+/// Beside the function, a companion module of the same name holds `NAME`
+/// (the skill name: the function's Rust path unless `name = "..."` is given)
+/// and `skill()`, a fresh [`Skill`].
+///
+/// Options: `description = "..."` (default: the doc comment),
+/// `when = ["...", ...]`, `modalities = ["image", "pdf"]`,
+/// `requires = ["other-skill"]`, `body = "..."`, `name = "..."` and
+/// `crate = "path"`.
+///
+/// Without `body`, the function is the skill's body function: each parameter
+/// is filled from the `ctx` key of the same name (a missing key is `null`,
+/// so use `Option` for optional ones), and it returns `String`, `&str` or a
+/// `Result` of text whose `Err` propagates.
+///
+/// [`Skill`]: https://docs.rs/agentry/latest/agentry/skill/struct.Skill.html
+#[proc_macro_attribute]
+pub fn skill(attr: TokenStream, item: TokenStream) -> TokenStream {
+    skill::expand(attr.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -41,8 +41,8 @@
 //!   token budget, step limit, least-privilege capabilities, approval and audit.
 #![warn(missing_docs)]
 
-pub use agentry_core::{agent, embed, model, tool};
-pub use agentry_macros::tool;
+pub use agentry_core::{agent, embed, model, skill, tool};
+pub use agentry_macros::{skill, tool};
 
 #[doc(hidden)]
 pub use agentry_core::__private;
@@ -98,10 +98,11 @@ macro_rules! schema_from_fn {
 pub mod prelude {
     pub use agentry_core::agent::{Agent, Outcome, RunOutcome};
     pub use agentry_core::model::{ChatModel, ChatRequest, Message, OfflineModel, Step, Usage};
+    pub use agentry_core::skill::{Skill, SkillResolver};
     pub use agentry_core::tool::{
         Capability, Tool, ToolCall, ToolContext, ToolError, ToolResult, Toolbox, function,
     };
-    pub use agentry_macros::tool;
+    pub use agentry_macros::{skill, tool};
 }
 
 /// The README's example, compiled and run as a doctest.

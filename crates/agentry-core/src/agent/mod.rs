@@ -6,6 +6,7 @@
 mod gate;
 mod policy;
 mod run;
+mod skills;
 
 pub use gate::{call, call_tool, gated_dispatch};
 pub use policy::{

@@ -12,7 +12,9 @@ use tracing::{Instrument, field};
 
 use super::gate::gated_dispatch;
 use super::policy::{Approval, Approver, AuditOutcome, AuditRecord, AuditSink, arguments_digest};
+use super::skills::RunTools;
 use crate::model::{ChatModel, ChatRequest, Message, ModelError, Step, ToolChoice, Usage};
+use crate::skill::{Skill, SkillContext, SkillResolver, effective_resolver};
 use crate::tool::{
     Capabilities, Capability, ToolCall, ToolContext, ToolResult, ToolSchema, Toolbox,
 };
@@ -98,11 +100,14 @@ impl RunOutcome {
 /// ```
 #[derive(Clone)]
 pub struct Agent {
-    model: Arc<dyn ChatModel>,
-    toolbox: Toolbox,
-    advertised: Arc<Vec<ToolSchema>>,
+    pub(super) model: Arc<dyn ChatModel>,
+    pub(super) toolbox: Toolbox,
+    pub(super) advertised: Arc<Vec<ToolSchema>>,
     allow: Option<Arc<HashSet<String>>>,
-    system: Option<String>,
+    pub(super) system: Option<String>,
+    skills: Option<Vec<Skill>>,
+    skill_resolver: Option<Arc<dyn SkillResolver>>,
+    pub(super) skill_context: Option<SkillContext>,
     max_steps: usize,
     token_budget: u64,
     grants: Capabilities,
@@ -130,6 +135,9 @@ impl Agent {
             advertised: Arc::default(),
             allow: None,
             system: None,
+            skills: None,
+            skill_resolver: None,
+            skill_context: None,
             max_steps: DEFAULT_MAX_STEPS,
             token_budget: u64::MAX,
             grants: Capabilities::none(),
@@ -178,6 +186,36 @@ impl Agent {
     pub fn system(mut self, system: impl Into<String>) -> Self {
         self.system = Some(system.into());
         self
+    }
+
+    /// The skills the model may pull in (seed 004). The index joins the
+    /// system prompt each run and the skill built-ins join the toolbox.
+    pub fn skills<I>(mut self, skills: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<Skill>,
+    {
+        self.skills = Some(skills.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// A resolver that decides which skills are advertised each run. It wins
+    /// over [`skills`](Self::skills).
+    pub fn skill_resolver(mut self, resolver: impl SkillResolver + 'static) -> Self {
+        self.skill_resolver = Some(Arc::new(resolver));
+        self
+    }
+
+    /// Per-run data for skill body functions (e.g. `attachments`), merged
+    /// into the model's `ctx` by `apply_skill` with these keys winning.
+    pub fn skill_context(mut self, context: SkillContext) -> Self {
+        self.skill_context = Some(context);
+        self
+    }
+
+    /// The resolver runs use ([`effective_resolver`] of the resolver and skills).
+    pub fn resolver(&self) -> Option<Arc<dyn SkillResolver>> {
+        effective_resolver(self.skill_resolver.clone(), self.skills.clone())
     }
 
     /// Most model calls in one run.
@@ -268,6 +306,7 @@ impl Agent {
     }
 
     async fn run_loop(&self, mut messages: Vec<Message>) -> RunOutcome {
+        let mut run_tools = RunTools::prepare(self, &messages).await;
         let mut usage = Usage::default();
         let mut steps = Vec::new();
         let mut n = 0;
@@ -280,9 +319,9 @@ impl Agent {
             };
             let request = ChatRequest {
                 model: None,
-                system: self.system.clone(),
+                system: run_tools.system.clone(),
                 messages: messages.clone(),
-                tools: self.advertised.as_ref().clone(),
+                tools: run_tools.advertised.as_ref().clone(),
                 tool_choice,
                 max_tokens: self.max_tokens,
                 temperature: self.temperature,
@@ -326,7 +365,8 @@ impl Agent {
                         text: text.clone(),
                         tool_calls: calls.clone(),
                     });
-                    let records = self.execute(calls).await;
+                    let records = self.execute(&run_tools, calls).await;
+                    run_tools.activate(&records).await;
                     messages.extend(
                         records
                             .iter()
@@ -374,25 +414,31 @@ impl Agent {
 
     /// Run one step's calls: all at once when every tool involved is
     /// concurrency-safe, one after another otherwise. Results keep call order.
-    async fn execute(&self, calls: Vec<ToolCall>) -> Vec<CallRecord> {
+    async fn execute(&self, run_tools: &RunTools, calls: Vec<ToolCall>) -> Vec<CallRecord> {
         let parallel = calls.len() > 1
             && calls.iter().all(|call| {
-                self.toolbox
+                run_tools
+                    .toolbox
                     .find_for_call(&call.name)
                     .is_some_and(|tool| tool.hints.concurrency_safe)
             });
         if parallel {
-            join_all(calls.into_iter().map(|call| self.execute_one(call))).await
+            join_all(
+                calls
+                    .into_iter()
+                    .map(|call| self.execute_one(run_tools, call)),
+            )
+            .await
         } else {
             let mut records = Vec::with_capacity(calls.len());
             for call in calls {
-                records.push(self.execute_one(call).await);
+                records.push(self.execute_one(run_tools, call).await);
             }
             records
         }
     }
 
-    async fn execute_one(&self, call: ToolCall) -> CallRecord {
+    async fn execute_one(&self, run_tools: &RunTools, call: ToolCall) -> CallRecord {
         let span = tracing::info_span!(
             "execute_tool",
             otel.name = format!("execute_tool {}", call.name),
@@ -401,7 +447,7 @@ impl Agent {
             gen_ai.tool.call.id = call.id.as_str(),
         );
         let started = Instant::now();
-        let (result, outcome) = self.gate(&call).instrument(span).await;
+        let (result, outcome) = self.gate(run_tools, &call).instrument(span).await;
         let duration = started.elapsed();
         if let Some(audit) = &self.audit {
             audit.record(AuditRecord {
@@ -419,12 +465,11 @@ impl Agent {
         }
     }
 
-    async fn gate(&self, call: &ToolCall) -> (ToolResult, AuditOutcome) {
-        let allowed = self.toolbox.find_for_call(&call.name).filter(|tool| {
-            self.allow
-                .as_ref()
-                .is_none_or(|allow| allow.contains(&tool.name))
-        });
+    async fn gate(&self, run_tools: &RunTools, call: &ToolCall) -> (ToolResult, AuditOutcome) {
+        let allowed = run_tools
+            .toolbox
+            .find_for_call(&call.name)
+            .filter(|tool| run_tools.allows(self.allow.as_deref(), tool));
         let Some(tool) = allowed else {
             let message = format!("{} => not allowed", call.name);
             return (
@@ -445,7 +490,13 @@ impl Agent {
                 );
             }
         }
-        let result = gated_dispatch(&self.toolbox, call.clone(), &self.grants, &self.context).await;
+        let result = gated_dispatch(
+            &run_tools.toolbox,
+            call.clone(),
+            &self.grants,
+            &self.context,
+        )
+        .await;
         let outcome = match result.error_message() {
             Some(message) => AuditOutcome::Error(message.to_owned()),
             None => AuditOutcome::Ok,

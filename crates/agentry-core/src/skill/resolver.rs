@@ -1,0 +1,155 @@
+//! [`SkillResolver`]: which skills the model sees on a turn, how a name is
+//! read, and (optionally) how skills are searched. Plus the seed's factories
+//! [`in_memory_resolver`], [`searchable_resolver`] and [`effective_resolver`].
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use super::search::{SearchOpts, search_skills_of};
+use super::skill::{Skill, find_skill};
+use crate::model::Message;
+
+/// What [`SkillResolver::list`] sees of the turn.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ListContext<'a> {
+    /// The conversation so far (the new user message last).
+    pub messages: &'a [Message],
+    /// The agent's system prompt, before the skill index joins it.
+    pub system: Option<&'a str>,
+    /// The model's id.
+    pub model: &'a str,
+}
+
+/// Pluggable strategy for which skills the model sees (seed 004).
+///
+/// The agent loop calls [`list`](Self::list) once per turn to build the
+/// system-prompt index, [`read`](Self::read) from `read_skill` and
+/// `apply_skill`, and [`search`](Self::search) from `search_skills`, which
+/// exists only when [`can_search`](Self::can_search) is true. `read` is
+/// decoupled from `list`: a store-backed resolver may serve skills it never
+/// advertised.
+pub trait SkillResolver: Send + Sync {
+    /// The skills to advertise this turn.
+    fn list<'a>(&'a self, ctx: ListContext<'a>) -> BoxFuture<'a, Vec<Skill>>;
+
+    /// The skill named `name`, or `None`.
+    fn read<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<Skill>>;
+
+    /// Whether [`search`](Self::search) is implemented (adds `search_skills`).
+    fn can_search(&self) -> bool {
+        false
+    }
+
+    /// Skills matching `query`, best first.
+    fn search<'a>(&'a self, query: &'a str, opts: SearchOpts) -> BoxFuture<'a, Vec<Skill>> {
+        let _ = (query, opts);
+        Box::pin(async { Vec::new() })
+    }
+}
+
+impl<R: SkillResolver + ?Sized> SkillResolver for Arc<R> {
+    fn list<'a>(&'a self, ctx: ListContext<'a>) -> BoxFuture<'a, Vec<Skill>> {
+        (**self).list(ctx)
+    }
+    fn read<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<Skill>> {
+        (**self).read(name)
+    }
+    fn can_search(&self) -> bool {
+        (**self).can_search()
+    }
+    fn search<'a>(&'a self, query: &'a str, opts: SearchOpts) -> BoxFuture<'a, Vec<Skill>> {
+        (**self).search(query, opts)
+    }
+}
+
+/// The default resolver: lists every skill every turn, reads by name, no search.
+#[derive(Clone, Debug, Default)]
+pub struct InMemoryResolver {
+    skills: Arc<Vec<Skill>>,
+}
+
+impl InMemoryResolver {
+    /// The skills it serves.
+    pub fn skills(&self) -> &[Skill] {
+        &self.skills
+    }
+}
+
+/// A resolver over a fixed set of skills that advertises all of them and
+/// cannot search; wrapping an agent's skills in it changes nothing for the model.
+pub fn in_memory_resolver(skills: Vec<Skill>) -> InMemoryResolver {
+    InMemoryResolver {
+        skills: Arc::new(skills),
+    }
+}
+
+impl SkillResolver for InMemoryResolver {
+    fn list<'a>(&'a self, _ctx: ListContext<'a>) -> BoxFuture<'a, Vec<Skill>> {
+        Box::pin(async move { self.skills.as_ref().clone() })
+    }
+
+    fn read<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<Skill>> {
+        Box::pin(async move { find_skill(&self.skills, name).cloned() })
+    }
+}
+
+/// A resolver that advertises only its always-on skills and finds the rest
+/// through `search_skills` (substring ranking) and `read_skill`.
+#[derive(Clone, Debug, Default)]
+pub struct SearchableResolver {
+    skills: Arc<Vec<Skill>>,
+    always_on: Arc<HashSet<String>>,
+}
+
+/// A [`SearchableResolver`] over `skills`; `always_on` names the skills
+/// listed every turn (seed default: none).
+pub fn searchable_resolver<I, S>(skills: Vec<Skill>, always_on: I) -> SearchableResolver
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    SearchableResolver {
+        skills: Arc::new(skills),
+        always_on: Arc::new(always_on.into_iter().map(Into::into).collect()),
+    }
+}
+
+impl SkillResolver for SearchableResolver {
+    fn list<'a>(&'a self, _ctx: ListContext<'a>) -> BoxFuture<'a, Vec<Skill>> {
+        Box::pin(async move {
+            self.skills
+                .iter()
+                .filter(|skill| self.always_on.contains(&skill.name))
+                .cloned()
+                .collect()
+        })
+    }
+
+    fn read<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<Skill>> {
+        Box::pin(async move { find_skill(&self.skills, name).cloned() })
+    }
+
+    fn can_search(&self) -> bool {
+        true
+    }
+
+    fn search<'a>(&'a self, query: &'a str, opts: SearchOpts) -> BoxFuture<'a, Vec<Skill>> {
+        Box::pin(async move { search_skills_of(&self.skills, query, opts) })
+    }
+}
+
+/// The resolver a run uses: an explicit resolver wins outright; otherwise
+/// the skills (if there are any) are wrapped in [`in_memory_resolver`]; with neither,
+/// `None` — the run gets no skill index and no skill built-ins.
+pub fn effective_resolver(
+    skill_resolver: Option<Arc<dyn SkillResolver>>,
+    skills: Option<Vec<Skill>>,
+) -> Option<Arc<dyn SkillResolver>> {
+    match (skill_resolver, skills) {
+        (Some(resolver), _) => Some(resolver),
+        (None, Some(skills)) if !skills.is_empty() => Some(Arc::new(in_memory_resolver(skills))),
+        (None, _) => None,
+    }
+}
