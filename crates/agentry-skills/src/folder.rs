@@ -1,0 +1,142 @@
+//! Loading and validating Agent Skills folders: a `SKILL.md` with YAML front
+//! matter (`name`, `description`, `license`, `compatibility`, `metadata`,
+//! `allowed-tools`) and any files beside it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use agentry_core::skill::{Skill, SkillError};
+
+use crate::validate::{Problem, check_front_matter};
+
+/// The file every skill folder holds.
+pub const SKILL_FILE: &str = "SKILL.md";
+
+/// A skill folder's metadata. The body stays on disk until the skill is read
+/// (progressive disclosure).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkillFolder {
+    /// The skill's name (equal to the folder's name).
+    pub name: String,
+    /// What it does and when to use it.
+    pub description: String,
+    /// Licence name or bundled licence file.
+    pub license: Option<String>,
+    /// Environment requirements.
+    pub compatibility: Option<String>,
+    /// Extra string properties.
+    pub metadata: BTreeMap<String, String>,
+    /// Pre-approved tools (`allowed-tools`, space-separated in the file).
+    pub allowed_tools: Vec<String>,
+    /// The folder.
+    pub path: PathBuf,
+}
+
+/// Split a `SKILL.md` into its front matter (YAML text) and its body.
+pub fn split_front_matter(text: &str) -> Result<(&str, &str), Problem> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+        .ok_or(Problem::NoFrontMatter)?;
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            let yaml = &rest[..offset];
+            let body = &rest[offset + line.len()..];
+            return Ok((yaml, body.trim_start_matches(['\r', '\n'])));
+        }
+        offset += line.len();
+    }
+    Err(Problem::UnclosedFrontMatter)
+}
+
+impl SkillFolder {
+    /// Load and validate the skill folder at `dir`. Every problem found is
+    /// returned, not only the first.
+    pub fn load(dir: &Path) -> Result<Self, Vec<Problem>> {
+        let file = dir.join(SKILL_FILE);
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| vec![Problem::Unreadable(format!("{}: {e}", file.display()))])?;
+        let (yaml, _body) = split_front_matter(&text).map_err(|p| vec![p])?;
+        let folder_name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let front = check_front_matter(yaml, &folder_name)?;
+        Ok(Self {
+            name: front.name,
+            description: front.description,
+            license: front.license,
+            compatibility: front.compatibility,
+            metadata: front.metadata,
+            allowed_tools: front.allowed_tools,
+            path: dir.to_path_buf(),
+        })
+    }
+
+    /// The instructions: `SKILL.md` after the front matter, read now.
+    pub fn body(&self) -> Result<String, SkillError> {
+        let file = self.path.join(SKILL_FILE);
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| SkillError::File(format!("{}: {e}", file.display())))?;
+        let (_, body) = split_front_matter(&text).map_err(|p| SkillError::File(p.to_string()))?;
+        Ok(body.to_owned())
+    }
+
+    /// The folder as a [`Skill`]: name and description now, the body read
+    /// from disk only when the skill is read, files readable by relative path.
+    pub fn to_skill(&self) -> Skill {
+        let folder = self.clone();
+        let mut skill =
+            Skill::new(&self.name, &self.description).body_fn(move |_ctx| folder.body());
+        skill.root = Some(self.path.clone());
+        skill
+    }
+}
+
+/// What loading a directory of skill folders found.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    /// The valid skills, sorted by name.
+    pub skills: Vec<SkillFolder>,
+    /// Each invalid folder with everything wrong with it, sorted by path.
+    pub invalid: Vec<(PathBuf, Vec<Problem>)>,
+}
+
+impl LoadReport {
+    /// The valid skills as [`Skill`]s.
+    pub fn to_skills(&self) -> Vec<Skill> {
+        self.skills.iter().map(SkillFolder::to_skill).collect()
+    }
+
+    /// True when every folder was valid.
+    pub fn is_valid(&self) -> bool {
+        self.invalid.is_empty()
+    }
+}
+
+/// Load every skill folder directly under `dir` (sub-folders holding a
+/// `SKILL.md`; `dir` itself when it holds one).
+pub fn load_dir(dir: &Path) -> std::io::Result<LoadReport> {
+    let mut report = LoadReport::default();
+    let folders: Vec<PathBuf> = if dir.join(SKILL_FILE).is_file() {
+        vec![dir.to_path_buf()]
+    } else {
+        let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.is_dir() && path.join(SKILL_FILE).exists())
+            .collect();
+        folders.sort();
+        folders
+    };
+    for folder in folders {
+        match SkillFolder::load(&folder) {
+            Ok(skill) => report.skills.push(skill),
+            Err(problems) => report.invalid.push((folder, problems)),
+        }
+    }
+    report.skills.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(report)
+}

@@ -1,0 +1,262 @@
+//! Agent Skills folders: every real folder in the datasets loads and
+//! validates, invalid folders get precise problems, bodies and files are
+//! disclosed only on read, and nothing outside a folder is ever readable.
+
+use std::path::{Path, PathBuf};
+
+use agentry_core::skill::{INDEX_HEADER, build_index, builtins};
+use agentry_core::tool::{ToolCall, Toolbox};
+use agentry_skills::{Problem, SkillFolder, SkillSearch, load_dir};
+use serde_json::json;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn datasets() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets/skills")
+}
+
+#[test]
+fn every_dataset_skill_folder_loads_and_validates() {
+    let dir = datasets();
+    if !dir.exists() {
+        panic!("the Agent Skills dataset is missing at {}", dir.display());
+    }
+    let report = load_dir(&dir).unwrap();
+    assert!(report.invalid.is_empty(), "{:#?}", report.invalid);
+    let names: Vec<&str> = report.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "brand-guidelines",
+            "doc-coauthoring",
+            "frontend-design",
+            "internal-comms",
+            "mcp-builder",
+            "slack-gif-creator",
+            "theme-factory",
+            "webapp-testing"
+        ]
+    );
+    let mcp = &report.skills[4];
+    assert_eq!(
+        mcp.license.as_deref(),
+        Some("Complete terms in LICENSE.txt")
+    );
+    assert!(
+        mcp.description
+            .starts_with("Guide for creating high-quality MCP")
+    );
+}
+
+#[test]
+fn front_matter_fields_are_read() {
+    let skill = SkillFolder::load(&fixtures().join("valid/pdf-processing")).unwrap();
+    assert_eq!(skill.name, "pdf-processing");
+    assert_eq!(skill.license.as_deref(), Some("Apache-2.0"));
+    assert_eq!(
+        skill.compatibility.as_deref(),
+        Some("Requires Python 3.12+ and pypdf")
+    );
+    assert_eq!(skill.metadata["author"], "example-org");
+    assert_eq!(skill.metadata["version"], "1.0");
+    assert_eq!(skill.allowed_tools, ["Bash(python:*)", "Read"]);
+}
+
+#[test]
+fn invalid_folders_get_every_problem_named() {
+    let report = load_dir(&fixtures().join("invalid")).unwrap();
+    assert!(report.skills.is_empty());
+    let problems = |folder: &str| -> Vec<String> {
+        report
+            .invalid
+            .iter()
+            .find(|(path, _)| path.ends_with(folder))
+            .unwrap_or_else(|| panic!("{folder} not reported"))
+            .1
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(
+        problems("Bad-Name"),
+        [
+            "unknown field `color` (allowed: name, description, license, compatibility, metadata, allowed-tools)",
+            "name \"Bad--Name-\" must be lowercase",
+            "name \"Bad--Name-\" must not start or end with a hyphen",
+            "name \"Bad--Name-\" must not contain consecutive hyphens",
+            "name \"Bad--Name-\" must match the folder name \"Bad-Name\"",
+            "field `description` must be 1-1024 characters, got 0",
+        ]
+    );
+    assert_eq!(
+        problems("wrong-folder"),
+        ["name \"right-folder\" must match the folder name \"wrong-folder\""]
+    );
+    assert_eq!(
+        problems("no-front"),
+        ["SKILL.md must start with YAML front matter between '---' lines"]
+    );
+    assert_eq!(
+        problems("long-desc"),
+        [
+            "field `description` must be 1-1024 characters, got 1025",
+            "field `compatibility` must be 1-500 characters, got 501",
+        ]
+    );
+    assert_eq!(
+        problems("bad-meta"),
+        ["field `metadata.version` must be a string (quote numbers, e.g. version: \"1.0\")"]
+    );
+    assert_eq!(report.invalid.len(), 5);
+}
+
+#[test]
+fn missing_fields_and_broken_yaml_are_reported() {
+    let dir = std::env::temp_dir().join(format!("agentry-skill-missing-{}", std::process::id()));
+    let skill = dir.join("empty");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(skill.join("SKILL.md"), "---\nlicense: MIT\n---\nbody\n").unwrap();
+    assert_eq!(
+        SkillFolder::load(&skill).unwrap_err(),
+        [Problem::Missing("name"), Problem::Missing("description")]
+    );
+    std::fs::write(skill.join("SKILL.md"), "---\nname: [unclosed\n---\n").unwrap();
+    assert!(matches!(
+        SkillFolder::load(&skill).unwrap_err()[..],
+        [Problem::Yaml(_)]
+    ));
+    std::fs::write(skill.join("SKILL.md"), "---\nname: empty\n").unwrap();
+    assert_eq!(
+        SkillFolder::load(&skill).unwrap_err(),
+        [Problem::UnclosedFrontMatter]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn read(tools: &Toolbox, input: serde_json::Value) -> (bool, String) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let result = runtime.block_on(tools.dispatch(ToolCall::new("c", "read_skill", input)));
+    (
+        result.is_error,
+        result.output.as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[test]
+fn progressive_disclosure_and_confined_file_reads() {
+    let report = load_dir(&fixtures().join("valid")).unwrap();
+    let skills = report.to_skills();
+    let index = build_index(&skills);
+    assert_eq!(
+        index,
+        format!(
+            "{INDEX_HEADER}\n - pdf-processing: Extract PDF text, fill forms, merge files. Use when handling PDFs.\n - release-notes: Write release notes from a list of merged changes. Use when preparing a release announcement or changelog."
+        )
+    );
+    assert!(skills[0].body.is_none(), "the body is not loaded up front");
+    let tools = Toolbox::for_agent(builtins(skills, None)).unwrap();
+
+    let (error, body) = read(&tools, json!({"name": "pdf-processing"}));
+    assert!(!error);
+    assert!(
+        body.starts_with("# PDF processing\n\nUse `scripts/extract.py`"),
+        "{body}"
+    );
+    assert!(body.ends_with(
+        "Files in this skill (read one with read_skill(name, path)):\n- references/FORMS.md\n- scripts/extract.py"
+    ), "{body}");
+
+    let (error, forms) = read(
+        &tools,
+        json!({"name": "pdf-processing", "path": "references/FORMS.md"}),
+    );
+    assert!(!error);
+    assert_eq!(forms, "# Forms\n\nEvery field has a name and a type.\n");
+
+    for escape in [
+        "../release-notes/SKILL.md",
+        "/etc/passwd",
+        "scripts/../../release-notes/SKILL.md",
+    ] {
+        let (error, message) = read(&tools, json!({"name": "pdf-processing", "path": escape}));
+        assert!(error, "{escape} must be refused");
+        assert_eq!(
+            message,
+            format!(
+                "tool \"read_skill\" failed: {escape:?} is not a relative path inside skill \"pdf-processing\" (no '..', no absolute paths)"
+            )
+        );
+    }
+    let (error, message) = read(
+        &tools,
+        json!({"name": "pdf-processing", "path": "scripts/missing.py"}),
+    );
+    assert!(error);
+    assert_eq!(
+        message,
+        "tool \"read_skill\" failed: skill \"pdf-processing\" has no file \"scripts/missing.py\""
+    );
+    let (error, message) = read(&tools, json!({"name": "pdf-processing", "path": "scripts"}));
+    assert!(error);
+    assert_eq!(
+        message,
+        "tool \"read_skill\" failed: \"scripts\" in skill \"pdf-processing\" is not a file"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_out_of_the_folder_is_refused() {
+    let dir = std::env::temp_dir().join(format!("agentry-skill-symlink-{}", std::process::id()));
+    let skill = dir.join("linked");
+    std::fs::create_dir_all(skill.join("references")).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: linked\ndescription: Has a symlink.\n---\nbody\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("secret.txt"), "top secret").unwrap();
+    std::fs::write(skill.join("references/inside.md"), "inside").unwrap();
+    std::os::unix::fs::symlink(dir.join("secret.txt"), skill.join("references/escape.md")).unwrap();
+    std::os::unix::fs::symlink(skill.join("references/inside.md"), skill.join("alias.md")).unwrap();
+    let report = load_dir(&dir).unwrap();
+    let tools = Toolbox::for_agent(builtins(report.to_skills(), None)).unwrap();
+    let (error, message) = read(
+        &tools,
+        json!({"name": "linked", "path": "references/escape.md"}),
+    );
+    assert!(error);
+    assert_eq!(
+        message,
+        "tool \"read_skill\" failed: \"references/escape.md\" leads outside skill \"linked\" (through a symlink)"
+    );
+    let (error, text) = read(&tools, json!({"name": "linked", "path": "alias.md"}));
+    assert!(!error, "a symlink that stays inside is fine: {text}");
+    assert_eq!(text, "inside");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bm25_finds_the_dataset_skill_for_a_task() {
+    let report = load_dir(&datasets()).unwrap();
+    let search = SkillSearch::bm25(report.to_skills());
+    let cases = [
+        ("build an MCP server for the GitHub API", "mcp-builder"),
+        ("make an animated GIF for Slack", "slack-gif-creator"),
+        (
+            "test my local web app with Playwright screenshots",
+            "webapp-testing",
+        ),
+        ("write a status report for leadership", "internal-comms"),
+    ];
+    for (query, expected) in cases {
+        let best = search.rank_bm25(query);
+        assert_eq!(search.skills()[best[0].0].name, expected, "{query}");
+    }
+    assert!(search.rank_bm25("zzzz qqqq").is_empty());
+}
