@@ -24,6 +24,8 @@ use crate::ModelArgs;
 pub enum EvalCommand {
     /// Run BFCL questions and score them.
     Bfcl(BfclArgs),
+    /// Score skill/tool retrieval on MetaTool (recall@1, recall@5).
+    Metatool(crate::metatool::MetaToolArgs),
 }
 
 /// The BFCL categories shipped in `shared/datasets/bfcl`.
@@ -113,7 +115,13 @@ struct Outcome {
 
 /// Run an evaluation command.
 pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
-    let EvalCommand::Bfcl(args) = command;
+    match command {
+        EvalCommand::Bfcl(args) => run_bfcl(args).await,
+        EvalCommand::Metatool(args) => crate::metatool::run(args).await,
+    }
+}
+
+async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
     let dir = args.datasets.join("bfcl");
     let read = |name: String| {
         std::fs::read_to_string(dir.join(&name))

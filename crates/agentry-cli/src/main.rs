@@ -3,9 +3,11 @@
 
 mod demo_tools;
 mod eval;
+mod metatool;
 mod models;
 mod providers;
 mod run;
+mod skills;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,6 +63,11 @@ enum Command {
         #[command(subcommand)]
         command: eval::EvalCommand,
     },
+    /// Work with Agent Skills folders.
+    Skills {
+        #[command(subcommand)]
+        command: skills::SkillsCommand,
+    },
 }
 
 #[tokio::main]
@@ -70,6 +77,7 @@ async fn main() -> ExitCode {
         Command::Run(args) => run::run(args).await,
         Command::Model { command } => models::run(command).await,
         Command::Eval { command } => eval::run(command).await,
+        Command::Skills { command } => skills::run(command).await,
     };
     match result {
         Ok(code) => code,

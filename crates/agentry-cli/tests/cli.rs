@@ -69,3 +69,117 @@ fn a_missing_model_file_is_reported() {
         "error: model is not configured: no model file at /nope/model.gguf\n"
     );
 }
+
+fn fixtures() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../agentry-skills/tests/fixtures")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn skills_validate_passes_valid_folders_and_names_every_problem() {
+    let valid = fixtures().join("valid");
+    let output = agentry(&["skills", "validate", valid.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stdout),
+        "ok       pdf-processing\nok       release-notes\n"
+    );
+
+    let invalid = fixtures().join("invalid/wrong-folder");
+    let output = agentry(&["skills", "validate", invalid.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stdout),
+        format!(
+            "invalid  {}\n  - name \"right-folder\" must match the folder name \"wrong-folder\"\n",
+            invalid.display()
+        )
+    );
+
+    let empty = std::env::temp_dir();
+    let output = agentry(&["skills", "validate", empty.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(text(&output.stderr).starts_with("error: no skill folders (with a SKILL.md) in"));
+}
+
+#[test]
+fn skills_list_search_and_show() {
+    let valid = fixtures().join("valid");
+    let output = agentry(&["skills", "list", valid.to_str().unwrap()]);
+    assert!(output.status.success());
+    assert_eq!(
+        text(&output.stdout),
+        "pdf-processing: Extract PDF text, fill forms, merge files. Use when handling PDFs.\nrelease-notes: Write release notes from a list of merged changes. Use when preparing a release announcement or changelog.\n"
+    );
+    let output = agentry(&[
+        "skills",
+        "search",
+        valid.to_str().unwrap(),
+        "write the changelog",
+        "--limit",
+        "1",
+    ]);
+    assert_eq!(
+        text(&output.stdout),
+        "1. release-notes: Write release notes from a list of merged changes. Use when preparing a release announcement or changelog.\n"
+    );
+    let output = agentry(&[
+        "skills",
+        "search",
+        valid.to_str().unwrap(),
+        "PDFs",
+        "--scorer",
+        "substring",
+    ]);
+    assert_eq!(
+        text(&output.stdout),
+        "1. pdf-processing: Extract PDF text, fill forms, merge files. Use when handling PDFs.\n"
+    );
+    let folder = valid.join("pdf-processing");
+    let output = agentry(&["skills", "show", folder.to_str().unwrap()]);
+    assert!(output.status.success());
+    let shown = text(&output.stdout);
+    assert!(shown.starts_with(
+        "name:          pdf-processing\ndescription:   Extract PDF text, fill forms, merge files. Use when handling PDFs.\nlicense:       Apache-2.0\ncompatibility: Requires Python 3.12+ and pypdf\nmetadata.author: example-org\nmetadata.version: 1.0\nallowed-tools: Bash(python:*) Read\nfiles:         SKILL.md, references/FORMS.md, scripts/extract.py\n\n# PDF processing\n"
+    ), "{shown}");
+    let bad = fixtures().join("invalid/no-front");
+    let output = agentry(&["skills", "show", bad.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert_eq!(
+        text(&output.stderr),
+        format!(
+            "error: {} is not a valid skill:\n  - SKILL.md must start with YAML front matter between '---' lines\n",
+            bad.display()
+        )
+    );
+}
+
+#[test]
+fn metatool_eval_writes_a_report() {
+    let out = std::env::temp_dir().join(format!("agentry-metatool-{}.json", std::process::id()));
+    let output = agentry(&[
+        "eval",
+        "metatool",
+        "--scorer",
+        "bm25",
+        "--limit",
+        "50",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(report["scorer"], "bm25");
+    assert_eq!(report["tools"], 199);
+    assert_eq!(report["queries"], 50);
+    let (at1, at5) = (
+        report["hits_at_1"].as_u64().unwrap(),
+        report["hits_at_5"].as_u64().unwrap(),
+    );
+    assert!(at1 <= at5 && at5 <= 50);
+    std::fs::remove_file(&out).unwrap();
+}

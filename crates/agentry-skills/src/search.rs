@@ -15,6 +15,11 @@ use bm25::{Language, SearchEngine, SearchEngineBuilder};
 /// The `k` of reciprocal rank fusion: each ranking adds `1 / (k + rank)`.
 pub const RRF_K: f32 = 60.0;
 
+/// How much the BM25 ranking counts in fusion, relative to the embedding
+/// ranking's 1.0. Half: on MetaTool, equal weights let BM25's misses drag the
+/// fused ranking below embeddings alone (see BENCHMARKS.md).
+pub const DEFAULT_LEXICAL_WEIGHT: f32 = 0.5;
+
 /// The text BM25 indexes for a skill: name (hyphens as spaces), description,
 /// trigger phrases and body.
 pub fn search_text(skill: &Skill) -> String {
@@ -48,6 +53,7 @@ pub struct SkillSearch {
     engine: SearchEngine<usize>,
     embeddings: Option<(Arc<dyn Embedder>, Vec<Vec<f32>>)>,
     always_on: HashSet<String>,
+    lexical_weight: f32,
 }
 
 impl std::fmt::Debug for SkillSearch {
@@ -79,6 +85,7 @@ impl SkillSearch {
             engine,
             embeddings: None,
             always_on: HashSet::new(),
+            lexical_weight: DEFAULT_LEXICAL_WEIGHT,
         }
     }
 
@@ -91,6 +98,12 @@ impl SkillSearch {
         let vectors = embedder.embed(&texts).await?;
         self.embeddings = Some((embedder, vectors));
         Ok(self)
+    }
+
+    /// How much BM25 counts in fusion relative to embeddings (default [`DEFAULT_LEXICAL_WEIGHT`]).
+    pub fn lexical_weight(mut self, weight: f32) -> Self {
+        self.lexical_weight = weight;
+        self
     }
 
     /// As a resolver, list these skills every turn (default: none; the rest
@@ -155,9 +168,9 @@ impl SkillSearch {
             }
         };
         let mut fused = vec![0.0f32; self.skills.len()];
-        for ranking in [&lexical, &semantic] {
+        for (ranking, weight) in [(&lexical, self.lexical_weight), (&semantic, 1.0)] {
             for (rank, (index, _)) in ranking.iter().enumerate() {
-                fused[*index] += 1.0 / (RRF_K + rank as f32 + 1.0);
+                fused[*index] += weight / (RRF_K + rank as f32 + 1.0);
             }
         }
         ranked(

@@ -1,0 +1,198 @@
+//! `agentry skills list|search|show|validate`: Agent Skills folders from the
+//! command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use agentry::skill::{SearchOpts, Skill, search_skills_of, skill_files};
+use agentry_skills::{DEFAULT_LEXICAL_WEIGHT, SkillFolder, SkillSearch, load_dir};
+use clap::Subcommand;
+
+/// How skills are ranked against a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scorer {
+    /// Seed 004's case-insensitive substring scorer.
+    Substring,
+    /// BM25 over name, description, trigger phrases and body.
+    Bm25,
+    /// all-MiniLM-L6-v2 embeddings alone (cosine similarity).
+    Embedding,
+    /// BM25 fused with all-MiniLM-L6-v2 embeddings (reciprocal rank fusion).
+    Fusion,
+}
+
+/// Skill commands.
+#[derive(Subcommand)]
+pub enum SkillsCommand {
+    /// List the valid skills in a directory of skill folders.
+    List {
+        /// Directory of skill folders (or one skill folder).
+        dir: PathBuf,
+    },
+    /// Rank the skills in a directory against a query.
+    Search {
+        /// Directory of skill folders.
+        dir: PathBuf,
+        /// What you need a skill for.
+        query: String,
+        /// Most results.
+        #[arg(long, default_value_t = 5)]
+        limit: usize,
+        /// How to rank.
+        #[arg(long, value_enum, default_value = "bm25")]
+        scorer: Scorer,
+    },
+    /// Show one skill folder: its metadata, files and body.
+    Show {
+        /// The skill folder.
+        folder: PathBuf,
+    },
+    /// Check every skill folder against the Agent Skills specification;
+    /// exits non-zero if any is invalid, naming each problem.
+    Validate {
+        /// Directory of skill folders (or one skill folder).
+        dir: PathBuf,
+    },
+}
+
+fn load(dir: &std::path::Path) -> Result<agentry_skills::LoadReport, String> {
+    load_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// Rank `skills` against `query` with `scorer`, best first.
+pub async fn rank(
+    skills: &[Skill],
+    search: &SkillSearch,
+    query: &str,
+    scorer: Scorer,
+    limit: usize,
+) -> Vec<Skill> {
+    match scorer {
+        Scorer::Substring => search_skills_of(
+            skills,
+            query,
+            SearchOpts {
+                limit,
+                ..SearchOpts::default()
+            },
+        ),
+        Scorer::Embedding => match search.rank_embeddings(query).await {
+            Ok(ranked) => ranked
+                .into_iter()
+                .take(limit)
+                .map(|(index, _)| search.skills()[index].clone())
+                .collect(),
+            Err(error) => {
+                tracing::warn!(%error, "embedding the query failed");
+                Vec::new()
+            }
+        },
+        Scorer::Bm25 | Scorer::Fusion => search.search(query, limit).await,
+    }
+}
+
+/// A search index for `scorer` (loading the embedding model for fusion and
+/// embedding scorers); `lexical_weight` is BM25's weight in fusion.
+pub async fn index_for(
+    skills: Vec<Skill>,
+    scorer: Scorer,
+    lexical_weight: f32,
+) -> Result<SkillSearch, String> {
+    let search = SkillSearch::bm25(skills);
+    if !matches!(scorer, Scorer::Fusion | Scorer::Embedding) {
+        return Ok(search);
+    }
+    let embedder = agentry_local::LocalEmbedder::minilm()
+        .await
+        .map_err(|e| e.to_string())?;
+    search
+        .lexical_weight(lexical_weight)
+        .with_embeddings(Arc::new(embedder))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Run a skills command.
+pub async fn run(command: SkillsCommand) -> Result<ExitCode, String> {
+    match command {
+        SkillsCommand::List { dir } => {
+            let report = load(&dir)?;
+            for skill in &report.skills {
+                println!("{}: {}", skill.name, skill.description);
+            }
+            if !report.is_valid() {
+                eprintln!(
+                    "{} invalid skill folder(s) left out; run `agentry skills validate {}`",
+                    report.invalid.len(),
+                    dir.display()
+                );
+            }
+        }
+        SkillsCommand::Search {
+            dir,
+            query,
+            limit,
+            scorer,
+        } => {
+            let skills = load(&dir)?.to_skills();
+            let search = index_for(skills.clone(), scorer, DEFAULT_LEXICAL_WEIGHT).await?;
+            let found = rank(&skills, &search, &query, scorer, limit).await;
+            if found.is_empty() {
+                println!("no skill matches {query:?}");
+            }
+            for (rank, skill) in found.iter().enumerate() {
+                println!("{}. {}: {}", rank + 1, skill.name, skill.description);
+            }
+        }
+        SkillsCommand::Show { folder } => {
+            let skill = SkillFolder::load(&folder).map_err(|problems| {
+                let lines: Vec<String> = problems.iter().map(|p| format!("  - {p}")).collect();
+                format!(
+                    "{} is not a valid skill:\n{}",
+                    folder.display(),
+                    lines.join("\n")
+                )
+            })?;
+            println!("name:          {}", skill.name);
+            println!("description:   {}", skill.description);
+            if let Some(license) = &skill.license {
+                println!("license:       {license}");
+            }
+            if let Some(compatibility) = &skill.compatibility {
+                println!("compatibility: {compatibility}");
+            }
+            for (key, value) in &skill.metadata {
+                println!("metadata.{key}: {value}");
+            }
+            if !skill.allowed_tools.is_empty() {
+                println!("allowed-tools: {}", skill.allowed_tools.join(" "));
+            }
+            let files = skill_files(&skill.to_skill());
+            println!("files:         {}", files.join(", "));
+            println!("\n{}", skill.body().map_err(|e| e.to_string())?);
+        }
+        SkillsCommand::Validate { dir } => {
+            let report = load(&dir)?;
+            for skill in &report.skills {
+                println!("ok       {}", skill.name);
+            }
+            for (path, problems) in &report.invalid {
+                println!("invalid  {}", path.display());
+                for problem in problems {
+                    println!("  - {problem}");
+                }
+            }
+            if report.skills.is_empty() && report.invalid.is_empty() {
+                return Err(format!(
+                    "no skill folders (with a SKILL.md) in {}",
+                    dir.display()
+                ));
+            }
+            if !report.is_valid() {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
