@@ -34,6 +34,10 @@ pub struct RunArgs {
     /// Steps with tool calls before the model must answer in text (default: 1 for the local model, 4 otherwise).
     #[arg(long)]
     tool_rounds: Option<usize>,
+    /// Give the agent the Agent Skills folders in this directory (listed in
+    /// the system prompt, read on demand with `read_skill`).
+    #[arg(long)]
+    skills: Option<PathBuf>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -47,7 +51,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         .canonicalize()
         .map_err(|e| format!("{}: {e}", args.dir.display()))?;
     let tools = Toolbox::for_agent(crate::demo_tools::all(&dir)).map_err(|e| e.to_string())?;
-    let agent = Agent::with_shared_model(model)
+    let mut agent = Agent::with_shared_model(model)
         .tools(tools)
         .system(SYSTEM)
         .grant(Capability::fs_read(&dir))
@@ -58,6 +62,22 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
             crate::ProviderKind::Local => 1,
             _ => 4,
         }));
+    if let Some(skills_dir) = &args.skills {
+        let report = agentry_skills::load_dir(skills_dir)
+            .map_err(|e| format!("{}: {e}", skills_dir.display()))?;
+        for (path, problems) in &report.invalid {
+            eprintln!(
+                "skipping invalid skill {}: {}",
+                path.display(),
+                problems
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
+        agent = agent.skills(report.to_skills());
+    }
     let outcome = agent.run(&args.question).await;
     if args.json {
         println!(

@@ -232,3 +232,47 @@ fn bad_model_files_are_clear_errors() {
     );
     std::fs::remove_file(junk).unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_reads_the_skill_that_fits_and_uses_it() {
+    let Some(model) = qwen() else { return };
+    use agentry::skill::Skill;
+    let skills = [
+        Skill::new("customer-tone", "Apply our voice to customer replies").when(["reply", "support email"]),
+        Skill::new("release-notes", "How to write release notes for a new version")
+            .when(["release", "changelog"])
+            .body("Start release notes with the word HIGHLIGHTS in capitals, then list features, then fixes."),
+        Skill::new("escalation", "Decide when to escalate a ticket").when(["refund", "angry"]),
+    ];
+    let run = Agent::new(model)
+        .system("Before doing a task, read the skill that covers it with read_skill.")
+        .skills(skills)
+        .first_tool_choice(ToolChoice::Tool("read_skill".into()))
+        .max_steps(3)
+        .max_tool_rounds(1)
+        .max_tokens(200)
+        .run("Which word must our release notes start with?")
+        .await;
+    let reads: Vec<_> = run
+        .steps
+        .iter()
+        .flat_map(|step| &step.calls)
+        .filter(|record| record.call.name == "read_skill")
+        .collect();
+    assert!(
+        !reads.is_empty(),
+        "the model did not read a skill: {:#?}",
+        run.steps
+    );
+    assert_eq!(
+        reads[0].call.input["name"], "release-notes",
+        "{:#?}",
+        run.steps
+    );
+    assert!(!reads[0].result.is_error, "{:?}", reads[0]);
+    let Outcome::Final(answer) = &run.outcome else {
+        panic!("no answer: {:?}", run.outcome)
+    };
+    // The word is only in the skill's body, so the answer comes from reading it.
+    assert!(answer.to_lowercase().contains("highlights"), "{answer}");
+}

@@ -47,11 +47,14 @@ pub fn embedding_text(skill: &Skill) -> String {
     text
 }
 
+/// The embedder and one vector per skill.
+type SkillVectors = (Arc<dyn Embedder>, Vec<Vec<f32>>);
+
 /// A search index over a fixed set of skills.
 pub struct SkillSearch {
     skills: Arc<Vec<Skill>>,
     engine: SearchEngine<usize>,
-    embeddings: Option<(Arc<dyn Embedder>, Vec<Vec<f32>>)>,
+    embeddings: Option<SkillVectors>,
     always_on: HashSet<String>,
     lexical_weight: f32,
 }

@@ -233,6 +233,20 @@ async fn builtins_read_apply_and_list() {
     );
     let bad = tools.dispatch(call("4", "read_skill", json!({}))).await;
     assert!(bad.is_error, "name is required: {}", bad.output);
+    for path in ["orders", "SKILL.md", "", "./orders"] {
+        let body = tools
+            .dispatch(call(
+                "6",
+                "read_skill",
+                json!({"name": "orders", "path": path}),
+            ))
+            .await;
+        assert_eq!(
+            body.output,
+            json!("Look orders up before acting."),
+            "path {path:?}"
+        );
+    }
     let no_files = tools
         .dispatch(call(
             "5",

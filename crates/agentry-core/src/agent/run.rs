@@ -117,6 +117,7 @@ pub struct Agent {
     max_tokens: Option<u32>,
     temperature: Option<f64>,
     max_tool_rounds: Option<usize>,
+    first_tool_choice: ToolChoice,
 }
 
 impl Agent {
@@ -147,6 +148,7 @@ impl Agent {
             max_tokens: None,
             temperature: None,
             max_tool_rounds: None,
+            first_tool_choice: ToolChoice::Auto,
         }
     }
 
@@ -280,6 +282,15 @@ impl Agent {
         self
     }
 
+    /// The tool choice of the first step (default [`ToolChoice::Auto`]).
+    /// `Required`, or `Tool("read_skill")`, makes the model start with a
+    /// call: small local models otherwise tend to answer before reading the
+    /// skill that covers the task. Later steps use `Auto`.
+    pub fn first_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.first_tool_choice = choice;
+        self
+    }
+
     /// The toolbox.
     pub fn toolbox(&self) -> &Toolbox {
         &self.toolbox
@@ -315,6 +326,7 @@ impl Agent {
             n += 1;
             let tool_choice = match self.max_tool_rounds {
                 Some(limit) if tool_rounds >= limit => ToolChoice::None,
+                _ if n == 1 => self.first_tool_choice.clone(),
                 _ => ToolChoice::Auto,
             };
             let request = ChatRequest {

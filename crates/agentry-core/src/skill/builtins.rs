@@ -110,6 +110,11 @@ struct ReadInput {
     path: Option<String>,
 }
 
+fn names_the_skill(path: &str, name: &str) -> bool {
+    let path = path.trim_start_matches("./");
+    path.is_empty() || path == name || path == "SKILL.md" || path == format!("{name}/SKILL.md")
+}
+
 /// `read_skill` over a fixed set of skills.
 pub fn builtin_read_skill(skills: Vec<Skill>) -> Tool {
     builtin_read_skill_r(Arc::new(in_memory_resolver(skills)))
@@ -127,8 +132,10 @@ pub fn builtin_read_skill_r(resolver: Arc<dyn SkillResolver>) -> Tool {
                 .read(&input.name)
                 .await
                 .ok_or_else(|| failed(SkillError::Unknown(input.name.clone())))?;
-            let text = match input.path.as_deref() {
-                Some(path) if !path.is_empty() => read_skill_file(&skill, path),
+            // Small models fill optional arguments eagerly: a path naming the
+            // skill itself (or its SKILL.md) means its instructions.
+            let text = match input.path.as_deref().map(str::trim) {
+                Some(path) if !names_the_skill(path, &skill.name) => read_skill_file(&skill, path),
                 _ => body_with_requirements(resolver.as_ref(), &skill, &SkillContext::new()).await,
             };
             text.map(Value::String).map_err(failed)
@@ -140,7 +147,7 @@ pub fn builtin_read_skill_r(resolver: Arc<dyn SkillResolver>) -> Tool {
             "type": "object",
             "properties": {
                 "name": {"type": "string", "description": "The skill's name, as listed."},
-                "path": {"type": "string", "description": "Optional: a file of the skill to read, relative to its folder."}
+                "path": {"type": "string", "description": "Leave out to read the skill's instructions. Only to read one of the files the instructions list, relative to the skill's folder."}
             },
             "required": ["name"]
         }),

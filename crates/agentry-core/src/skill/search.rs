@@ -79,7 +79,7 @@ pub fn search_skills_of(skills: &[Skill], query: &str, opts: SearchOpts) -> Vec<
         .filter(|(score, _)| *score >= opts.min_score)
         .collect();
     // A stable sort keeps input order among equal scores.
-    scored.sort_by(|a, b| b.0.cmp(&a.0));
+    scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
     scored
         .into_iter()
         .take(opts.limit)

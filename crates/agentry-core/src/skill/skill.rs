@@ -45,9 +45,11 @@ pub enum SkillError {
     File(String),
 }
 
+type BodyClosure = dyn Fn(&SkillContext) -> Result<String, SkillError> + Send + Sync;
+
 /// A body function: `ctx` in, instructions out (seed 004's `body-fn`).
 #[derive(Clone)]
-pub struct BodyFn(Arc<dyn Fn(&SkillContext) -> Result<String, SkillError> + Send + Sync>);
+pub struct BodyFn(Arc<BodyClosure>);
 
 impl BodyFn {
     /// Wrap a closure.
