@@ -1,7 +1,8 @@
 //! The `Embedder` trait: text in, vectors out. Memory recall and skill search
 //! rank by the cosine similarity of these vectors.
 
-use futures_util::future::BoxFuture;
+/// The future type [`Embedder::embed`] returns.
+pub use futures_util::future::BoxFuture;
 
 /// Why embedding failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -37,6 +37,7 @@
 
 pub mod agent;
 pub mod embed;
+pub mod memory;
 pub mod model;
 pub mod skill;
 pub mod tool;

@@ -1,0 +1,146 @@
+//! [`Memory`]: a store plus an embedder, and the text it gives a prompt —
+//! `build_context_safe` (recall that never fails a turn), `recent_text`
+//! and [`with_memory_block`].
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::store::{
+    MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts, now_secs,
+};
+use crate::embed::Embedder;
+
+/// The heading of the memory block in a system prompt (seed 002's default).
+pub const DEFAULT_MEMORY_HEADING: &str = "## Memory";
+
+/// A memory store with the embedder that turns texts into its vectors.
+#[derive(Clone)]
+pub struct Memory {
+    store: Arc<dyn MemoryStore>,
+    embedder: Arc<dyn Embedder>,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field("embedder", &self.embedder.model_id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What to store with a remembered text.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Remember {
+    /// The role tag (`user`, `assistant`).
+    pub role: String,
+    /// Who wrote it.
+    pub source: String,
+    /// Free-form metadata.
+    pub metadata: Map<String, Value>,
+}
+
+impl Memory {
+    /// Memory over `store`, embedding with `embedder`.
+    pub fn new(store: Arc<dyn MemoryStore>, embedder: Arc<dyn Embedder>) -> Self {
+        Self { store, embedder }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn MemoryStore> {
+        &self.store
+    }
+
+    /// The embedder.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    async fn embed_one(&self, text: &str) -> Result<Vec<f32>, MemoryError> {
+        let mut vectors = self
+            .embedder
+            .embed(&[text.to_owned()])
+            .await
+            .map_err(|e| MemoryError(e.to_string()))?;
+        vectors
+            .pop()
+            .ok_or_else(|| MemoryError("the embedder returned no vector".into()))
+    }
+
+    /// Embed `text` and keep it in `session`, timestamped now.
+    pub async fn remember(
+        &self,
+        session: &str,
+        text: &str,
+        what: Remember,
+    ) -> Result<(), MemoryError> {
+        let embedding = self.embed_one(text).await?;
+        self.store
+            .add(MemoryRecord {
+                session: session.to_owned(),
+                text: text.to_owned(),
+                role: what.role,
+                source: what.source,
+                metadata: what.metadata,
+                timestamp: now_secs(),
+                embedding,
+            })
+            .await
+    }
+
+    /// The records of `session` most similar to `query`, best first.
+    pub async fn recall(
+        &self,
+        session: &str,
+        query: &str,
+        opts: RecallOpts,
+    ) -> Result<Vec<Recalled>, MemoryError> {
+        let vector = self.embed_one(query).await?;
+        self.store.recall(session, &vector, opts).await
+    }
+
+    /// The recalled records as prompt text, one `- role: text` line each,
+    /// best first; `""` when nothing is recalled or anything fails (the
+    /// failure is logged, never raised: memory must not fail a turn).
+    pub async fn build_context_safe(&self, session: &str, query: &str, opts: RecallOpts) -> String {
+        match self.recall(session, query, opts).await {
+            Ok(hits) => hits
+                .iter()
+                .map(|hit| format!("- {}: {}", hit.record.role, hit.record.text))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Err(error) => {
+                tracing::warn!(%error, session, "memory recall failed; answering without memory");
+                String::new()
+            }
+        }
+    }
+
+    /// The newest records of `session` as `role: text` lines, oldest first.
+    pub async fn recent_text(
+        &self,
+        session: &str,
+        opts: &RecentOpts,
+    ) -> Result<String, MemoryError> {
+        Ok(self
+            .store
+            .recent(session, opts)
+            .await?
+            .iter()
+            .map(|record| format!("{}: {}", record.role, record.text))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+}
+
+/// `system_base` with a memory block appended: a blank line, `heading`, then
+/// `context`. Unchanged when `context` is empty.
+pub fn with_memory_block(system_base: &str, heading: &str, context: &str) -> String {
+    if context.trim().is_empty() {
+        return system_base.to_owned();
+    }
+    if system_base.is_empty() {
+        return format!("{heading}\n{context}");
+    }
+    format!("{system_base}\n\n{heading}\n{context}")
+}

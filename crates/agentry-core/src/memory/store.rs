@@ -1,0 +1,151 @@
+//! The [`MemoryStore`] trait and its record types: what a store keeps
+//! (session key, text, role, source, metadata, timestamp, embedding) and the
+//! two ways back out — recall by cosine similarity, and the recent window
+//! with role filters.
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One remembered message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRecord {
+    /// The session (memory scope) it belongs to. Sessions never see each other's records.
+    pub session: String,
+    /// The text.
+    pub text: String,
+    /// `user`, `assistant`, or another role tag.
+    pub role: String,
+    /// Who wrote it (the agent's name by default).
+    pub source: String,
+    /// Free-form metadata.
+    pub metadata: Map<String, Value>,
+    /// Seconds since the Unix epoch.
+    pub timestamp: i64,
+    /// The text's embedding (unit length for cosine ranking).
+    pub embedding: Vec<f32>,
+}
+
+impl MemoryRecord {
+    /// A record with empty metadata, timestamped now.
+    pub fn new(
+        session: impl Into<String>,
+        role: impl Into<String>,
+        text: impl Into<String>,
+        embedding: Vec<f32>,
+    ) -> Self {
+        Self {
+            session: session.into(),
+            text: text.into(),
+            role: role.into(),
+            source: String::new(),
+            metadata: Map::new(),
+            timestamp: now_secs(),
+            embedding,
+        }
+    }
+}
+
+/// Seconds since the Unix epoch (seed 002's `now-secs`).
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Options of a recall.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecallOpts {
+    /// Most records returned (default 5).
+    pub limit: usize,
+    /// Records less similar than this are dropped (default 0.3).
+    pub min_score: f32,
+}
+
+impl Default for RecallOpts {
+    fn default() -> Self {
+        Self {
+            limit: 5,
+            min_score: 0.3,
+        }
+    }
+}
+
+/// A recalled record and its cosine similarity to the query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recalled {
+    /// The record.
+    pub record: MemoryRecord,
+    /// Cosine similarity, higher is closer.
+    pub score: f32,
+}
+
+/// Which records [`MemoryStore::recent`] returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecentOpts {
+    /// Only these roles (all when empty).
+    pub include_roles: Vec<String>,
+    /// Never these roles.
+    pub exclude_roles: Vec<String>,
+    /// The newest this many (all when `None`).
+    pub limit: Option<usize>,
+}
+
+impl RecentOpts {
+    /// Whether a record with `role` passes the filters.
+    pub fn admits(&self, role: &str) -> bool {
+        (self.include_roles.is_empty() || self.include_roles.iter().any(|r| r == role))
+            && !self.exclude_roles.iter().any(|r| r == role)
+    }
+}
+
+/// Why a store operation failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("memory store: {0}")]
+pub struct MemoryError(pub String);
+
+/// Where memory records live: in memory, SQLite, PostgreSQL with pgvector.
+///
+/// Every implementation passes the same behaviour suite: recall ranks by
+/// cosine similarity within one session, applies `limit` and `min_score`,
+/// and `recent` returns the newest records oldest first, filtered by role.
+pub trait MemoryStore: Send + Sync {
+    /// Keep a record.
+    fn add<'a>(&'a self, record: MemoryRecord) -> BoxFuture<'a, Result<(), MemoryError>>;
+
+    /// The records of `session` most similar to `query`, best first.
+    fn recall<'a>(
+        &'a self,
+        session: &'a str,
+        query: &'a [f32],
+        opts: RecallOpts,
+    ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>>;
+
+    /// The newest records of `session` that pass the role filters, oldest first.
+    fn recent<'a>(
+        &'a self,
+        session: &'a str,
+        opts: &'a RecentOpts,
+    ) -> BoxFuture<'a, Result<Vec<MemoryRecord>, MemoryError>>;
+}
+
+impl<S: MemoryStore + ?Sized> MemoryStore for std::sync::Arc<S> {
+    fn add<'a>(&'a self, record: MemoryRecord) -> BoxFuture<'a, Result<(), MemoryError>> {
+        (**self).add(record)
+    }
+    fn recall<'a>(
+        &'a self,
+        session: &'a str,
+        query: &'a [f32],
+        opts: RecallOpts,
+    ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
+        (**self).recall(session, query, opts)
+    }
+    fn recent<'a>(
+        &'a self,
+        session: &'a str,
+        opts: &'a RecentOpts,
+    ) -> BoxFuture<'a, Result<Vec<MemoryRecord>, MemoryError>> {
+        (**self).recent(session, opts)
+    }
+}
