@@ -41,6 +41,7 @@ pub mod memory;
 pub mod model;
 pub mod skill;
 pub mod tool;
+pub mod turn;
 
 /// Items used by code that `#[tool]` generates. Not a stable API.
 #[doc(hidden)]

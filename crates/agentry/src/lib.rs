@@ -41,7 +41,7 @@
 //!   token budget, step limit, least-privilege capabilities, approval and audit.
 #![warn(missing_docs)]
 
-pub use agentry_core::{agent, embed, memory, model, skill, tool};
+pub use agentry_core::{agent, embed, memory, model, skill, tool, turn};
 pub use agentry_macros::{skill, tool};
 
 #[doc(hidden)]

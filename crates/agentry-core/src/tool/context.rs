@@ -16,7 +16,7 @@ use super::capability::Capabilities;
 use super::guard::{CapabilityError, Fs, read_env};
 
 /// A conversation a request belongs to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Session {
     /// Stable identifier of the session (memory is keyed by it).
     pub id: String,
@@ -30,7 +30,7 @@ impl Session {
 }
 
 /// Who sent the current message.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Identity {
     /// Stable identifier of the sender.
     pub id: String,

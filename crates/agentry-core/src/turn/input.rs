@@ -1,0 +1,214 @@
+//! Seed 002's `TurnConfig` and `TurnInput`, and the texts derived from an
+//! input: `user_body` (what is stored), `user_prompt` (what the model sees)
+//! and `reply_payload` (the ids every reply event carries).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::events::{TurnEvent, TurnEvents};
+use crate::agent::Agent;
+use crate::memory::{Memory, RecallOpts};
+use crate::model::ChatModel;
+use crate::tool::{Identity, Session};
+
+/// Per-handler configuration, built once and shared by every turn.
+#[derive(Clone)]
+pub struct TurnConfig {
+    /// The agent's name: the default `source` of stored records.
+    pub agent_name: String,
+    /// Label of the reply stream (carried by reply events).
+    pub stream_label: String,
+    /// The base system prompt; memory is appended to it.
+    pub system_base: String,
+    /// The model that writes replies.
+    pub model: Arc<dyn ChatModel>,
+    /// Session memory (store and embedder).
+    pub memory: Memory,
+    /// Tools, skills and limits: when set, each turn runs this agent's full
+    /// loop (its model answers) instead of one streamed reply.
+    pub agent: Option<Agent>,
+    /// Where lifecycle and reply events go.
+    pub events: TurnEvents,
+}
+
+impl TurnConfig {
+    /// A configuration with an empty system base, no agent loop and no event listener.
+    pub fn new(agent_name: impl Into<String>, model: Arc<dyn ChatModel>, memory: Memory) -> Self {
+        let agent_name = agent_name.into();
+        Self {
+            stream_label: agent_name.clone(),
+            agent_name,
+            system_base: String::new(),
+            model,
+            memory,
+            agent: None,
+            events: TurnEvents::none(),
+        }
+    }
+
+    /// Set the base system prompt.
+    pub fn system_base(mut self, system: impl Into<String>) -> Self {
+        self.system_base = system.into();
+        self
+    }
+
+    /// Set the reply stream's label.
+    pub fn stream_label(mut self, label: impl Into<String>) -> Self {
+        self.stream_label = label.into();
+        self
+    }
+
+    /// Run turns through this agent's loop (tools, skills, limits).
+    pub fn agent(mut self, agent: Agent) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Send events to `listener`.
+    pub fn on_event(mut self, listener: impl Fn(&TurnEvent) + Send + Sync + 'static) -> Self {
+        self.events = TurnEvents::new(listener);
+        self
+    }
+}
+
+/// A file that came with the user's message.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// File name.
+    pub name: String,
+    /// MIME type, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Where it can be fetched, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Size in bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+impl Attachment {
+    /// An attachment with a name and MIME type.
+    pub fn new(name: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            mime_type: Some(mime_type.into()),
+            ..Self::default()
+        }
+    }
+
+    /// One line: `name (mime, N bytes)`.
+    pub fn summary(&self) -> String {
+        let details: Vec<String> = self
+            .mime_type
+            .iter()
+            .cloned()
+            .chain(self.size.map(|n| format!("{n} bytes")))
+            .collect();
+        if details.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{} ({})", self.name, details.join(", "))
+        }
+    }
+}
+
+/// Per-turn input. Every optional field's `None` means the seed's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TurnInput {
+    /// The conversation (memory is keyed by its id).
+    pub session: Session,
+    /// Who is talking.
+    pub sender: Identity,
+    /// The user's message, raw.
+    pub text: String,
+    /// Files with the message: summarised into the stored body and woven into the prompt.
+    pub attachments: Vec<Attachment>,
+    /// `{session_id?, message_id?}` forwarded on every reply event.
+    pub payload: Option<Map<String, Value>>,
+    /// Recall options (default `{limit: 5, min_score: 0.3}`).
+    pub recall_opts: Option<RecallOpts>,
+    /// Heading of the memory block (default `## Memory`).
+    pub memory_heading: Option<String>,
+    /// Store the user turn (default true).
+    pub persist_user: Option<bool>,
+    /// Store the assistant turn (default true).
+    pub persist_assistant: Option<bool>,
+    /// Give tools the session, sender and `ctx_extras` (default true).
+    pub bind_tool_ctx: Option<bool>,
+    /// Extra request context for tools.
+    pub ctx_extras: Option<Map<String, Value>>,
+    /// Source of the stored user record (default the agent's name).
+    pub user_source: Option<String>,
+    /// Metadata of the stored user record (its `role` is always `user`).
+    pub user_metadata: Option<Map<String, Value>>,
+    /// Source of the stored assistant record (default the agent's name).
+    pub assistant_source: Option<String>,
+    /// Metadata of the stored assistant record (its `role` is always `assistant`).
+    pub assistant_metadata: Option<Map<String, Value>>,
+    /// When set, the model is skipped and this is the reply.
+    pub fallback_text: Option<String>,
+    /// When set, replaces the memory-grounded system prompt.
+    pub system_override: Option<String>,
+}
+
+impl TurnInput {
+    /// An input with every option at its default.
+    pub fn new(session: Session, sender: Identity, text: impl Into<String>) -> Self {
+        Self {
+            session,
+            sender,
+            text: text.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Seed 002's `bool-default`: `None` is "unset" and gives `fallback`.
+pub fn bool_default(value: Option<bool>, fallback: bool) -> bool {
+    value.unwrap_or(fallback)
+}
+
+/// The text stored for a user turn: the message, then one `[attachment: …]`
+/// line per file.
+pub fn user_body(input: &TurnInput) -> String {
+    let mut body = input.text.clone();
+    for attachment in &input.attachments {
+        body.push_str(&format!("\n[attachment: {}]", attachment.summary()));
+    }
+    body
+}
+
+/// The prompt sent to the model: the message, then an `Attachments:` block.
+pub fn user_prompt(input: &TurnInput) -> String {
+    if input.attachments.is_empty() {
+        return input.text.clone();
+    }
+    let mut prompt = format!("{}\n\nAttachments:", input.text);
+    for attachment in &input.attachments {
+        prompt.push_str(&format!("\n- {}", attachment.summary()));
+    }
+    prompt
+}
+
+/// The ids reply events carry: `session_id` (default the session's id) and
+/// `message_id` (default empty) from the payload.
+pub fn reply_payload(input: &TurnInput) -> (String, String) {
+    let get = |key: &str| {
+        input
+            .payload
+            .as_ref()
+            .and_then(|payload| payload.get(key))
+            .and_then(|value| match value {
+                Value::String(text) => Some(text.clone()),
+                Value::Null => None,
+                other => Some(other.to_string()),
+            })
+    };
+    (
+        get("session_id").unwrap_or_else(|| input.session.id.clone()),
+        get("message_id").unwrap_or_default(),
+    )
+}

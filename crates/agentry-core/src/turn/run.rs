@@ -1,0 +1,230 @@
+//! `ChatTurn::run`: seed 002's `run-chat-turn`, its five steps in their
+//! load-bearing order, and the step functions it is made of.
+
+use futures_util::StreamExt;
+use serde::Serialize;
+
+use super::events::TurnEvent;
+use super::input::{TurnConfig, TurnInput, bool_default, reply_payload, user_body, user_prompt};
+use crate::agent::Outcome;
+use crate::memory::{DEFAULT_MEMORY_HEADING, Remember, with_memory_block};
+use crate::model::{ChatRequest, Message, ModelError, StreamEvent};
+use crate::tool::ToolContext;
+
+/// What a turn returns: seed 002's `{ok, text}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TurnOutput {
+    /// False when the model failed (the reply is then empty).
+    pub ok: bool,
+    /// The reply.
+    pub text: String,
+    /// Why the model failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Seed 002's memory-grounded chat turn.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChatTurn;
+
+impl ChatTurn {
+    /// Run one turn, in this order:
+    ///
+    /// 1. build the system prompt from memory as it stood before this turn
+    ///    (so the new message cannot be recalled into its own prompt);
+    /// 2. store the user turn (unless `persist_user` is false);
+    /// 3. bind the request context for tools (unless `bind_tool_ctx` is false);
+    /// 4. stream the reply as `reply:start` / `reply:delta` / `reply:end`, or
+    ///    emit `fallback_text` without calling the model;
+    /// 5. store the assistant turn (unless empty or `persist_assistant` is false).
+    ///
+    /// Storage failures are logged and swallowed: the reply still goes out.
+    pub async fn run(config: &TurnConfig, input: TurnInput) -> TurnOutput {
+        let events = &config.events;
+        let system = build_system(config, &input).await;
+        events.emit(TurnEvent::SystemBuilt {
+            system: system.clone(),
+        });
+
+        if bool_default(input.persist_user, true) {
+            let ok = persist_user_turn(config, &input).await;
+            events.emit(TurnEvent::UserPersisted { ok });
+        }
+
+        let context = if bool_default(input.bind_tool_ctx, true) {
+            events.emit(TurnEvent::ToolContextBound);
+            ToolContext::new()
+                .with_session(input.session.clone())
+                .with_sender(input.sender.clone())
+                .with_extras(input.ctx_extras.clone().unwrap_or_default())
+        } else {
+            ToolContext::default()
+        };
+
+        let (session_id, message_id) = reply_payload(&input);
+        events.emit(TurnEvent::ReplyStart {
+            session_id: session_id.clone(),
+            message_id: message_id.clone(),
+            stream: config.stream_label.clone(),
+        });
+        let delta = |text: &str| {
+            if !text.is_empty() {
+                events.emit(TurnEvent::ReplyDelta {
+                    session_id: session_id.clone(),
+                    message_id: message_id.clone(),
+                    text: text.to_owned(),
+                });
+            }
+        };
+        let prompt = user_prompt(&input);
+        let reply: Result<String, String> = match (&input.fallback_text, &config.agent) {
+            (Some(fallback), _) => {
+                delta(fallback);
+                Ok(fallback.clone())
+            }
+            (None, Some(agent)) => {
+                let run = agent
+                    .clone()
+                    .system(system)
+                    .context(context)
+                    .run_messages(vec![Message::user(prompt)])
+                    .await;
+                match run.outcome {
+                    Outcome::ModelError(error) => Err(error.to_string()),
+                    _ => {
+                        let text = run.text();
+                        delta(&text);
+                        Ok(text)
+                    }
+                }
+            }
+            (None, None) => stream_llm(config, &system, &prompt, &delta)
+                .await
+                .map_err(|e| e.to_string()),
+        };
+        let (text, error) = match reply {
+            Ok(text) => (text, None),
+            Err(error) => {
+                tracing::warn!(%error, "the model failed during a chat turn");
+                (String::new(), Some(error))
+            }
+        };
+        events.emit(TurnEvent::ReplyEnd {
+            session_id,
+            message_id,
+            text: text.clone(),
+        });
+
+        if bool_default(input.persist_assistant, true) {
+            let outcome = persist_assistant_turn(config, &input, &text).await;
+            events.emit(TurnEvent::AssistantPersisted {
+                ok: outcome == Some(true),
+                skipped: outcome.is_none(),
+            });
+        }
+        TurnOutput {
+            ok: error.is_none(),
+            text,
+            error,
+        }
+    }
+}
+
+/// Step 1: `system_override` when set; otherwise the base prompt with the
+/// memory recalled for the user's prompt appended under the heading.
+pub async fn build_system(config: &TurnConfig, input: &TurnInput) -> String {
+    if let Some(system) = &input.system_override {
+        return system.clone();
+    }
+    let context = config
+        .memory
+        .build_context_safe(
+            &input.session.id,
+            &user_prompt(input),
+            input.recall_opts.unwrap_or_default(),
+        )
+        .await;
+    let heading = input
+        .memory_heading
+        .as_deref()
+        .unwrap_or(DEFAULT_MEMORY_HEADING);
+    with_memory_block(&config.system_base, heading, &context)
+}
+
+/// Step 2: store the user turn. Its role (and metadata `role`) is always
+/// `user`. Returns whether the write succeeded; failures are logged.
+pub async fn persist_user_turn(config: &TurnConfig, input: &TurnInput) -> bool {
+    let mut metadata = input.user_metadata.clone().unwrap_or_default();
+    metadata.insert("role".into(), "user".into());
+    let what = Remember {
+        role: "user".into(),
+        source: input
+            .user_source
+            .clone()
+            .unwrap_or_else(|| config.agent_name.clone()),
+        metadata,
+    };
+    match config
+        .memory
+        .remember(&input.session.id, &user_body(input), what)
+        .await
+    {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(%error, session = %input.session.id, "could not store the user turn");
+            false
+        }
+    }
+}
+
+/// Step 5: store the assistant turn; `None` when skipped because `text` is
+/// empty, else whether the write succeeded (failures are logged).
+pub async fn persist_assistant_turn(
+    config: &TurnConfig,
+    input: &TurnInput,
+    text: &str,
+) -> Option<bool> {
+    if text.is_empty() {
+        return None;
+    }
+    let mut metadata = input.assistant_metadata.clone().unwrap_or_default();
+    metadata.insert("role".into(), "assistant".into());
+    let what = Remember {
+        role: "assistant".into(),
+        source: input
+            .assistant_source
+            .clone()
+            .unwrap_or_else(|| config.agent_name.clone()),
+        metadata,
+    };
+    match config.memory.remember(&input.session.id, text, what).await {
+        Ok(()) => Some(true),
+        Err(error) => {
+            tracing::warn!(%error, session = %input.session.id, "could not store the assistant turn");
+            Some(false)
+        }
+    }
+}
+
+/// Step 4: stream the model's reply, passing each text piece to `delta`.
+pub async fn stream_llm(
+    config: &TurnConfig,
+    system: &str,
+    prompt: &str,
+    delta: &(dyn Fn(&str) + Sync),
+) -> Result<String, ModelError> {
+    let request = ChatRequest {
+        system: (!system.is_empty()).then(|| system.to_owned()),
+        messages: vec![Message::user(prompt)],
+        ..ChatRequest::default()
+    };
+    let mut stream = config.model.stream(&request);
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::TextDelta { text: piece } = event? {
+            delta(&piece);
+            text.push_str(&piece);
+        }
+    }
+    Ok(text)
+}
