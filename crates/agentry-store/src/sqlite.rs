@@ -1,0 +1,354 @@
+//! [`SqliteStore`]: memory in one SQLite file (WAL mode), embeddings stored
+//! as half-precision blobs, recall by an exact cosine scan over vectors kept
+//! in RAM and topped up incrementally from the file (so writes by other
+//! processes are seen on the next recall).
+
+use std::collections::{BinaryHeap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use agentry_core::memory::{
+    BoxFuture, MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
+};
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS memory (
+    id        INTEGER PRIMARY KEY,
+    session   TEXT    NOT NULL,
+    role      TEXT    NOT NULL,
+    source    TEXT    NOT NULL,
+    text      TEXT    NOT NULL,
+    metadata  TEXT    NOT NULL,
+    timestamp INTEGER NOT NULL,
+    embedding BLOB    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memory_session_time ON memory (session, timestamp, id);
+";
+
+/// Memory records in one SQLite file.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: Mutex<Connection>,
+    cache: Mutex<Cache>,
+}
+
+/// Unit vectors of every record seen so far, by session.
+#[derive(Default)]
+struct Cache {
+    last_id: i64,
+    sessions: HashMap<String, SessionVectors>,
+}
+
+#[derive(Default)]
+struct SessionVectors {
+    ids: Vec<i64>,
+    dims: usize,
+    /// `ids.len() * dims` values, each vector scaled to unit length.
+    values: Vec<f32>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SqliteStore")
+    }
+}
+
+fn failed(error: impl std::fmt::Display) -> MemoryError {
+    MemoryError(format!("sqlite: {error}"))
+}
+
+/// Half-precision little-endian bytes of `vector`.
+pub fn encode_embedding(vector: &[f32]) -> Vec<u8> {
+    vector
+        .iter()
+        .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+        .collect()
+}
+
+/// The vector in half-precision little-endian `bytes`.
+pub fn decode_embedding(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(2)
+        .map(|pair| half::f16::from_le_bytes([pair[0], pair[1]]).to_f32())
+        .collect()
+}
+
+fn unit(mut vector: Vec<f32>) -> Vec<f32> {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        vector.iter_mut().for_each(|x| *x /= norm);
+    }
+    vector
+}
+
+impl SqliteStore {
+    /// Open (or create) the store in the file at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
+        Self::with_connection(Connection::open(path).map_err(failed)?)
+    }
+
+    /// A store in a private in-memory database (for tests).
+    pub fn in_memory() -> Result<Self, MemoryError> {
+        Self::with_connection(Connection::open_in_memory().map_err(failed)?)
+    }
+
+    fn with_connection(conn: Connection) -> Result<Self, MemoryError> {
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(failed)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(failed)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(failed)?;
+        conn.execute_batch(SCHEMA).map_err(failed)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                conn: Mutex::new(conn),
+                cache: Mutex::new(Cache::default()),
+            }),
+        })
+    }
+
+    /// Keep many records in one transaction.
+    pub fn add_many_blocking(&self, records: &[MemoryRecord]) -> Result<(), MemoryError> {
+        let mut conn = self
+            .inner
+            .conn
+            .lock()
+            .map_err(|_| failed("lock poisoned"))?;
+        let tx = conn.transaction().map_err(failed)?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO memory (session, role, source, text, metadata, timestamp, embedding)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(failed)?;
+            for record in records {
+                insert
+                    .execute(params![
+                        record.session,
+                        record.role,
+                        record.source,
+                        record.text,
+                        serde_json::Value::Object(record.metadata.clone()).to_string(),
+                        record.timestamp,
+                        encode_embedding(&record.embedding),
+                    ])
+                    .map_err(failed)?;
+            }
+        }
+        tx.commit().map_err(failed)
+    }
+
+    /// Recall on the calling thread (blocking).
+    pub fn recall_blocking(
+        &self,
+        session: &str,
+        query: &[f32],
+        opts: RecallOpts,
+    ) -> Result<Vec<Recalled>, MemoryError> {
+        let conn = self
+            .inner
+            .conn
+            .lock()
+            .map_err(|_| failed("lock poisoned"))?;
+        let mut cache = self
+            .inner
+            .cache
+            .lock()
+            .map_err(|_| failed("lock poisoned"))?;
+        refresh(&conn, &mut cache)?;
+        let Some(vectors) = cache.sessions.get(session) else {
+            return Ok(Vec::new());
+        };
+        let query = unit(query.to_vec());
+        if vectors.dims != query.len() || opts.limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Keep the best `limit` in a min-heap of (score, position).
+        let mut best: BinaryHeap<std::cmp::Reverse<(Score, usize)>> = BinaryHeap::new();
+        for (position, vector) in vectors.values.chunks_exact(vectors.dims).enumerate() {
+            let score: f32 = vector.iter().zip(&query).map(|(a, b)| a * b).sum();
+            if score < opts.min_score {
+                continue;
+            }
+            if best.len() < opts.limit {
+                best.push(std::cmp::Reverse((Score(score), position)));
+            } else if best.peek().is_some_and(|worst| Score(score) > worst.0.0) {
+                best.pop();
+                best.push(std::cmp::Reverse((Score(score), position)));
+            }
+        }
+        let mut ranked: Vec<(f32, i64)> = best
+            .into_iter()
+            .map(|std::cmp::Reverse((score, position))| (score.0, vectors.ids[position]))
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut select = conn
+            .prepare_cached(
+                "SELECT session, role, source, text, metadata, timestamp, embedding FROM memory WHERE id = ?1",
+            )
+            .map_err(failed)?;
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (score, id) in ranked {
+            if let Some(record) = select
+                .query_row([id], read_record)
+                .optional()
+                .map_err(failed)?
+            {
+                hits.push(Recalled { record, score });
+            }
+        }
+        Ok(hits)
+    }
+
+    /// The recent window on the calling thread (blocking).
+    pub fn recent_blocking(
+        &self,
+        session: &str,
+        opts: &RecentOpts,
+    ) -> Result<Vec<MemoryRecord>, MemoryError> {
+        let conn = self
+            .inner
+            .conn
+            .lock()
+            .map_err(|_| failed("lock poisoned"))?;
+        let mut sql = String::from(
+            "SELECT session, role, source, text, metadata, timestamp, embedding FROM memory WHERE session = ?",
+        );
+        let mut args: Vec<String> = vec![session.to_owned()];
+        if !opts.include_roles.is_empty() {
+            sql.push_str(&format!(
+                " AND role IN ({})",
+                vec!["?"; opts.include_roles.len()].join(", ")
+            ));
+            args.extend(opts.include_roles.iter().cloned());
+        }
+        if !opts.exclude_roles.is_empty() {
+            sql.push_str(&format!(
+                " AND role NOT IN ({})",
+                vec!["?"; opts.exclude_roles.len()].join(", ")
+            ));
+            args.extend(opts.exclude_roles.iter().cloned());
+        }
+        sql.push_str(" ORDER BY timestamp DESC, id DESC");
+        if let Some(limit) = opts.limit {
+            sql.push_str(&format!(" LIMIT {limit}"));
+        }
+        let mut statement = conn.prepare(&sql).map_err(failed)?;
+        let mut records: Vec<MemoryRecord> = statement
+            .query_map(params_from_iter(args), read_record)
+            .map_err(failed)?
+            .collect::<Result<_, _>>()
+            .map_err(failed)?;
+        records.reverse();
+        Ok(records)
+    }
+}
+
+/// An `f32` ordered for the heap (NaN-free by construction: cosine of finite vectors).
+#[derive(Clone, Copy, PartialEq)]
+struct Score(f32);
+
+impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Score {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+fn read_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<MemoryRecord> {
+    let metadata: String = row.get(4)?;
+    let blob: Vec<u8> = row.get(6)?;
+    Ok(MemoryRecord {
+        session: row.get(0)?,
+        role: row.get(1)?,
+        source: row.get(2)?,
+        text: row.get(3)?,
+        metadata: serde_json::from_str(&metadata).unwrap_or_default(),
+        timestamp: row.get(5)?,
+        embedding: decode_embedding(&blob),
+    })
+}
+
+/// Load every record added since the last look (by this or any process).
+fn refresh(conn: &Connection, cache: &mut Cache) -> Result<(), MemoryError> {
+    let mut statement = conn
+        .prepare_cached("SELECT id, session, embedding FROM memory WHERE id > ?1 ORDER BY id")
+        .map_err(failed)?;
+    let mut rows = statement.query([cache.last_id]).map_err(failed)?;
+    while let Some(row) = rows.next().map_err(failed)? {
+        let id: i64 = row.get(0).map_err(failed)?;
+        let session: String = row.get(1).map_err(failed)?;
+        let blob: Vec<u8> = row.get(2).map_err(failed)?;
+        let vector = unit(decode_embedding(&blob));
+        let entry = cache.sessions.entry(session).or_default();
+        if entry.ids.is_empty() {
+            entry.dims = vector.len();
+        }
+        if vector.len() == entry.dims {
+            entry.ids.push(id);
+            entry.values.extend_from_slice(&vector);
+        } else {
+            tracing::warn!(
+                id,
+                "a memory record's embedding has another length; it is not searchable"
+            );
+        }
+        cache.last_id = id;
+    }
+    Ok(())
+}
+
+fn blocking<T: Send + 'static>(
+    store: &SqliteStore,
+    work: impl FnOnce(SqliteStore) -> Result<T, MemoryError> + Send + 'static,
+) -> BoxFuture<'static, Result<T, MemoryError>> {
+    let store = store.clone();
+    Box::pin(async move {
+        tokio::task::spawn_blocking(move || work(store))
+            .await
+            .map_err(|e| failed(format!("worker: {e}")))?
+    })
+}
+
+impl MemoryStore for SqliteStore {
+    fn add<'a>(&'a self, record: MemoryRecord) -> BoxFuture<'a, Result<(), MemoryError>> {
+        blocking(self, move |store| {
+            store.add_many_blocking(std::slice::from_ref(&record))
+        })
+    }
+
+    fn recall<'a>(
+        &'a self,
+        session: &'a str,
+        query: &'a [f32],
+        opts: RecallOpts,
+    ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
+        let (session, query) = (session.to_owned(), query.to_vec());
+        blocking(self, move |store| {
+            store.recall_blocking(&session, &query, opts)
+        })
+    }
+
+    fn recent<'a>(
+        &'a self,
+        session: &'a str,
+        opts: &'a RecentOpts,
+    ) -> BoxFuture<'a, Result<Vec<MemoryRecord>, MemoryError>> {
+        let (session, opts) = (session.to_owned(), opts.clone());
+        blocking(self, move |store| store.recent_blocking(&session, &opts))
+    }
+}
