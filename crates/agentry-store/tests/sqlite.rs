@@ -94,7 +94,10 @@ async fn a_read_only_database_refuses_writes_with_a_clear_error_and_still_reads(
         error.to_string(),
         "memory store: sqlite: attempt to write a readonly database"
     );
-    let hits = store.recall("s", &[1.0], RecallOpts::default()).await.unwrap();
+    let hits = store
+        .recall("s", &[1.0], RecallOpts::default())
+        .await
+        .unwrap();
     let texts: Vec<&str> = hits.iter().map(|h| h.record.text.as_str()).collect();
     assert_eq!(texts, ["kept"], "nothing was lost and nothing half-written");
 }
