@@ -13,11 +13,13 @@
 //! [`net::HttpClient`] is the capability-checked HTTP client tools use.
 
 mod anthropic;
+mod embeddings;
 pub mod net;
 mod openai;
 mod transport;
 mod wire_names;
 
 pub use anthropic::{ANTHROPIC_VERSION, Anthropic, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_MAX_TOKENS};
+pub use embeddings::{DEFAULT_EMBEDDING_BATCH, OpenAiEmbedder};
 pub use openai::{DEFAULT_OPENAI_BASE_URL, OpenAiCompatible};
 pub use transport::RetryPolicy;
