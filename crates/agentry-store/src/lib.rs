@@ -2,6 +2,8 @@
 //!
 //! Persistent [`MemoryStore`](agentry_core::memory::MemoryStore)s.
 //! [`SqliteStore`] is the embedded default: one file, nothing to install.
+//! [`PgStore`] keeps memory in PostgreSQL with pgvector, shared by any number
+//! of processes.
 //!
 //! ```
 //! use agentry_core::memory::{MemoryRecord, MemoryStore, RecallOpts};
@@ -19,6 +21,8 @@
 //! # Ok::<_, Box<dyn std::error::Error>>(())
 //! ```
 
+mod postgres;
 mod sqlite;
 
+pub use postgres::PgStore;
 pub use sqlite::{SqliteStore, decode_embedding, encode_embedding};

@@ -1,0 +1,168 @@
+//! The PostgreSQL + pgvector store against a real server: the shared
+//! behaviour suite, many processes setting up and writing at once, wrong
+//! vector sizes, and the database going away.
+//!
+//! `AGENTRY_POSTGRES_URL` names the server (`.ci/run` starts one with
+//! `scripts/postgres start`). Without it these tests say so loudly and pass,
+//! unless `AGENTRY_REQUIRE_POSTGRES=1` (set by CI).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use agentry::memory::{MemoryRecord, MemoryStore, RecallOpts, RecentOpts, conformance};
+use agentry_store::PgStore;
+
+fn url() -> Option<String> {
+    match std::env::var("AGENTRY_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            if std::env::var("AGENTRY_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                panic!("AGENTRY_POSTGRES_URL is not set and AGENTRY_REQUIRE_POSTGRES=1");
+            }
+            eprintln!(
+                "\n*** SKIPPED: set AGENTRY_POSTGRES_URL (scripts/postgres start DIR prints one) to run the PostgreSQL tests ***\n"
+            );
+            None
+        }
+    }
+}
+
+fn unique(name: &str) -> String {
+    format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_passes_the_behaviour_suite() {
+    let Some(url) = url() else { return };
+    let store = PgStore::connect(&url, 3).await.unwrap();
+    conformance::check_store(&store, &unique("pg")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn many_processes_can_start_and_write_at_once() {
+    let Some(url) = url() else { return };
+    let session = unique("shared");
+    // Eight independent pools stand in for eight server processes: each sets
+    // up the schema (serialised by the advisory lock) and writes 25 records.
+    let mut tasks = Vec::new();
+    for process in 0..8 {
+        let (url, session) = (url.clone(), session.clone());
+        tasks.push(tokio::spawn(async move {
+            let store = PgStore::connect(&url, 4).await.expect("connect and set up");
+            for n in 0..25 {
+                let angle = (process * 25 + n) as f32 / 200.0;
+                store
+                    .add(MemoryRecord::new(
+                        &session,
+                        "user",
+                        format!("p{process} n{n}"),
+                        vec![angle.cos(), angle.sin(), 0.0, 0.0],
+                    ))
+                    .await
+                    .expect("write");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let store = PgStore::connect(&url, 4).await.unwrap();
+    let all = store
+        .recent(&session, &RecentOpts::default())
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 200, "no write was lost");
+    let hits = store
+        .recall(
+            &session,
+            &[1.0, 0.0, 0.0, 0.0],
+            RecallOpts {
+                limit: 3,
+                min_score: 0.0,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(hits[0].record.text, "p0 n0");
+    assert_eq!(hits.len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_vector_of_the_wrong_size_is_refused_clearly() {
+    let Some(url) = url() else { return };
+    let store = PgStore::connect(&url, 3).await.unwrap();
+    let error = store
+        .add(MemoryRecord::new(
+            unique("size"),
+            "user",
+            "x",
+            vec![1.0, 0.0],
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "memory store: postgres: this store holds 3-dimension embeddings, got 2"
+    );
+}
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/postgres")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_database_going_away_is_a_clear_error_not_a_hang() {
+    if url().is_none() {
+        return;
+    }
+    // A server of our own, so stopping it disturbs no other test.
+    let dir = std::env::temp_dir().join(unique("agentry-pg-away"));
+    let started = Command::new(script())
+        .args(["start", dir.to_str().unwrap()])
+        .output()
+        .expect("scripts/postgres runs");
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let url = String::from_utf8(started.stdout).unwrap().trim().to_owned();
+    let store = PgStore::connect(&url, 3).await.unwrap();
+    store
+        .add(MemoryRecord::new(
+            "s",
+            "user",
+            "before",
+            vec![1.0, 0.0, 0.0],
+        ))
+        .await
+        .unwrap();
+    let stopped = Command::new(script())
+        .args(["stop", dir.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let error = store
+        .recall("s", &[1.0, 0.0, 0.0], RecallOpts::default())
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().starts_with("memory store: postgres: "),
+        "{error}"
+    );
+    let error = store
+        .add(MemoryRecord::new("s", "user", "after", vec![1.0, 0.0, 0.0]))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().starts_with("memory store: postgres: "),
+        "{error}"
+    );
+}
