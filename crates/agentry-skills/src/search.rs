@@ -3,12 +3,12 @@
 //! body, optionally fused with embedding similarity by reciprocal rank
 //! fusion. [`SkillSearch`] also serves as a searchable [`SkillResolver`].
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use agentry_core::embed::{EmbedError, Embedder, cosine};
 use agentry_core::skill::{
-    BoxFuture, ListContext, SearchOpts, Skill, SkillContext, SkillResolver, find_skill, load_body,
+    BoxFuture, ListContext, SearchOpts, SearchableResolver, Skill, SkillContext, SkillResolver,
+    load_body, searchable_resolver,
 };
 use bm25::{Language, SearchEngine, SearchEngineBuilder};
 
@@ -52,17 +52,17 @@ type SkillVectors = (Arc<dyn Embedder>, Vec<Vec<f32>>);
 
 /// A search index over a fixed set of skills.
 pub struct SkillSearch {
-    skills: Arc<Vec<Skill>>,
+    /// The skills, and which are listed every turn (list and read delegate to it).
+    listing: SearchableResolver,
     engine: SearchEngine<usize>,
     embeddings: Option<SkillVectors>,
-    always_on: HashSet<String>,
     lexical_weight: f32,
 }
 
 impl std::fmt::Debug for SkillSearch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SkillSearch")
-            .field("skills", &self.skills.len())
+            .field("skills", &self.skills().len())
             .field("fused", &self.embeddings.is_some())
             .finish()
     }
@@ -84,10 +84,9 @@ impl SkillSearch {
         let engine =
             SearchEngineBuilder::<usize>::with_documents(Language::English, documents).build();
         Self {
-            skills: Arc::new(skills),
+            listing: searchable_resolver(skills, Vec::<String>::new()),
             engine,
             embeddings: None,
-            always_on: HashSet::new(),
             lexical_weight: DEFAULT_LEXICAL_WEIGHT,
         }
     }
@@ -97,7 +96,7 @@ impl SkillSearch {
         mut self,
         embedder: Arc<dyn Embedder>,
     ) -> Result<Self, EmbedError> {
-        let texts: Vec<String> = self.skills.iter().map(embedding_text).collect();
+        let texts: Vec<String> = self.skills().iter().map(embedding_text).collect();
         let vectors = embedder.embed(&texts).await?;
         self.embeddings = Some((embedder, vectors));
         Ok(self)
@@ -116,13 +115,13 @@ impl SkillSearch {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.always_on = names.into_iter().map(Into::into).collect();
+        self.listing = searchable_resolver(self.listing.skills().to_vec(), names);
         self
     }
 
     /// The indexed skills.
     pub fn skills(&self) -> &[Skill] {
-        &self.skills
+        self.listing.skills()
     }
 
     /// BM25 ranking: `(index, score)`, best first, ties in input order,
@@ -170,7 +169,7 @@ impl SkillSearch {
                 return lexical;
             }
         };
-        let mut fused = vec![0.0f32; self.skills.len()];
+        let mut fused = vec![0.0f32; self.skills().len()];
         for (ranking, weight) in [(&lexical, self.lexical_weight), (&semantic, 1.0)] {
             for (rank, (index, _)) in ranking.iter().enumerate() {
                 fused[*index] += weight / (RRF_K + rank as f32 + 1.0);
@@ -191,24 +190,18 @@ impl SkillSearch {
             .await
             .into_iter()
             .take(limit)
-            .map(|(index, _)| self.skills[index].clone())
+            .map(|(index, _)| self.skills()[index].clone())
             .collect()
     }
 }
 
 impl SkillResolver for SkillSearch {
-    fn list<'a>(&'a self, _ctx: ListContext<'a>) -> BoxFuture<'a, Vec<Skill>> {
-        Box::pin(async move {
-            self.skills
-                .iter()
-                .filter(|skill| self.always_on.contains(&skill.name))
-                .cloned()
-                .collect()
-        })
+    fn list<'a>(&'a self, ctx: ListContext<'a>) -> BoxFuture<'a, Vec<Skill>> {
+        self.listing.list(ctx)
     }
 
     fn read<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<Skill>> {
-        Box::pin(async move { find_skill(&self.skills, name).cloned() })
+        self.listing.read(name)
     }
 
     fn can_search(&self) -> bool {

@@ -260,3 +260,29 @@ fn bm25_finds_the_dataset_skill_for_a_task() {
     }
     assert!(search.rank_bm25("zzzz qqqq").is_empty());
 }
+
+#[test]
+fn skill_search_is_a_resolver_listing_only_its_always_on_skills() {
+    use agentry_core::skill::{ListContext, SearchOpts, SkillResolver};
+    let report = load_dir(&datasets()).unwrap();
+    let search = SkillSearch::bm25(report.to_skills()).always_on(["mcp-builder"]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let listed = search.list(ListContext::default()).await;
+        let names: Vec<&str> = listed.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["mcp-builder"]);
+        assert_eq!(
+            search.read("webapp-testing").await.unwrap().name,
+            "webapp-testing",
+            "skills that are not listed can still be read"
+        );
+        assert!(search.read("nope").await.is_none());
+        assert!(search.can_search());
+        let found =
+            SkillResolver::search(&search, "animated GIF for Slack", SearchOpts::default()).await;
+        assert_eq!(found[0].name, "slack-gif-creator");
+    });
+    assert_eq!(search.skills().len(), 8);
+}

@@ -45,6 +45,15 @@ fn to_value<T: serde::Serialize>(value: T) -> Result<Value, ToolError> {
     serde_json::to_value(value).map_err(|e| ToolError::Output(e.to_string()))
 }
 
+/// The skill named `name`, or the error result `read_skill` and
+/// `apply_skill` give for an unknown name.
+async fn read_known(resolver: &dyn SkillResolver, name: &str) -> Result<Skill, ToolError> {
+    resolver
+        .read(name)
+        .await
+        .ok_or_else(|| failed(SkillError::Unknown(name.to_owned())))
+}
+
 /// `skill`'s body for `ctx`, followed by the bodies of the skills it
 /// requires (transitively, each once) and the list of its bundled files.
 pub async fn body_with_requirements(
@@ -128,10 +137,7 @@ pub fn builtin_read_skill_r(resolver: Arc<dyn SkillResolver>) -> Tool {
         let resolver = resolver.clone();
         async move {
             let input: ReadInput = crate::tool::from_input(input)?;
-            let skill = resolver
-                .read(&input.name)
-                .await
-                .ok_or_else(|| failed(SkillError::Unknown(input.name.clone())))?;
+            let skill = read_known(resolver.as_ref(), &input.name).await?;
             // Small models fill optional arguments eagerly: a path naming the
             // skill itself (or its SKILL.md) means its instructions.
             let text = match input.path.as_deref().map(str::trim) {
@@ -195,10 +201,7 @@ pub fn builtin_apply_skill_r(
         let skill_context = skill_context.clone();
         async move {
             let input: ApplyInput = crate::tool::from_input(input)?;
-            let skill = resolver
-                .read(&input.name)
-                .await
-                .ok_or_else(|| failed(SkillError::Unknown(input.name.clone())))?;
+            let skill = read_known(resolver.as_ref(), &input.name).await?;
             let ctx = merge_skill_context(
                 input.ctx.unwrap_or_default(),
                 skill_context.as_ref().as_ref(),

@@ -116,6 +116,13 @@ where
     }
 }
 
+impl SearchableResolver {
+    /// The skills it serves.
+    pub fn skills(&self) -> &[Skill] {
+        &self.skills
+    }
+}
+
 impl SkillResolver for SearchableResolver {
     fn list<'a>(&'a self, _ctx: ListContext<'a>) -> BoxFuture<'a, Vec<Skill>> {
         Box::pin(async move {
