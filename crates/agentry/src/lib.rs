@@ -39,6 +39,20 @@
 //!   events and [`Step`](model::Step)s, the offline and scripted models.
 //! - [`agent`]: seed 003's safe loop — [`Agent`](agent::Agent) with allow-list,
 //!   token budget, step limit, least-privilege capabilities, approval and audit.
+//! - [`skill`](mod@skill): seed 004 — [`Skill`](skill::Skill), the index, the
+//!   [`SkillResolver`](skill::SkillResolver) and the `list_skills` / `read_skill` /
+//!   `apply_skill` / `search_skills` built-ins; [`macro@skill`] on a function.
+//! - [`memory`] and [`turn`]: seed 002 — the [`MemoryStore`](memory::MemoryStore)
+//!   trait with an in-memory store, and [`ChatTurn`](turn::ChatTurn), the
+//!   memory-grounded chat turn driven by [`TurnConfig`](turn::TurnConfig) and
+//!   [`TurnInput`](turn::TurnInput).
+//! - [`embed`]: the [`Embedder`](embed::Embedder) trait.
+//!
+//! Optional features bring in the heavier crates: `openai` and `anthropic`
+//! (on by default) for [`providers`]; `local` for `agentry::local`, the
+//! in-process llama.cpp model and MiniLM embeddings, the offline default;
+//! `store` for `agentry::store`, SQLite and PostgreSQL memory stores;
+//! `skill-folders` for `agentry::skill_folders`, Agent Skills folders on disk.
 #![warn(missing_docs)]
 
 pub use agentry_core::{agent, embed, memory, model, skill, tool, turn};
@@ -54,6 +68,19 @@ pub use agentry_providers as providers;
 /// The capability-checked HTTP client tools use (features `openai` or `anthropic`).
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub use agentry_providers::net;
+
+/// The offline stack: in-process llama.cpp model, model fetching and local
+/// embeddings (feature `local`).
+#[cfg(feature = "local")]
+pub use agentry_local as local;
+
+/// Persistent memory stores: SQLite and PostgreSQL with pgvector (feature `store`).
+#[cfg(feature = "store")]
+pub use agentry_store as store;
+
+/// Agent Skills folders: loading, validation and search (feature `skill-folders`).
+#[cfg(feature = "skill-folders")]
+pub use agentry_skills as skill_folders;
 
 /// Seed 000's `from-fn(f)`: the [`Tool`](tool::Tool) of a `#[tool]` function,
 /// by path. Same as `f::tool()`; override fields with struct-update syntax.
@@ -97,11 +124,14 @@ macro_rules! schema_from_fn {
 /// The names most programs need.
 pub mod prelude {
     pub use agentry_core::agent::{Agent, Outcome, RunOutcome};
+    pub use agentry_core::embed::Embedder;
+    pub use agentry_core::memory::{Memory, MemoryStore};
     pub use agentry_core::model::{ChatModel, ChatRequest, Message, OfflineModel, Step, Usage};
     pub use agentry_core::skill::{Skill, SkillResolver};
     pub use agentry_core::tool::{
         Capability, Tool, ToolCall, ToolContext, ToolError, ToolResult, Toolbox, function,
     };
+    pub use agentry_core::turn::{ChatTurn, TurnConfig, TurnInput};
     pub use agentry_macros::{skill, tool};
 }
 
