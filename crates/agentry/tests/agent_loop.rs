@@ -566,3 +566,42 @@ fn spans_use_the_gen_ai_attribute_names() {
     );
     assert_eq!(get(&spans[2], "gen_ai.tool.call.id").as_deref(), Some("c1"));
 }
+
+#[tokio::test]
+async fn streaming_passes_each_steps_text_on_and_changes_nothing_else() {
+    let script = || {
+        ScriptedModel::new()
+            .reply(Step::Tool {
+                calls: vec![ToolCall::new(
+                    "c1",
+                    get_weather::NAME,
+                    json!({"city": "Lima"}),
+                )],
+                text: "Checking.".into(),
+                tokens: Usage::new(10, 2),
+            })
+            .reply(final_step("Sunny.", 5))
+    };
+    let agent = |model| {
+        Agent::new(model)
+            .tools(weather_tools())
+            .grant(Capability::net("api.weather.com"))
+    };
+    let plain = agent(script())
+        .run_messages(vec![Message::user("weather?")])
+        .await;
+    let pieces = std::sync::Mutex::new(Vec::new());
+    let streamed = agent(script())
+        .run_messages_streaming(vec![Message::user("weather?")], &|step, text| {
+            pieces.lock().unwrap().push((step, text.to_owned()))
+        })
+        .await;
+    assert_eq!(streamed.outcome, plain.outcome);
+    assert_eq!(streamed.usage, plain.usage);
+    assert_eq!(streamed.messages, plain.messages);
+    assert_eq!(streamed.steps.len(), plain.steps.len());
+    assert_eq!(
+        pieces.into_inner().unwrap(),
+        [(1, "Checking.".to_owned()), (2, "Sunny.".to_owned())]
+    );
+}

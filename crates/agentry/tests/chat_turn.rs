@@ -404,3 +404,61 @@ async fn with_tools_the_turn_runs_the_agent_loop_with_the_bound_context() {
         json!("ana in s1 (acme)")
     );
 }
+
+fn deltas(events: &[TurnEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            TurnEvent::ReplyDelta { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn with_tools_every_step_streams_its_text_and_the_reply_is_what_streamed() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(Step::Tool {
+                calls: vec![ToolCall::new("c1", "whoami", json!({}))],
+                text: "Let me check.".into(),
+                tokens: Usage::new(1, 1),
+            })
+            .reply(final_step("You are ana.")),
+    );
+    let agent = Agent::with_shared_model(model.clone())
+        .tools(Toolbox::for_agent([whoami::tool()]).unwrap());
+    let h = harness(ScriptedModel::new());
+    let config = h.config.clone().agent(agent);
+    let output = ChatTurn::run(&config, input("s1", "who am I?")).await;
+
+    let events = h.events.lock().unwrap().clone();
+    assert_eq!(deltas(&events), ["Let me check.", "\n\n", "You are ana."]);
+    assert_eq!(output.text, "Let me check.\n\nYou are ana.");
+    assert!(
+        events
+            .iter()
+            .any(|event| matches!(event, TurnEvent::ReplyEnd { text, .. } if *text == output.text))
+    );
+    let stored = h.store.recent("s1", &RecentOpts::default()).await.unwrap();
+    assert_eq!(stored.last().unwrap().text, output.text);
+}
+
+#[tokio::test]
+async fn an_agent_run_out_of_steps_ends_the_reply_with_that_text() {
+    let call = || Step::Tool {
+        calls: vec![ToolCall::new("c1", "whoami", json!({}))],
+        text: String::new(),
+        tokens: Usage::new(1, 1),
+    };
+    let model = Arc::new(ScriptedModel::new().reply(call()).reply(call()));
+    let agent = Agent::with_shared_model(model)
+        .tools(Toolbox::for_agent([whoami::tool()]).unwrap())
+        .max_steps(2);
+    let h = harness(ScriptedModel::new());
+    let config = h.config.clone().agent(agent);
+    let output = ChatTurn::run(&config, input("s1", "who am I?")).await;
+    assert!(output.ok);
+    assert_eq!(output.text, "out of steps");
+    assert_eq!(deltas(&h.events.lock().unwrap()), ["out of steps"]);
+}

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
 use futures_util::future::join_all;
 use serde::Serialize;
 use tracing::{Instrument, field};
@@ -13,11 +14,37 @@ use tracing::{Instrument, field};
 use super::gate::gated_dispatch;
 use super::policy::{Approval, Approver, AuditOutcome, AuditRecord, AuditSink, arguments_digest};
 use super::skills::RunTools;
-use crate::model::{ChatModel, ChatRequest, Message, ModelError, Step, ToolChoice, Usage};
+use crate::model::{
+    ChatModel, ChatRequest, Message, ModelError, Step, StepAssembler, StreamEvent, ToolChoice,
+    Usage,
+};
 use crate::skill::{Skill, SkillContext, SkillResolver, effective_resolver};
 use crate::tool::{
     Capabilities, Capability, ToolCall, ToolContext, ToolResult, ToolSchema, Toolbox,
 };
+
+/// Where streamed assistant text goes, with its step number.
+type TextSink<'a> = dyn Fn(usize, &str) + Send + Sync + 'a;
+
+/// One model step read as a stream, each text piece passed on as it arrives.
+async fn streamed_step(
+    model: &dyn ChatModel,
+    request: &ChatRequest,
+    on_text: impl Fn(&str),
+) -> Result<Step, ModelError> {
+    let mut stream = model.stream(request);
+    let mut assembler = StepAssembler::new();
+    while let Some(event) = stream.next().await {
+        let event = event?;
+        if let StreamEvent::TextDelta { text } = &event
+            && !text.is_empty()
+        {
+            on_text(text);
+        }
+        assembler.push(&event);
+    }
+    assembler.finish()
+}
 
 /// Steps an agent may take unless told otherwise.
 pub const DEFAULT_MAX_STEPS: usize = 8;
@@ -303,6 +330,27 @@ impl Agent {
 
     /// Run the loop on a conversation (the last message is normally the user's).
     pub async fn run_messages(&self, messages: Vec<Message>) -> RunOutcome {
+        self.run_traced(messages, None).await
+    }
+
+    /// [`run_messages`](Self::run_messages), streaming: every model step is
+    /// read as a stream and each piece of assistant text goes to `on_text` as
+    /// it arrives, with the number of its step (from 1), in every step (text a
+    /// model writes before its tool calls included). The outcome is the same
+    /// as without streaming.
+    pub async fn run_messages_streaming(
+        &self,
+        messages: Vec<Message>,
+        on_text: &(dyn Fn(usize, &str) + Send + Sync),
+    ) -> RunOutcome {
+        self.run_traced(messages, Some(on_text)).await
+    }
+
+    async fn run_traced(
+        &self,
+        messages: Vec<Message>,
+        on_text: Option<&TextSink<'_>>,
+    ) -> RunOutcome {
         let span = tracing::info_span!(
             "invoke_agent",
             gen_ai.operation.name = "invoke_agent",
@@ -310,13 +358,20 @@ impl Agent {
             gen_ai.usage.input_tokens = field::Empty,
             gen_ai.usage.output_tokens = field::Empty,
         );
-        let outcome = self.run_loop(messages).instrument(span.clone()).await;
+        let outcome = self
+            .run_loop(messages, on_text)
+            .instrument(span.clone())
+            .await;
         span.record("gen_ai.usage.input_tokens", outcome.usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", outcome.usage.output_tokens);
         outcome
     }
 
-    async fn run_loop(&self, mut messages: Vec<Message>) -> RunOutcome {
+    async fn run_loop(
+        &self,
+        mut messages: Vec<Message>,
+        on_text: Option<&TextSink<'_>>,
+    ) -> RunOutcome {
         let mut run_tools = RunTools::prepare(self, &messages).await;
         let mut usage = Usage::default();
         let mut steps = Vec::new();
@@ -339,7 +394,7 @@ impl Agent {
                 temperature: self.temperature,
                 stop: Vec::new(),
             };
-            let step = match self.model_step(&request).await {
+            let step = match self.model_step(&request, on_text, n).await {
                 Ok(step) => step,
                 Err(error) => {
                     return RunOutcome {
@@ -406,7 +461,12 @@ impl Agent {
         }
     }
 
-    async fn model_step(&self, request: &ChatRequest) -> Result<Step, ModelError> {
+    async fn model_step(
+        &self,
+        request: &ChatRequest,
+        on_text: Option<&TextSink<'_>>,
+        step_number: usize,
+    ) -> Result<Step, ModelError> {
         let model = self.model.model_id();
         let span = tracing::info_span!(
             "chat",
@@ -416,7 +476,16 @@ impl Agent {
             gen_ai.usage.input_tokens = field::Empty,
             gen_ai.usage.output_tokens = field::Empty,
         );
-        let step = self.model.step(request).instrument(span.clone()).await;
+        let step = match on_text {
+            None => self.model.step(request).instrument(span.clone()).await,
+            Some(on_text) => {
+                streamed_step(self.model.as_ref(), request, |text| {
+                    on_text(step_number, text)
+                })
+                .instrument(span.clone())
+                .await
+            }
+        };
         if let Ok(step) = &step {
             span.record("gen_ai.usage.input_tokens", step.tokens().input_tokens);
             span.record("gen_ai.usage.output_tokens", step.tokens().output_tokens);

@@ -6,7 +6,9 @@ use serde::Serialize;
 
 use super::events::TurnEvent;
 use super::input::{TurnConfig, TurnInput, bool_default, reply_payload, user_body, user_prompt};
-use crate::agent::Outcome;
+use std::sync::Mutex;
+
+use crate::agent::{Agent, Outcome};
 use crate::memory::{DEFAULT_MEMORY_HEADING, Remember, with_memory_block};
 use crate::model::{ChatRequest, Message, ModelError, StreamEvent};
 use crate::tool::ToolContext;
@@ -35,7 +37,8 @@ impl ChatTurn {
     /// 2. store the user turn (unless `persist_user` is false);
     /// 3. bind the request context for tools (unless `bind_tool_ctx` is false);
     /// 4. stream the reply as `reply:start` / `reply:delta` / `reply:end`, or
-    ///    emit `fallback_text` without calling the model;
+    ///    emit `fallback_text` without calling the model; with an agent, the
+    ///    loop runs and the text of each of its steps streams as it comes;
     /// 5. store the assistant turn (unless empty or `persist_assistant` is false).
     ///
     /// Storage failures are logged and swallowed: the reply still goes out.
@@ -82,22 +85,7 @@ impl ChatTurn {
                 delta(fallback);
                 Ok(fallback.clone())
             }
-            (None, Some(agent)) => {
-                let run = agent
-                    .clone()
-                    .system(system)
-                    .context(context)
-                    .run_messages(vec![Message::user(prompt)])
-                    .await;
-                match run.outcome {
-                    Outcome::ModelError(error) => Err(error.to_string()),
-                    _ => {
-                        let text = run.text();
-                        delta(&text);
-                        Ok(text)
-                    }
-                }
-            }
+            (None, Some(agent)) => run_agent(agent, system, context, prompt, &delta).await,
             (None, None) => stream_llm(config, &system, &prompt, &delta)
                 .await
                 .map_err(|e| e.to_string()),
@@ -203,6 +191,66 @@ pub async fn persist_assistant_turn(
             tracing::warn!(%error, session = %input.session.id, "could not store the assistant turn");
             Some(false)
         }
+    }
+}
+
+/// Step 4 with tools or skills: the full agent loop, streamed. Text from every
+/// step goes to `delta` as it arrives, with a blank line between steps; the
+/// reply is all of it, and a run that ends without an answer ("out of
+/// steps", "over budget") ends the reply with that text.
+async fn run_agent(
+    agent: &Agent,
+    system: String,
+    context: ToolContext,
+    prompt: String,
+    delta: &(dyn Fn(&str) + Sync),
+) -> Result<String, String> {
+    let streamed = Mutex::new(StreamedReply::default());
+    let write = |step: usize, piece: &str| {
+        streamed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .write(step, piece, delta);
+    };
+    let run = agent
+        .clone()
+        .system(system)
+        .context(context)
+        .run_messages_streaming(vec![Message::user(prompt)], &write)
+        .await;
+    let mut reply = streamed
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    match run.outcome {
+        Outcome::ModelError(error) => Err(error.to_string()),
+        Outcome::Final(_) => Ok(reply.text),
+        Outcome::OutOfSteps | Outcome::OverBudget => {
+            reply.write(usize::MAX, &run.text(), delta);
+            Ok(reply.text)
+        }
+    }
+}
+
+/// The text an agent run has streamed so far, with a blank line put between
+/// the texts of different steps.
+#[derive(Default)]
+struct StreamedReply {
+    text: String,
+    last_step: Option<usize>,
+}
+
+impl StreamedReply {
+    fn write(&mut self, step: usize, piece: &str, delta: &(dyn Fn(&str) + Sync)) {
+        if piece.is_empty() {
+            return;
+        }
+        if self.last_step.is_some_and(|last| last != step) {
+            delta("\n\n");
+            self.text.push_str("\n\n");
+        }
+        self.last_step = Some(step);
+        delta(piece);
+        self.text.push_str(piece);
     }
 }
 
