@@ -15,8 +15,7 @@ use super::gate::gated_dispatch;
 use super::policy::{Approval, Approver, AuditOutcome, AuditRecord, AuditSink, arguments_digest};
 use super::skills::RunTools;
 use crate::model::{
-    ChatModel, ChatRequest, Message, ModelError, Step, StepAssembler, StreamEvent, ToolChoice,
-    Usage,
+    ChatModel, ChatRequest, Message, ModelError, Step, StreamEvent, ToolChoice, Usage, collect_step,
 };
 use crate::skill::{Skill, SkillContext, SkillResolver, effective_resolver};
 use crate::tool::{
@@ -30,20 +29,16 @@ type TextSink<'a> = dyn Fn(usize, &str) + Send + Sync + 'a;
 async fn streamed_step(
     model: &dyn ChatModel,
     request: &ChatRequest,
-    on_text: impl Fn(&str),
+    on_text: impl Fn(&str) + Send,
 ) -> Result<Step, ModelError> {
-    let mut stream = model.stream(request);
-    let mut assembler = StepAssembler::new();
-    while let Some(event) = stream.next().await {
-        let event = event?;
-        if let StreamEvent::TextDelta { text } = &event
+    let stream = model.stream(request).inspect(move |event| {
+        if let Ok(StreamEvent::TextDelta { text }) = event
             && !text.is_empty()
         {
             on_text(text);
         }
-        assembler.push(&event);
-    }
-    assembler.finish()
+    });
+    collect_step(stream.boxed()).await
 }
 
 /// Steps an agent may take unless told otherwise.
