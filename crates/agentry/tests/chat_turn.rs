@@ -377,19 +377,28 @@ fn whoami(ctx: &ToolContext) -> String {
     )
 }
 
+/// A step in which the model calls `whoami`, saying `text` first.
+fn whoami_step(text: &str) -> Step {
+    Step::Tool {
+        calls: vec![ToolCall::new("c1", "whoami", json!({}))],
+        text: text.into(),
+        tokens: Usage::new(1, 1),
+    }
+}
+
+/// An agent over `model` with `whoami` as its one tool.
+fn whoami_agent(model: Arc<ScriptedModel>) -> Agent {
+    Agent::with_shared_model(model).tools(Toolbox::for_agent([whoami::tool()]).unwrap())
+}
+
 #[tokio::test]
 async fn with_tools_the_turn_runs_the_agent_loop_with_the_bound_context() {
     let model = Arc::new(
         ScriptedModel::new()
-            .reply(Step::Tool {
-                calls: vec![ToolCall::new("c1", "whoami", json!({}))],
-                text: String::new(),
-                tokens: Usage::new(1, 1),
-            })
+            .reply(whoami_step(""))
             .reply(final_step("You are ana.")),
     );
-    let agent = Agent::with_shared_model(model.clone())
-        .tools(Toolbox::for_agent([whoami::tool()]).unwrap());
+    let agent = whoami_agent(model.clone());
     let h = harness(ScriptedModel::new());
     let config = h.config.clone().agent(agent);
     let mut turn = input("s1", "who am I?");
@@ -419,15 +428,10 @@ fn deltas(events: &[TurnEvent]) -> Vec<String> {
 async fn with_tools_every_step_streams_its_text_and_the_reply_is_what_streamed() {
     let model = Arc::new(
         ScriptedModel::new()
-            .reply(Step::Tool {
-                calls: vec![ToolCall::new("c1", "whoami", json!({}))],
-                text: "Let me check.".into(),
-                tokens: Usage::new(1, 1),
-            })
+            .reply(whoami_step("Let me check."))
             .reply(final_step("You are ana.")),
     );
-    let agent = Agent::with_shared_model(model.clone())
-        .tools(Toolbox::for_agent([whoami::tool()]).unwrap());
+    let agent = whoami_agent(model);
     let h = harness(ScriptedModel::new());
     let config = h.config.clone().agent(agent);
     let output = ChatTurn::run(&config, input("s1", "who am I?")).await;
@@ -446,15 +450,12 @@ async fn with_tools_every_step_streams_its_text_and_the_reply_is_what_streamed()
 
 #[tokio::test]
 async fn an_agent_run_out_of_steps_ends_the_reply_with_that_text() {
-    let call = || Step::Tool {
-        calls: vec![ToolCall::new("c1", "whoami", json!({}))],
-        text: String::new(),
-        tokens: Usage::new(1, 1),
-    };
-    let model = Arc::new(ScriptedModel::new().reply(call()).reply(call()));
-    let agent = Agent::with_shared_model(model)
-        .tools(Toolbox::for_agent([whoami::tool()]).unwrap())
-        .max_steps(2);
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(whoami_step(""))
+            .reply(whoami_step("")),
+    );
+    let agent = whoami_agent(model).max_steps(2);
     let h = harness(ScriptedModel::new());
     let config = h.config.clone().agent(agent);
     let output = ChatTurn::run(&config, input("s1", "who am I?")).await;
