@@ -28,7 +28,7 @@ pub enum EvalCommand {
     Metatool(crate::metatool::MetaToolArgs),
 }
 
-/// The BFCL categories shipped in `shared/datasets/bfcl`.
+/// The BFCL categories shipped in the repository's `datasets/bfcl`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {

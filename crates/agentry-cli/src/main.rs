@@ -88,7 +88,8 @@ async fn main() -> ExitCode {
     }
 }
 
-/// The directory datasets are read from by default: `../shared/datasets` of the repository.
+/// The directory datasets are read from by default: `datasets/` at the root of the repository
+/// this program was built from (BFCL, MetaTool and Agent Skills folders, with their licences).
 pub fn default_datasets() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets")
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agentry::agent::{Agent, Outcome, RunOutcome};
-use agentry::tool::{Capability, Toolbox};
+use agentry::tool::Capability;
 use serde_json::json;
 
 use crate::ModelArgs;
@@ -50,9 +50,8 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         .dir
         .canonicalize()
         .map_err(|e| format!("{}: {e}", args.dir.display()))?;
-    let tools = Toolbox::for_agent(crate::demo_tools::all(&dir)).map_err(|e| e.to_string())?;
-    let mut agent = Agent::with_shared_model(model)
-        .tools(tools)
+    let mut agent = Agent::builder(model)
+        .tools(crate::demo_tools::all(&dir))
         .system(SYSTEM)
         .grant(Capability::fs_read(&dir))
         .max_steps(args.max_steps)
@@ -63,21 +62,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
             _ => 4,
         }));
     if let Some(skills_dir) = &args.skills {
-        let report = agentry_skills::load_dir(skills_dir)
-            .map_err(|e| format!("{}: {e}", skills_dir.display()))?;
-        for (path, problems) in &report.invalid {
-            eprintln!(
-                "skipping invalid skill {}: {}",
-                path.display(),
-                problems
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
-        }
+        let report = crate::skills::load_and_warn(skills_dir)?;
         agent = agent.skills(report.to_skills());
     }
+    let agent = agent.build().map_err(|e| e.to_string())?;
     let outcome = agent.run(&args.question).await;
     if args.json {
         println!(

@@ -60,6 +60,41 @@ fn load(dir: &std::path::Path) -> Result<agentry_skills::LoadReport, String> {
     load_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))
 }
 
+/// Load the skills in `dir` liberally, saying on stderr which ones load
+/// despite problems and which are left out.
+pub fn load_and_warn(dir: &std::path::Path) -> Result<agentry_skills::LoadReport, String> {
+    let report = load(dir)?;
+    for skill in report.with_warnings() {
+        eprintln!(
+            "warning: skill {} loaded despite: {}",
+            skill.name,
+            joined(&skill.warnings)
+        );
+    }
+    for (path, problems) in &report.invalid {
+        eprintln!(
+            "warning: skill folder {} left out: {}",
+            path.display(),
+            joined(problems)
+        );
+    }
+    if !report.is_valid() {
+        eprintln!(
+            "(run `agentry skills validate {}` for details)",
+            dir.display()
+        );
+    }
+    Ok(report)
+}
+
+fn joined(problems: &[agentry_skills::Problem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Rank `skills` against `query` with `scorer`, best first.
 pub async fn rank(
     skills: &[Skill],
@@ -117,16 +152,9 @@ pub async fn index_for(
 pub async fn run(command: SkillsCommand) -> Result<ExitCode, String> {
     match command {
         SkillsCommand::List { dir } => {
-            let report = load(&dir)?;
+            let report = load_and_warn(&dir)?;
             for skill in &report.skills {
                 println!("{}: {}", skill.name, skill.description);
-            }
-            if !report.is_valid() {
-                eprintln!(
-                    "{} invalid skill folder(s) left out; run `agentry skills validate {}`",
-                    report.invalid.len(),
-                    dir.display()
-                );
             }
         }
         SkillsCommand::Search {
@@ -135,7 +163,7 @@ pub async fn run(command: SkillsCommand) -> Result<ExitCode, String> {
             limit,
             scorer,
         } => {
-            let skills = load(&dir)?.to_skills();
+            let skills = load_and_warn(&dir)?.to_skills();
             let search = index_for(skills.clone(), scorer, DEFAULT_LEXICAL_WEIGHT).await?;
             let found = rank(&skills, &search, &query, scorer, limit).await;
             if found.is_empty() {
@@ -149,11 +177,14 @@ pub async fn run(command: SkillsCommand) -> Result<ExitCode, String> {
             let skill = SkillFolder::load(&folder).map_err(|problems| {
                 let lines: Vec<String> = problems.iter().map(|p| format!("  - {p}")).collect();
                 format!(
-                    "{} is not a valid skill:\n{}",
+                    "{} is not a usable skill:\n{}",
                     folder.display(),
                     lines.join("\n")
                 )
             })?;
+            if !skill.warnings.is_empty() {
+                eprintln!("warning: loaded despite: {}", joined(&skill.warnings));
+            }
             println!("name:          {}", skill.name);
             println!("description:   {}", skill.description);
             if let Some(license) = &skill.license {
@@ -175,7 +206,14 @@ pub async fn run(command: SkillsCommand) -> Result<ExitCode, String> {
         SkillsCommand::Validate { dir } => {
             let report = load(&dir)?;
             for skill in &report.skills {
-                println!("ok       {}", skill.name);
+                if skill.warnings.is_empty() {
+                    println!("ok       {}", skill.name);
+                } else {
+                    println!("invalid  {} (loads, with warnings)", skill.path.display());
+                    for problem in &skill.warnings {
+                        println!("  - {problem}");
+                    }
+                }
             }
             for (path, problems) in &report.invalid {
                 println!("invalid  {}", path.display());

@@ -94,7 +94,7 @@ fn skills_validate_passes_valid_folders_and_names_every_problem() {
     assert_eq!(
         text(&output.stdout),
         format!(
-            "invalid  {}\n  - name \"right-folder\" must match the folder name \"wrong-folder\"\n",
+            "invalid  {} (loads, with warnings)\n  - name \"right-folder\" must match the folder name \"wrong-folder\"\n",
             invalid.display()
         )
     );
@@ -103,6 +103,33 @@ fn skills_validate_passes_valid_folders_and_names_every_problem() {
     let output = agentry(&["skills", "validate", empty.to_str().unwrap()]);
     assert!(!output.status.success());
     assert!(text(&output.stderr).starts_with("error: no skill folders (with a SKILL.md) in"));
+}
+
+#[test]
+fn skills_that_break_the_letter_of_the_spec_still_load_with_a_warning() {
+    let lenient = fixtures().join("lenient");
+    let output = agentry(&["skills", "list", lenient.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).starts_with("quarterly-reports: Write, review and publish"));
+    assert_eq!(
+        text(&output.stderr),
+        format!(
+            "warning: skill quarterly-reports loaded despite: unknown field `version` (allowed: name, description, license, compatibility, metadata, allowed-tools); name \"quarterly-reports\" must match the folder name \"quarterly-report\"; field `description` must be 1-1024 characters, got 1068\n(run `agentry skills validate {}` for details)\n",
+            lenient.display()
+        )
+    );
+    let folder = lenient.join("quarterly-report");
+    let output = agentry(&["skills", "show", folder.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).starts_with("name:          quarterly-reports\n"));
+    assert!(text(&output.stderr).starts_with("warning: loaded despite: unknown field `version`"));
+    // Validation stays strict.
+    let output = agentry(&["skills", "validate", lenient.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stdout)
+            .contains("  - field `description` must be 1-1024 characters, got 1068\n")
+    );
 }
 
 #[test]
@@ -151,7 +178,7 @@ fn skills_list_search_and_show() {
     assert_eq!(
         text(&output.stderr),
         format!(
-            "error: {} is not a valid skill:\n  - SKILL.md must start with YAML front matter between '---' lines\n",
+            "error: {} is not a usable skill:\n  - SKILL.md must start with YAML front matter between '---' lines\n",
             bad.display()
         )
     );

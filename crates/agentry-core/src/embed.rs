@@ -1,8 +1,7 @@
 //! The `Embedder` trait: text in, vectors out. Memory recall and skill search
 //! rank by the cosine similarity of these vectors.
 
-/// The future type [`Embedder::embed`] returns.
-pub use futures_util::future::BoxFuture;
+use crate::BoxFuture;
 
 /// Why embedding failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,6 +19,79 @@ pub trait Embedder: Send + Sync {
     /// One vector per text, in order.
     fn embed<'a>(&'a self, texts: &'a [String])
     -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>>;
+}
+
+/// A deterministic embedder for tests and examples, next to
+/// [`ScriptedModel`](crate::model::ScriptedModel): one dimension per keyword
+/// (how often it occurs in the text, ignoring case) plus a constant `bias`
+/// dimension, so texts without a keyword are not all zeros. It makes recall
+/// predictable in logic tests; it is never evidence that retrieval works
+/// (that is the real embedders' tests' job).
+///
+/// ```
+/// use agentry_core::embed::{Embedder, KeywordEmbedder, cosine};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let embedder = KeywordEmbedder::new(["pasta", "weather"]);
+/// let v = embedder.embed(&["Pasta, pasta!".into(), "Weather in Lima".into()]).await.unwrap();
+/// assert_eq!(v, [vec![2.0, 0.0, 0.1], vec![0.0, 1.0, 0.1]]);
+/// assert!(cosine(&v[0], &v[1]) < 0.1);
+/// # });
+/// ```
+#[derive(Clone, Debug)]
+pub struct KeywordEmbedder {
+    keywords: Vec<String>,
+    bias: f32,
+}
+
+impl KeywordEmbedder {
+    /// An embedder over these keywords, with a bias of 0.1.
+    pub fn new<I, S>(keywords: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            keywords: keywords
+                .into_iter()
+                .map(|keyword| keyword.into().to_lowercase())
+                .collect(),
+            bias: 0.1,
+        }
+    }
+
+    /// The value of the constant last dimension.
+    pub fn with_bias(mut self, bias: f32) -> Self {
+        self.bias = bias;
+        self
+    }
+}
+
+impl Embedder for KeywordEmbedder {
+    fn model_id(&self) -> &str {
+        "keywords"
+    }
+
+    fn dimensions(&self) -> usize {
+        self.keywords.len() + 1
+    }
+
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
+        let vectors = texts
+            .iter()
+            .map(|text| {
+                let text = text.to_lowercase();
+                self.keywords
+                    .iter()
+                    .map(|keyword| text.matches(keyword.as_str()).count() as f32)
+                    .chain([self.bias])
+                    .collect()
+            })
+            .collect();
+        Box::pin(async move { Ok(vectors) })
+    }
 }
 
 /// Cosine similarity of two vectors (0 when either is all zeros or lengths differ).

@@ -35,10 +35,16 @@
 //! ```
 #![warn(missing_docs)]
 
+/// The one boxed-future type of agentry's traits (`ChatModel::step`,
+/// `MemoryStore`, `SkillResolver`, `Embedder`, `Approver`) and of async tool
+/// handlers: `Pin<Box<dyn Future<Output = T> + Send + 'a>>`.
+pub use futures_util::future::BoxFuture;
+
 pub mod agent;
 pub mod embed;
 pub mod memory;
 pub mod model;
+pub mod program;
 pub mod skill;
 pub mod tool;
 pub mod turn;

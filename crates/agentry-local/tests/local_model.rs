@@ -65,11 +65,13 @@ pub fn calculator(expression: String) -> Result<f64, String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_calls_a_tool_and_uses_its_result() {
     let Some(model) = qwen() else { return };
-    let run = Agent::new(model)
-        .tools(Toolbox::for_agent([calculator::tool()]).unwrap())
+    let run = Agent::builder(model)
+        .toolbox(Toolbox::for_agent([calculator::tool()]).unwrap())
         .system("Use the calculator for arithmetic, then answer briefly using its result.")
         .max_tool_rounds(1)
         .max_steps(3)
+        .build()
+        .unwrap()
         .run("What is 17.5 times 4, plus 12?")
         .await;
     let calls: Vec<_> = run.steps.iter().flat_map(|s| &s.calls).collect();
@@ -244,13 +246,15 @@ async fn the_model_reads_the_skill_that_fits_and_uses_it() {
             .body("Start release notes with the word HIGHLIGHTS in capitals, then list features, then fixes."),
         Skill::new("escalation", "Decide when to escalate a ticket").when(["refund", "angry"]),
     ];
-    let run = Agent::new(model)
+    let run = Agent::builder(model)
         .system("Before doing a task, read the skill that covers it with read_skill.")
         .skills(skills)
         .first_tool_choice(ToolChoice::Tool("read_skill".into()))
         .max_steps(3)
         .max_tool_rounds(1)
         .max_tokens(200)
+        .build()
+        .unwrap()
         .run("Which word must our release notes start with?")
         .await;
     let reads: Vec<_> = run

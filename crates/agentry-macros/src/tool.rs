@@ -110,6 +110,11 @@ fn is_context(ty: &Type) -> bool {
     matches!(ty, Type::Reference(reference) if is_named(&reference.elem, "ToolContext"))
 }
 
+/// `State<T>`: shared state from the context, never part of the schema.
+fn is_state(ty: &Type) -> bool {
+    is_named(ty, "State") && first_generic(ty).is_some()
+}
+
 pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let options = parse_options(attr)?;
     let mut function: ItemFn = parse2(item)?;
@@ -130,6 +135,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let (fn_description, listed) = split_arguments(&doc_text(&function.attrs));
     let mut params = Vec::new();
     let mut call_args = Vec::new();
+    let mut states = Vec::new();
     for (index, input) in function.sig.inputs.iter_mut().enumerate() {
         let FnArg::Typed(typed) = input else {
             return Err(syn::Error::new(
@@ -141,6 +147,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         typed.attrs.retain(|attr| !attr.path().is_ident("doc"));
         if is_context(&typed.ty) {
             call_args.push(quote!(__agentry_ctx));
+            continue;
+        }
+        if is_state(&typed.ty) {
+            let ident = format_ident!("__agentry_state_{}", index);
+            let ty = &typed.ty;
+            states
+                .push(quote!(let #ident: #ty = #krate::tool::State::from_context(__agentry_ctx)?;));
+            call_args.push(quote!(#ident));
             continue;
         }
         let Pat::Ident(pat) = &*typed.pat else {
@@ -167,7 +181,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     if options.pass_input && params.len() != 1 {
         return Err(syn::Error::new(
             function.sig.inputs.span(),
-            "#[tool(pass_input)] needs exactly one parameter (besides &ToolContext): it receives the whole input",
+            "#[tool(pass_input)] needs exactly one parameter (besides &ToolContext and State<T>): it receives the whole input",
         ));
     }
 
@@ -244,6 +258,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         None => quote!(::core::module_path!()),
     };
 
+    let unpack = quote!(#(#states)* #unpack);
     let call = if is_async {
         quote!(super::#fn_ident(#(#call_args),*).await)
     } else {
@@ -304,13 +319,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             pub const NAME: &str = #name;
 
             /// The tool's `{name, input_schema, output_schema?, description?}`,
-            /// computed on first use and kept in the process-global registry.
+            /// computed on first use, kept for this function alone, and listed
+            /// in the process-global registry.
             pub fn schema() -> &'static #krate::tool::ToolSchema {
                 static SCHEMA: #krate::__private::OnceLock<&'static #krate::tool::ToolSchema> =
                     #krate::__private::OnceLock::new();
                 SCHEMA.get_or_init(|| {
                     #schema_setup
-                    #krate::tool::registry::register(#krate::tool::ToolSchema {
+                    #krate::tool::registry::register_own(#krate::tool::ToolSchema {
                         name: ::std::string::String::from(NAME),
                         input_schema: #input_schema,
                         output_schema: #output_schema,

@@ -2,7 +2,8 @@
 //! Ollama, vLLM, llama.cpp server, LM Studio) as an [`Embedder`], with the
 //! same retries as the chat provider.
 
-use agentry_core::embed::{BoxFuture, EmbedError, Embedder};
+use agentry_core::BoxFuture;
+use agentry_core::embed::{EmbedError, Embedder};
 use serde::Deserialize;
 use serde_json::json;
 

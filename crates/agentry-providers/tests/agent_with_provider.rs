@@ -49,10 +49,12 @@ async fn the_agent_loop_runs_over_a_streaming_provider() {
         Some("sk-test".into()),
         "gpt-4o-mini",
     );
-    let run = Agent::new(model)
-        .tools(Toolbox::for_agent([get_weather::tool()]).unwrap())
+    let run = Agent::builder(model)
+        .toolbox(Toolbox::for_agent([get_weather::tool()]).unwrap())
         .grant(Capability::net("127.0.0.1"))
         .system("You are a weather bot.")
+        .build()
+        .unwrap()
         .run("Weather in Paris and Tokyo?")
         .await;
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use agentry_core::skill::{Skill, SkillError};
 
-use crate::validate::{Problem, check_front_matter};
+use crate::validate::{MAX_DESCRIPTION, Problem, check_front_matter};
 
 /// The file every skill folder holds.
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -30,6 +30,10 @@ pub struct SkillFolder {
     pub allowed_tools: Vec<String>,
     /// The folder.
     pub path: PathBuf,
+    /// What breaks the specification without making the skill unusable
+    /// (a description over 1,024 characters, unknown fields, a name that
+    /// differs from the folder's): the skill loads, and these are reported.
+    pub warnings: Vec<Problem>,
 }
 
 /// Split a `SKILL.md` into its front matter (YAML text) and its body.
@@ -52,8 +56,9 @@ pub fn split_front_matter(text: &str) -> Result<(&str, &str), Problem> {
 }
 
 impl SkillFolder {
-    /// Load and validate the skill folder at `dir`. Every problem found is
-    /// returned, not only the first.
+    /// Load the skill folder at `dir`, liberally: problems that leave the
+    /// skill usable become [`warnings`](Self::warnings) (and a `tracing`
+    /// warning); a fatal one refuses the folder, with every problem found.
     pub fn load(dir: &Path) -> Result<Self, Vec<Problem>> {
         let file = dir.join(SKILL_FILE);
         let text = std::fs::read_to_string(&file)
@@ -63,7 +68,10 @@ impl SkillFolder {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let front = check_front_matter(yaml, &folder_name)?;
+        let (front, warnings) = check_front_matter(yaml, &folder_name)?;
+        for warning in &warnings {
+            tracing::warn!(skill = %front.name, folder = %dir.display(), %warning, "skill loaded despite a problem");
+        }
         Ok(Self {
             name: front.name,
             description: front.description,
@@ -72,7 +80,17 @@ impl SkillFolder {
             metadata: front.metadata,
             allowed_tools: front.allowed_tools,
             path: dir.to_path_buf(),
+            warnings,
         })
+    }
+
+    /// Check the folder at `dir` strictly against the specification: every
+    /// problem, fatal or not (empty when it is valid).
+    pub fn validate(dir: &Path) -> Vec<Problem> {
+        match Self::load(dir) {
+            Ok(skill) => skill.warnings,
+            Err(problems) => problems,
+        }
     }
 
     /// The instructions: `SKILL.md` after the front matter, read now.
@@ -86,21 +104,34 @@ impl SkillFolder {
 
     /// The folder as a [`Skill`]: name and description now, the body read
     /// from disk only when the skill is read, files readable by relative path.
+    /// A description over [`MAX_DESCRIPTION`] characters is shortened (with
+    /// `…`) so the index line stays within the limit.
     pub fn to_skill(&self) -> Skill {
         let folder = self.clone();
-        let mut skill =
-            Skill::new(&self.name, &self.description).body_fn(move |_ctx| folder.body());
+        let description = shorten(&self.description, MAX_DESCRIPTION);
+        let mut skill = Skill::new(&self.name, description).body_fn(move |_ctx| folder.body());
         skill.root = Some(self.path.clone());
         skill
     }
 }
 
+/// `text` cut to at most `max` characters, the last of them `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut short: String = text.chars().take(max - 1).collect();
+    short.push('…');
+    short
+}
+
 /// What loading a directory of skill folders found.
 #[derive(Debug, Default)]
 pub struct LoadReport {
-    /// The valid skills, sorted by name.
+    /// The skills that load, sorted by name (some may carry
+    /// [`warnings`](SkillFolder::warnings)).
     pub skills: Vec<SkillFolder>,
-    /// Each invalid folder with everything wrong with it, sorted by path.
+    /// Each folder that cannot load, with everything wrong with it, sorted by path.
     pub invalid: Vec<(PathBuf, Vec<Problem>)>,
 }
 
@@ -110,9 +141,17 @@ impl LoadReport {
         self.skills.iter().map(SkillFolder::to_skill).collect()
     }
 
-    /// True when every folder was valid.
+    /// True when every folder follows the specification: none refused, none
+    /// loaded with warnings.
     pub fn is_valid(&self) -> bool {
-        self.invalid.is_empty()
+        self.invalid.is_empty() && self.skills.iter().all(|skill| skill.warnings.is_empty())
+    }
+
+    /// The skills that loaded with warnings.
+    pub fn with_warnings(&self) -> impl Iterator<Item = &SkillFolder> {
+        self.skills
+            .iter()
+            .filter(|skill| !skill.warnings.is_empty())
     }
 }
 

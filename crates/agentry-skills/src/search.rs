@@ -5,10 +5,11 @@
 
 use std::sync::Arc;
 
+use agentry_core::BoxFuture;
 use agentry_core::embed::{EmbedError, Embedder, cosine};
 use agentry_core::skill::{
-    BoxFuture, ListContext, SearchOpts, SearchableResolver, Skill, SkillContext, SkillResolver,
-    load_body, searchable_resolver,
+    ListContext, SearchOpts, SearchableResolver, Skill, SkillContext, SkillResolver, load_body,
+    searchable_resolver,
 };
 use bm25::{Language, SearchEngine, SearchEngineBuilder};
 

@@ -81,6 +81,29 @@ pub enum Problem {
     UnknownField(String),
 }
 
+impl Problem {
+    /// True when the problem makes the skill unusable (no front matter, no
+    /// name or description); loading refuses it. Any other problem breaks
+    /// the specification but not the skill: it loads with a warning, as
+    /// hosts that run such skills do, and `agentry skills validate` reports it.
+    pub fn is_fatal(&self) -> bool {
+        match self {
+            Problem::Unreadable(_)
+            | Problem::NoFrontMatter
+            | Problem::UnclosedFrontMatter
+            | Problem::Yaml(_)
+            | Problem::Missing(_) => true,
+            Problem::WrongType { field, .. } => field == "name" || field == "description",
+            Problem::Length { field, len, .. } => {
+                *len == 0 && (*field == "name" || *field == "description")
+            }
+            Problem::Name { .. } | Problem::FolderMismatch { .. } | Problem::UnknownField(_) => {
+                false
+            }
+        }
+    }
+}
+
 /// The checked front matter.
 pub(crate) struct FrontMatter {
     pub name: String,
@@ -146,8 +169,12 @@ fn check_length(field: &'static str, text: &str, max: usize, problems: &mut Vec<
     }
 }
 
-/// Parse and check front matter found in the folder named `folder`.
-pub(crate) fn check_front_matter(yaml: &str, folder: &str) -> Result<FrontMatter, Vec<Problem>> {
+/// Parse and check front matter found in the folder named `folder`: the
+/// fields and every problem, or, when a problem is fatal, all of them.
+pub(crate) fn check_front_matter(
+    yaml: &str,
+    folder: &str,
+) -> Result<(FrontMatter, Vec<Problem>), Vec<Problem>> {
     let value: Value =
         serde_yaml_ng::from_str(yaml).map_err(|e| vec![Problem::Yaml(e.to_string())])?;
     let Value::Mapping(map) = value else {
@@ -216,14 +243,17 @@ pub(crate) fn check_front_matter(yaml: &str, folder: &str) -> Result<FrontMatter
         .map(|text| text.split_whitespace().map(str::to_owned).collect())
         .unwrap_or_default();
     match (name, description) {
-        (Some(name), Some(description)) if problems.is_empty() => Ok(FrontMatter {
-            name,
-            description,
-            license,
-            compatibility,
-            metadata,
-            allowed_tools,
-        }),
+        (Some(name), Some(description)) if !problems.iter().any(Problem::is_fatal) => Ok((
+            FrontMatter {
+                name,
+                description,
+                license,
+                compatibility,
+                metadata,
+                allowed_tools,
+            },
+            problems,
+        )),
         _ => Err(problems),
     }
 }

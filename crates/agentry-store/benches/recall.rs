@@ -11,7 +11,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentry_core::embed::{BoxFuture, EmbedError, Embedder};
+use agentry_core::BoxFuture;
+use agentry_core::embed::{EmbedError, Embedder};
 use agentry_core::memory::{Memory, MemoryRecord, MemoryStore, RecallOpts};
 use agentry_core::model::OfflineModel;
 use agentry_core::tool::{Identity, Session};

@@ -3,8 +3,9 @@
 //! index for cosine distance, and schema setup serialised by an advisory lock
 //! so many processes can start at once.
 
+use agentry_core::BoxFuture;
 use agentry_core::memory::{
-    BoxFuture, MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
+    MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
 };
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{AssertSqlSafe, Executor, Row};

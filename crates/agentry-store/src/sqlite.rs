@@ -7,8 +7,9 @@ use std::collections::{BinaryHeap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use agentry_core::BoxFuture;
 use agentry_core::memory::{
-    BoxFuture, MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
+    MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
 };
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 

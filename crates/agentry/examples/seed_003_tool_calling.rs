@@ -67,11 +67,13 @@ async fn run() -> (String, String, String, String) {
             tokens: Usage::new(75, 8),
         });
     let tools = Toolbox::for_agent([get_weather::tool()]).expect("a valid toolbox");
-    let agent = Agent::new(model)
-        .tools(tools)
+    let agent = Agent::builder(model)
+        .toolbox(tools)
         .grant(Capability::net("api.weather.com"))
         .max_steps(5)
-        .token_budget(1_000);
+        .token_budget(1_000)
+        .build()
+        .unwrap();
     let safe = agent.run("What is the weather in Lima?").await;
 
     // 3. Offline.

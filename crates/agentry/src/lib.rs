@@ -55,7 +55,7 @@
 //! `skill-folders` for `agentry::skill_folders`, Agent Skills folders on disk.
 #![warn(missing_docs)]
 
-pub use agentry_core::{agent, embed, memory, model, skill, tool, turn};
+pub use agentry_core::{BoxFuture, agent, embed, memory, model, program, skill, tool, turn};
 pub use agentry_macros::{skill, tool};
 
 #[doc(hidden)]
@@ -123,13 +123,14 @@ macro_rules! schema_from_fn {
 
 /// The names most programs need.
 pub mod prelude {
-    pub use agentry_core::agent::{Agent, Outcome, RunOutcome};
+    pub use agentry_core::agent::{Agent, AgentEvent, Outcome, RunError, RunOutcome};
     pub use agentry_core::embed::Embedder;
     pub use agentry_core::memory::{Memory, MemoryStore};
     pub use agentry_core::model::{ChatModel, ChatRequest, Message, OfflineModel, Step, Usage};
+    pub use agentry_core::program::{Program, ProgramError, ax};
     pub use agentry_core::skill::{Skill, SkillResolver};
     pub use agentry_core::tool::{
-        Capability, Tool, ToolCall, ToolContext, ToolError, ToolResult, Toolbox, function,
+        Capability, State, Tool, ToolCall, ToolContext, ToolError, ToolResult, Toolbox, function,
     };
     pub use agentry_core::turn::{ChatTurn, TurnConfig, TurnInput};
     pub use agentry_macros::{skill, tool};

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentry::agent::{Agent, Approval, AuditLog, AuditOutcome, Outcome};
+use agentry::agent::{Agent, AgentEvent, Approval, AuditLog, AuditOutcome, Outcome};
 use agentry::model::{Message, ModelError, ScriptedModel, Step, Usage};
 use agentry::tool::{Capability, Tool, ToolCall, ToolContext, ToolResult, Toolbox};
+use futures_util::StreamExt;
 use serde_json::json;
 
 /// Weather for a city.
@@ -67,9 +68,11 @@ async fn a_hallucinated_tool_name_is_fed_back_as_not_allowed() {
             ))
             .reply(final_step("sorry", 5)),
     );
-    let run = Agent::with_shared_model(model.clone())
-        .tools(weather_tools())
+    let run = Agent::builder(model.clone())
+        .toolbox(weather_tools())
         .grant(Capability::net("api.weather.com"))
+        .build()
+        .unwrap()
         .run("weather in Lima?")
         .await;
     assert_eq!(run.outcome, Outcome::Final("sorry".into()));
@@ -100,9 +103,11 @@ async fn tool_output_cannot_make_a_forbidden_tool_run_or_change_the_intent() {
             })
             .reply(final_step("done", 5)),
     );
-    let run = Agent::with_shared_model(model.clone())
-        .tools(weather_tools())
+    let run = Agent::builder(model.clone())
+        .toolbox(weather_tools())
         .system("You answer weather questions.")
+        .build()
+        .unwrap()
         .run("Summarise the page.")
         .await;
     assert_eq!(run.outcome, Outcome::Final("done".into()));
@@ -155,10 +160,12 @@ async fn the_budget_is_checked_in_the_loop_condition() {
             .reply(call())
             .reply(final_step("late", 1)),
     );
-    let run = Agent::with_shared_model(model.clone())
-        .tools(weather_tools())
+    let run = Agent::builder(model.clone())
+        .toolbox(weather_tools())
         .grant(Capability::net("api.weather.com"))
         .token_budget(100)
+        .build()
+        .unwrap()
         .run("weather?")
         .await;
     assert_eq!(run.outcome, Outcome::OverBudget);
@@ -180,10 +187,12 @@ async fn the_step_limit_ends_the_run_with_out_of_steps() {
         ))
     });
     let model = Arc::new(model);
-    let run = Agent::with_shared_model(model.clone())
-        .tools(weather_tools())
+    let run = Agent::builder(model.clone())
+        .toolbox(weather_tools())
         .grant(Capability::net("api.weather.com"))
         .max_steps(3)
+        .build()
+        .unwrap()
         .run("weather?")
         .await;
     assert_eq!(run.outcome, Outcome::OutOfSteps);
@@ -216,10 +225,12 @@ async fn tools_run_with_least_privilege() {
         ))
         .reply(final_step("ok", 1));
     // The agent grants more than the tools declare: PATH is readable by the agent, not by peek_env.
-    let run = Agent::new(script)
-        .tools(tools.clone())
+    let run = Agent::builder(script)
+        .toolbox(tools.clone())
         .grant(Capability::net("api.weather.com"))
         .grant(Capability::env("PATH"))
+        .build()
+        .unwrap()
         .run("go")
         .await;
     let calls = &run.steps[0].calls;
@@ -249,7 +260,12 @@ async fn tools_run_with_least_privilege() {
             1,
         ))
         .reply(final_step("ok", 1));
-    let run = Agent::new(script).tools(tools).run("go").await;
+    let run = Agent::builder(script)
+        .toolbox(tools)
+        .build()
+        .unwrap()
+        .run("go")
+        .await;
     assert_eq!(
         run.steps[0].calls[0].result,
         ToolResult::error(
@@ -296,7 +312,12 @@ async fn concurrency_safe_calls_run_together_and_others_in_order() {
                 1,
             ))
             .reply(final_step("ok", 1));
-        let run = Agent::new(script).tools(tools).run("go").await;
+        let run = Agent::builder(script)
+            .toolbox(tools)
+            .build()
+            .unwrap()
+            .run("go")
+            .await;
         let results: Vec<_> = run.steps[0]
             .calls
             .iter()
@@ -350,7 +371,10 @@ async fn dropping_a_run_cancels_its_calls() {
         vec![ToolCall::new("s", "utils.slow", json!({}))],
         1,
     ));
-    let agent = Agent::new(script).tools(Toolbox::for_agent([slow]).unwrap());
+    let agent = Agent::builder(script)
+        .toolbox(Toolbox::for_agent([slow]).unwrap())
+        .build()
+        .unwrap();
     let run = tokio::time::timeout(Duration::from_millis(100), agent.run("go")).await;
     assert!(run.is_err(), "the run was still going");
     assert_eq!(
@@ -379,9 +403,11 @@ async fn destructive_tools_need_approval_and_every_call_is_audited() {
     let script = ScriptedModel::new()
         .reply(calls())
         .reply(final_step("ok", 1));
-    let run = Agent::new(script)
-        .tools(tools.clone())
+    let run = Agent::builder(script)
+        .toolbox(tools.clone())
         .audit(audit.clone())
+        .build()
+        .unwrap()
         .run("go")
         .await;
     assert_eq!(
@@ -398,11 +424,13 @@ async fn destructive_tools_need_approval_and_every_call_is_audited() {
     let script = ScriptedModel::new()
         .reply(calls())
         .reply(final_step("ok", 1));
-    let run = Agent::new(script)
-        .tools(tools.clone())
+    let run = Agent::builder(script)
+        .toolbox(tools.clone())
         .approver(|_: &Tool, call: &ToolCall| {
             Approval::Deny(format!("call {} needs a human", call.id))
         })
+        .build()
+        .unwrap()
         .run("go")
         .await;
     assert_eq!(
@@ -417,10 +445,12 @@ async fn destructive_tools_need_approval_and_every_call_is_audited() {
     let script = ScriptedModel::new()
         .reply(calls())
         .reply(final_step("ok", 1));
-    let run = Agent::new(script)
-        .tools(tools)
+    let run = Agent::builder(script)
+        .toolbox(tools)
         .approver(|_: &Tool, _: &ToolCall| Approval::Approve)
         .audit(audit.clone())
+        .build()
+        .unwrap()
         .run("go")
         .await;
     assert_eq!(
@@ -522,9 +552,11 @@ fn spans_use_the_gen_ai_attribute_names() {
                 text: "sunny".into(),
                 tokens: Usage::new(11, 3),
             });
-        let agent = Agent::new(script)
-            .tools(weather_tools())
-            .grant(Capability::net("api.weather.com"));
+        let agent = Agent::builder(script)
+            .toolbox(weather_tools())
+            .grant(Capability::net("api.weather.com"))
+            .build()
+            .unwrap();
         runtime.block_on(agent.run("weather?"));
     });
     let spans = recorded.0.lock().unwrap().clone();
@@ -583,25 +615,49 @@ async fn streaming_passes_each_steps_text_on_and_changes_nothing_else() {
             .reply(final_step("Sunny.", 5))
     };
     let agent = |model| {
-        Agent::new(model)
-            .tools(weather_tools())
+        Agent::builder(model)
+            .toolbox(weather_tools())
             .grant(Capability::net("api.weather.com"))
+            .build()
+            .unwrap()
     };
     let plain = agent(script())
         .run_messages(vec![Message::user("weather?")])
         .await;
-    let pieces = std::sync::Mutex::new(Vec::new());
-    let streamed = agent(script())
-        .run_messages_streaming(vec![Message::user("weather?")], &|step, text| {
-            pieces.lock().unwrap().push((step, text.to_owned()))
-        })
+    let events: Vec<AgentEvent> = agent(script())
+        .stream_messages(vec![Message::user("weather?")])
+        .collect()
         .await;
+    let Some(AgentEvent::Final { run: streamed }) = events.last() else {
+        panic!("the last event is the final record: {events:?}");
+    };
     assert_eq!(streamed.outcome, plain.outcome);
     assert_eq!(streamed.usage, plain.usage);
     assert_eq!(streamed.messages, plain.messages);
     assert_eq!(streamed.steps.len(), plain.steps.len());
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|event| match event {
+            AgentEvent::TextDelta { step, text } => format!("text {step} {text}"),
+            AgentEvent::ToolCall { step, call } => format!("call {step} {}", call.id),
+            AgentEvent::ToolResult { step, record } => {
+                format!("result {step} {}", record.result.output_text())
+            }
+            AgentEvent::StepEnd { step } => format!("end {}", step.index),
+            AgentEvent::Final { .. } => "final".into(),
+            other => panic!("unexpected event {other:?}"),
+        })
+        .collect();
     assert_eq!(
-        pieces.into_inner().unwrap(),
-        [(1, "Checking.".to_owned()), (2, "Sunny.".to_owned())]
+        kinds,
+        [
+            "text 1 Checking.",
+            "call 1 c1",
+            "result 1 weather in Lima: sunny",
+            "end 1",
+            "text 2 Sunny.",
+            "end 2",
+            "final"
+        ]
     );
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use agentry::agent::Agent;
 use agentry::model::{ScriptedModel, Step, Usage};
-use agentry::tool::{Capability, Tool, ToolCall, ToolContext, ToolResult, Toolbox, function};
+use agentry::tool::{Capability, Tool, ToolCall, ToolContext, ToolResult, function};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -58,10 +58,11 @@ async fn run_calls(
             text: "done".into(),
             tokens: Usage::default(),
         });
-    let agent = grants.into_iter().fold(
-        Agent::new(script).tools(Toolbox::for_agent(tools).unwrap()),
-        |agent, grant| agent.grant(grant),
-    );
+    let agent = Agent::builder(script)
+        .tools(tools)
+        .grants(grants.into_iter().collect())
+        .build()
+        .unwrap();
     let run = agent.run("go").await;
     run.steps[0]
         .calls

@@ -5,43 +5,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use agentry::agent::Agent;
-use agentry::embed::{EmbedError, Embedder};
+use agentry::BoxFuture;
+use agentry::agent::{Agent, AgentBuilder};
+use agentry::embed::KeywordEmbedder;
 use agentry::memory::*;
 use agentry::model::{ModelError, ScriptedModel, Step, Usage};
-use agentry::tool::{Identity, Session, ToolCall, ToolContext, Toolbox};
+use agentry::tool::{Identity, Session, ToolCall, ToolContext};
 use agentry::turn::*;
 use serde_json::{Value, json};
-
-/// Vectors from keyword counts: deterministic recall.
-struct Keywords;
-
-impl Embedder for Keywords {
-    fn model_id(&self) -> &str {
-        "keywords"
-    }
-    fn dimensions(&self) -> usize {
-        3
-    }
-    fn embed<'a>(
-        &'a self,
-        texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
-        Box::pin(async move {
-            Ok(texts
-                .iter()
-                .map(|t| {
-                    let t = t.to_lowercase();
-                    vec![
-                        t.matches("pasta").count() as f32,
-                        t.matches("lima").count() as f32,
-                        0.05,
-                    ]
-                })
-                .collect())
-        })
-    }
-}
 
 /// A store whose writes fail (reads work, and see nothing).
 struct WriteFails;
@@ -89,7 +60,10 @@ fn harness(model: ScriptedModel) -> Harness {
     let config = TurnConfig::new(
         "chef",
         model.clone(),
-        Memory::new(store.clone(), Arc::new(Keywords)),
+        Memory::new(
+            store.clone(),
+            Arc::new(KeywordEmbedder::new(["pasta", "lima"]).with_bias(0.05)),
+        ),
     )
     .system_base("You are a chef.")
     .on_event(move |event| sink.lock().unwrap().push(event.clone()));
@@ -98,6 +72,16 @@ fn harness(model: ScriptedModel) -> Harness {
         store,
         events,
         config,
+    }
+}
+
+impl Harness {
+    /// The harness's memory and event log, with `agent` writing the replies.
+    fn agent_config(&self, agent: Agent) -> TurnConfig {
+        TurnConfig {
+            events: self.config.events.clone(),
+            ..TurnConfig::for_agent("chef", agent, self.config.memory.clone())
+        }
     }
 }
 
@@ -193,7 +177,10 @@ async fn memory_from_before_the_turn_grounds_the_prompt_without_self_poisoning()
         "the new message must not be recalled into its own prompt"
     );
     // It would have been: now that it is stored, recall for it returns it.
-    let memory = Memory::new(h.store.clone(), Arc::new(Keywords));
+    let memory = Memory::new(
+        h.store.clone(),
+        Arc::new(KeywordEmbedder::new(["pasta", "lima"]).with_bias(0.05)),
+    );
     let hits = memory
         .recall("s1", "What pasta should I cook?", RecallOpts::default())
         .await
@@ -329,7 +316,10 @@ async fn a_store_that_fails_on_write_still_delivers_the_reply() {
     let config = TurnConfig::new(
         "chef",
         model,
-        Memory::new(Arc::new(WriteFails), Arc::new(Keywords)),
+        Memory::new(
+            Arc::new(WriteFails),
+            Arc::new(KeywordEmbedder::new(["pasta", "lima"]).with_bias(0.05)),
+        ),
     )
     .on_event(move |e| sink.lock().unwrap().push(e.clone()));
     let output = ChatTurn::run(&config, input("s1", "hi")).await;
@@ -386,9 +376,11 @@ fn whoami_step(text: &str) -> Step {
     }
 }
 
-/// An agent over `model` with `whoami` as its one tool.
-fn whoami_agent(model: Arc<ScriptedModel>) -> Agent {
-    Agent::with_shared_model(model).tools(Toolbox::for_agent([whoami::tool()]).unwrap())
+/// An agent over `model` with `whoami` as its one tool and a chef's prompt.
+fn whoami_agent(model: Arc<ScriptedModel>) -> AgentBuilder {
+    Agent::builder(model)
+        .tool(whoami::tool())
+        .system("You are a chef.")
 }
 
 #[tokio::test]
@@ -398,9 +390,9 @@ async fn with_tools_the_turn_runs_the_agent_loop_with_the_bound_context() {
             .reply(whoami_step(""))
             .reply(final_step("You are ana.")),
     );
-    let agent = whoami_agent(model.clone());
+    let agent = whoami_agent(model.clone()).build().unwrap();
     let h = harness(ScriptedModel::new());
-    let config = h.config.clone().agent(agent);
+    let config = h.agent_config(agent);
     let mut turn = input("s1", "who am I?");
     turn.ctx_extras = json!({"tenant": "acme"}).as_object().cloned();
     let output = ChatTurn::run(&config, turn).await;
@@ -431,9 +423,9 @@ async fn with_tools_every_step_streams_its_text_and_the_reply_is_what_streamed()
             .reply(whoami_step("Let me check."))
             .reply(final_step("You are ana.")),
     );
-    let agent = whoami_agent(model);
+    let agent = whoami_agent(model).build().unwrap();
     let h = harness(ScriptedModel::new());
-    let config = h.config.clone().agent(agent);
+    let config = h.agent_config(agent);
     let output = ChatTurn::run(&config, input("s1", "who am I?")).await;
 
     let events = h.events.lock().unwrap().clone();
@@ -455,11 +447,60 @@ async fn an_agent_run_out_of_steps_ends_the_reply_with_that_text() {
             .reply(whoami_step(""))
             .reply(whoami_step("")),
     );
-    let agent = whoami_agent(model).max_steps(2);
+    let agent = whoami_agent(model).max_steps(2).build().unwrap();
     let h = harness(ScriptedModel::new());
-    let config = h.config.clone().agent(agent);
+    let config = h.agent_config(agent);
     let output = ChatTurn::run(&config, input("s1", "who am I?")).await;
     assert!(output.ok);
     assert_eq!(output.text, "out of steps");
     assert_eq!(deltas(&h.events.lock().unwrap()), ["out of steps"]);
+}
+
+#[tokio::test]
+async fn an_agent_keeps_its_prompt_and_context_under_the_turns() {
+    // Seen in a review: the turn used to replace the agent's system prompt
+    // and its tool context. Now memory joins the agent's prompt, and the
+    // turn's request data is laid over the agent's own context.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(whoami_step(""))
+            .reply(final_step("Noted.")),
+    );
+    let agent = whoami_agent(model.clone())
+        .context(
+            ToolContext::new()
+                .with_extra("tenant", json!("agent-tenant"))
+                .with_extra("kitchen", json!("north")),
+        )
+        .build()
+        .unwrap();
+    let h = harness(ScriptedModel::new());
+    h.config
+        .memory
+        .remember(
+            "s1",
+            "ana loves pasta",
+            Remember {
+                role: "user".into(),
+                ..Remember::default()
+            },
+        )
+        .await
+        .unwrap();
+    let config = h.agent_config(agent);
+    assert_eq!(config.system_base, "You are a chef.");
+    let mut turn = input("s1", "pasta tonight?");
+    turn.ctx_extras = json!({"tenant": "turn-tenant"}).as_object().cloned();
+    let output = ChatTurn::run(&config, turn).await;
+    assert_eq!(output.text, "Noted.");
+    let requests = model.requests();
+    assert_eq!(
+        requests[0].system.as_deref(),
+        Some("You are a chef.\n\n## Memory\n- user: ana loves pasta")
+    );
+    // The turn's keys win; the agent's other keys stay.
+    assert_eq!(
+        serde_json::to_value(&requests[1].messages[2]).unwrap()["result"]["output"],
+        json!("ana in s1 (turn-tenant)")
+    );
 }

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use agentry::embed::{EmbedError, Embedder};
-use agentry::memory::BoxFuture;
+use agentry::BoxFuture;
+use agentry::embed::KeywordEmbedder;
 use agentry::memory::*;
 
 #[tokio::test]
@@ -13,36 +13,6 @@ async fn in_memory_store_passes_the_behaviour_suite() {
     let store = InMemoryStore::new();
     conformance::check_store(&store, "mem").await;
     assert_eq!(store.len(), 5);
-}
-
-/// Vectors from keyword counts: enough to make recall deterministic.
-struct Keywords;
-
-impl Embedder for Keywords {
-    fn model_id(&self) -> &str {
-        "keywords"
-    }
-    fn dimensions(&self) -> usize {
-        3
-    }
-    fn embed<'a>(
-        &'a self,
-        texts: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
-        Box::pin(async move {
-            Ok(texts
-                .iter()
-                .map(|t| {
-                    let t = t.to_lowercase();
-                    vec![
-                        t.matches("pasta").count() as f32,
-                        t.matches("weather").count() as f32,
-                        0.1,
-                    ]
-                })
-                .collect())
-        })
-    }
 }
 
 struct Broken;
@@ -70,7 +40,10 @@ impl MemoryStore for Broken {
 
 #[tokio::test]
 async fn memory_remembers_recalls_and_builds_prompt_text() {
-    let memory = Memory::new(Arc::new(InMemoryStore::new()), Arc::new(Keywords));
+    let memory = Memory::new(
+        Arc::new(InMemoryStore::new()),
+        Arc::new(KeywordEmbedder::new(["pasta", "weather"])),
+    );
     let user = |role: &str| Remember {
         role: role.into(),
         source: "test".into(),
@@ -109,7 +82,10 @@ async fn memory_remembers_recalls_and_builds_prompt_text() {
 
 #[tokio::test]
 async fn build_context_safe_never_fails() {
-    let memory = Memory::new(Arc::new(Broken), Arc::new(Keywords));
+    let memory = Memory::new(
+        Arc::new(Broken),
+        Arc::new(KeywordEmbedder::new(["pasta", "weather"])),
+    );
     assert_eq!(
         memory
             .build_context_safe("s", "anything", RecallOpts::default())

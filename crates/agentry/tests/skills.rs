@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use agentry::BoxFuture;
 use agentry::agent::{Agent, Outcome};
 use agentry::model::{ScriptedModel, Step, Usage};
 use agentry::skill::*;
@@ -326,9 +327,11 @@ async fn search_skills_exists_only_when_the_resolver_can_search() {
 #[tokio::test]
 async fn the_agent_puts_the_index_in_the_system_prompt_and_adds_the_builtins() {
     let model = Arc::new(ScriptedModel::new().reply(final_step("done")));
-    let run = Agent::with_shared_model(model.clone())
+    let run = Agent::builder(model.clone())
         .system("You are support.")
         .skills([refunds_skill(), orders_skill()])
+        .build()
+        .unwrap()
         .run("hi")
         .await;
     assert_eq!(run.outcome, Outcome::Final("done".into()));
@@ -343,7 +346,7 @@ async fn the_agent_puts_the_index_in_the_system_prompt_and_adds_the_builtins() {
     assert_eq!(names, ["list_skills", "read_skill", "apply_skill"]);
 
     let bare = Arc::new(ScriptedModel::new().reply(final_step("done")));
-    Agent::with_shared_model(bare.clone()).run("hi").await;
+    Agent::new(bare.clone()).run("hi").await;
     assert!(bare.requests()[0].system.is_none());
     assert!(bare.requests()[0].tools.is_empty());
 }
@@ -370,9 +373,11 @@ async fn a_read_skill_makes_its_tools_and_its_requirements_tools_callable() {
             ]))
             .reply(final_step("refunded")),
     );
-    let run = Agent::with_shared_model(model.clone())
+    let run = Agent::builder(model.clone())
         .skills([refunds_skill(), orders_skill()])
         .allow_only(Vec::<String>::new())
+        .build()
+        .unwrap()
         .run("refund A1")
         .await;
     assert_eq!(run.outcome, Outcome::Final("refunded".into()));
@@ -437,10 +442,12 @@ async fn the_resolver_sees_messages_system_and_model_and_can_serve_unlisted_skil
             )]))
             .reply(final_step("ok")),
     );
-    let run = Agent::with_shared_model(model.clone())
+    let run = Agent::builder(model.clone())
         .system("sys")
         .skills([orders_skill()])
         .skill_resolver(resolver.clone())
+        .build()
+        .unwrap()
         .run("question")
         .await;
     assert_eq!(run.steps[0].calls[0].result.output, json!("secret body"));

@@ -1,17 +1,31 @@
 //! Seed 003's safe loop: an [`Agent`] that lets a model choose tools but
 //! decides itself whether they run — allow-list, least-privilege capability
 //! gate ([`call_tool`]), approval of destructive calls, an audit trail, and a
-//! loop bounded by steps and a token budget.
+//! loop bounded by steps and a token budget. Agents nest as each other's
+//! tools ([`Agent::as_tool`]), and every run can be read as a stream of
+//! [`AgentEvent`]s.
 
+#[allow(clippy::module_inception)]
+mod agent;
+mod builder;
+mod child;
+mod events;
 mod gate;
+mod outcome;
 mod policy;
 mod run;
 mod skills;
 
+pub use agent::{Agent, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS};
+pub use builder::AgentBuilder;
+pub use child::CHILD_AGENT_TIMEOUT;
+pub(crate) use child::CallScope;
+pub use events::AgentEvent;
 pub use gate::{call, call_tool, gated_dispatch};
+pub use outcome::{
+    CallRecord, ChildRun, OUT_OF_STEPS_TEXT, Outcome, RunError, RunOutcome, StepRecord,
+};
 pub use policy::{
     Approval, Approver, AuditLog, AuditOutcome, AuditRecord, AuditSink, arguments_digest,
 };
-pub use run::{
-    Agent, CallRecord, DEFAULT_MAX_STEPS, OUT_OF_STEPS_TEXT, Outcome, RunOutcome, StepRecord,
-};
+pub(crate) use run::Frame;

@@ -5,8 +5,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::run::{Agent, CallRecord};
-use crate::model::Message;
+use super::agent::Agent;
+use super::outcome::CallRecord;
+use crate::model::{ChatModel, Message};
 use crate::skill::{
     APPLY_SKILL, ListContext, READ_SKILL, SkillResolver, build_index, builtins_with_resolver,
 };
@@ -31,12 +32,13 @@ pub(super) struct RunTools {
 impl RunTools {
     /// The run's tools: the agent's own, plus skill built-ins and the index
     /// when the agent has skills or a resolver.
-    pub async fn prepare(agent: &Agent, messages: &[Message]) -> Self {
+    pub async fn prepare(agent: &Agent, model: &dyn ChatModel, messages: &[Message]) -> Self {
+        let system = &agent.settings.system;
         let Some(resolver) = agent.resolver() else {
             return Self {
                 toolbox: agent.toolbox.clone(),
                 advertised: agent.advertised.clone(),
-                system: agent.system.clone(),
+                system: system.clone(),
                 resolver: None,
                 from_skills: HashSet::new(),
                 activated: HashSet::new(),
@@ -45,12 +47,12 @@ impl RunTools {
         let listed = resolver
             .list(ListContext {
                 messages,
-                system: agent.system.as_deref(),
-                model: agent.model.model_id(),
+                system: system.as_deref(),
+                model: model.model_id(),
             })
             .await;
         let index = build_index(&listed);
-        let system = match (&agent.system, index.is_empty()) {
+        let system = match (system, index.is_empty()) {
             (Some(system), false) => Some(format!("{system}\n\n{index}")),
             (None, false) => Some(index),
             (system, true) => system.clone(),
@@ -65,7 +67,7 @@ impl RunTools {
         };
         run.add(builtins_with_resolver(
             resolver,
-            agent.skill_context.clone(),
+            agent.settings.skill_context.clone(),
         ));
         run
     }

@@ -3,7 +3,7 @@
 
 use std::sync::RwLock;
 
-use futures_util::future::BoxFuture;
+use crate::BoxFuture;
 
 use super::store::{MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts};
 use crate::embed::cosine;

@@ -12,8 +12,6 @@ mod in_memory;
 mod store;
 
 pub use context::{DEFAULT_MEMORY_HEADING, Memory, Remember, with_memory_block};
-/// The future type [`MemoryStore`] methods return.
-pub use futures_util::future::BoxFuture;
 pub use in_memory::InMemoryStore;
 pub use store::{
     MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts, now_secs,

@@ -3,7 +3,7 @@
 //! two ways back out — recall by cosine similarity, and the recent window
 //! with role filters.
 
-use futures_util::future::BoxFuture;
+use crate::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

@@ -1,8 +1,8 @@
 //! The `ChatModel` trait: one streaming call over a [`ChatRequest`], and a
 //! `step` that folds the stream into a [`Step`].
 
+use crate::BoxFuture;
 use futures_util::StreamExt;
-use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 
 use super::error::ModelError;

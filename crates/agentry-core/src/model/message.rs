@@ -3,6 +3,7 @@
 //! tools, tool choice and sampling limits.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::tool::{ToolCall, ToolResult, ToolSchema};
 
@@ -70,6 +71,29 @@ pub enum ToolChoice {
     Tool(String),
 }
 
+/// The shape a model's answer must take: one JSON text that satisfies
+/// `schema`. Providers use their structured-output modes (OpenAI's
+/// `response_format`, Anthropic's `output_config.format`); the local model
+/// decodes under a grammar made from the schema. Tool calls stay possible
+/// in the same step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseFormat {
+    /// A name for the schema, `^[a-zA-Z0-9_-]{1,64}$` (OpenAI asks for one).
+    pub name: String,
+    /// The JSON Schema of the answer.
+    pub schema: Value,
+}
+
+impl ResponseFormat {
+    /// A format called `name` with `schema`.
+    pub fn new(name: impl Into<String>, schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            schema,
+        }
+    }
+}
+
 /// A normalised request to a chat model.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
@@ -96,6 +120,9 @@ pub struct ChatRequest {
     /// Stop sequences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
+    /// When set, the answer (not a tool call) must be JSON following this format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ResponseFormat>,
 }
 
 impl ChatRequest {

@@ -12,7 +12,7 @@ mod step;
 
 pub use chat_model::{ChatModel, EventStream, collect_step, events_of};
 pub use error::ModelError;
-pub use message::{ChatRequest, Message, ToolChoice};
+pub use message::{ChatRequest, Message, ResponseFormat, ToolChoice};
 pub use offline::{OFFLINE_TEXT, OfflineModel};
 pub use scripted::ScriptedModel;
 pub use step::{FinishReason, Step, StepAssembler, StreamEvent, Usage, parse_arguments};

@@ -30,8 +30,6 @@ pub use builtins::{
     builtins, builtins_with_resolver, merge_skill_context,
 };
 pub use files::{MAX_FILE_BYTES, read_skill_file, skill_files};
-/// The future type [`SkillResolver`] methods return.
-pub use futures_util::future::BoxFuture;
 pub use resolver::{
     InMemoryResolver, ListContext, SearchableResolver, SkillResolver, effective_resolver,
     in_memory_resolver, searchable_resolver,

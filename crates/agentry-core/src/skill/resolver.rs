@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
+use crate::BoxFuture;
 
 use super::search::{SearchOpts, search_skills_of};
 use super::skill::{Skill, find_skill};

@@ -171,6 +171,24 @@ impl Capabilities {
         }
     }
 
+    /// What both sets allow: for each pair of capabilities of the same kind,
+    /// the narrower one when one lies within the other. A child agent's tools
+    /// get its grants ∩ its parent's.
+    pub fn intersection(&self, other: &Capabilities) -> Capabilities {
+        let mut both: Vec<Capability> = Vec::new();
+        for mine in &self.0 {
+            for theirs in &other.0 {
+                let narrower = mine.allowed_by(theirs).or_else(|| theirs.allowed_by(mine));
+                if let Some(capability) = narrower
+                    && !both.contains(&capability)
+                {
+                    both.push(capability);
+                }
+            }
+        }
+        Capabilities(both)
+    }
+
     /// True when connecting to `host` is allowed.
     pub fn allows_host(&self, host: &str) -> bool {
         self.0
@@ -241,6 +259,32 @@ mod tests {
         );
         assert!(granted.allows_host("docs.example.com"));
         assert!(!granted.allows_host("example.com.evil.org"));
+    }
+
+    #[test]
+    fn intersections_keep_the_narrower_grant() {
+        let parent = Capabilities::from([
+            Capability::net("*.example.com"),
+            Capability::fs_read("/tmp"),
+            Capability::env("HOME"),
+        ]);
+        let child = Capabilities::from([
+            Capability::net("*"),
+            Capability::net("api.example.com"),
+            Capability::fs_read("/tmp/child"),
+            Capability::fs_write("/tmp"),
+            Capability::env("PATH"),
+        ]);
+        let both = child.intersection(&parent);
+        assert!(both.allows_host("docs.example.com"), "* ∩ *.example.com");
+        assert!(both.allows_host("api.example.com"));
+        assert!(!both.allows_host("evil.org"));
+        assert_eq!(
+            both.dirs(false),
+            vec![normalize_path(Path::new("/tmp/child"))]
+        );
+        assert!(both.dirs(true).is_empty(), "the parent grants no writing");
+        assert!(!both.allows_env("PATH") && !both.allows_env("HOME"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use super::capability::Capabilities;
 use super::guard::{CapabilityError, Fs, read_env};
+use crate::agent::CallScope;
 
 /// A conversation a request belongs to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -56,6 +57,7 @@ struct ContextInner {
     extras: Map<String, Value>,
     state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
     capabilities: Capabilities,
+    call_scope: Option<Arc<CallScope>>,
 }
 
 /// The per-request context handed to tools.
@@ -153,6 +155,48 @@ impl ToolContext {
         self
     }
 
+    /// Bind the scope of the agent run making this call (child agents read it).
+    pub(crate) fn with_call_scope(mut self, scope: Arc<CallScope>) -> Self {
+        self.inner_mut().call_scope = Some(scope);
+        self
+    }
+
+    /// The scope of the agent run making this call, if an agent makes it.
+    pub(crate) fn call_scope(&self) -> Option<&Arc<CallScope>> {
+        self.inner.call_scope.as_ref()
+    }
+
+    /// This context with `other`'s request data laid over it: `other`'s
+    /// session, sender and extras win (they are the harness's, per request);
+    /// typed state keeps this context's values and gains the types only
+    /// `other` has. Capabilities stay this context's.
+    pub fn merged_with(mut self, other: &ToolContext) -> Self {
+        let other = &other.inner;
+        let inner = self.inner_mut();
+        if let Some(session) = &other.session {
+            inner.session = Some(session.clone());
+        }
+        if let Some(sender) = &other.sender {
+            inner.sender = Some(sender.clone());
+        }
+        for (key, value) in &other.extras {
+            inner.extras.insert(key.clone(), value.clone());
+        }
+        for (type_id, value) in &other.state {
+            inner.state.entry(*type_id).or_insert_with(|| value.clone());
+        }
+        self
+    }
+
+    /// The typed state of type `T` as a shared handle, for [`State`](crate::tool::State).
+    pub fn state_arc<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.inner
+            .state
+            .get(&TypeId::of::<T>())
+            .cloned()
+            .and_then(|value| value.downcast::<T>().ok())
+    }
+
     /// The capabilities the tool may use in this call.
     pub fn capabilities(&self) -> &Capabilities {
         &self.inner.capabilities
@@ -221,6 +265,28 @@ mod tests {
             Value::Object(merged),
             json!({"tenant": "acme", "topic": "refund"})
         );
+    }
+
+    #[test]
+    fn merging_lays_request_data_over_and_keeps_own_state() {
+        let agent = ToolContext::new()
+            .with_extra("tenant", json!("agent"))
+            .with_extra("region", json!("eu"))
+            .with_state(7u32);
+        let turn = ToolContext::new()
+            .with_session(Session::new("s-1"))
+            .with_extra("tenant", json!("turn"))
+            .with_state(9u32)
+            .with_state("label");
+        let merged = agent.merged_with(&turn);
+        assert_eq!(merged.session().unwrap().id, "s-1");
+        assert_eq!(
+            Value::Object(merged.extras().clone()),
+            json!({"tenant": "turn", "region": "eu"})
+        );
+        assert_eq!(merged.state::<u32>(), Some(&7));
+        assert_eq!(merged.state::<&str>(), Some(&"label"));
+        assert_eq!(*merged.state_arc::<u32>().unwrap(), 7);
     }
 
     #[test]

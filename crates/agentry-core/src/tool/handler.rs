@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -11,12 +10,11 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::context::ToolContext;
-
-/// A boxed future returned by async handlers.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+use crate::BoxFuture;
 
 type SyncFn = dyn Fn(Value, &ToolContext) -> Result<Value, ToolError> + Send + Sync;
-type AsyncFn = dyn Fn(Value, ToolContext) -> BoxFuture<Result<Value, ToolError>> + Send + Sync;
+type AsyncFn =
+    dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 
 /// Why a handler did not produce a value. Dispatch turns it into an error
 /// [`ToolResult`](crate::tool::ToolResult) the model can read.

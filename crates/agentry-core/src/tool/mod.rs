@@ -23,10 +23,11 @@ mod dispatch;
 mod guard;
 mod handler;
 mod schema;
+mod state;
 #[allow(clippy::module_inception)]
 mod tool;
 mod toolbox;
-mod validate;
+pub(crate) mod validate;
 pub mod wire;
 
 pub use builder::{BuildError, DEFAULT_NAMESPACE, FunctionBuilder, RESERVED_NAMES, function};
@@ -35,11 +36,11 @@ pub use capability::{Capabilities, Capability, normalize_path};
 pub use context::{Identity, Session, ToolContext};
 pub use dispatch::dispatch;
 pub use guard::{CapabilityError, Fs};
-pub use handler::{
-    Arguments, BoxFuture, ToolError, ToolHandler, from_input, result_to_output, to_output,
-};
+pub use handler::{Arguments, ToolError, ToolHandler, from_input, result_to_output, to_output};
 pub use schema::{
-    ObjectSchemaBuilder, ToolSchema, normalize as normalize_schema, registry, schema_for_type,
+    ObjectSchemaBuilder, SchemaConflict, ToolSchema, normalize as normalize_schema, registry,
+    schema_for_type,
 };
+pub use state::State;
 pub use tool::{Tool, ToolExample, ToolHints};
 pub use toolbox::{DEFAULT_TIMEOUT, Toolbox, ToolboxError, find_by_name, for_agent};

@@ -2,7 +2,7 @@
 //! 2020-12), normalised for model providers, and kept in a process-global
 //! registry so each tool's schema is computed once (seed 000's `schema-from-fn`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{LazyLock, RwLock};
 
 use schemars::generate::SchemaSettings;
@@ -149,45 +149,112 @@ pub fn normalize(schema: &mut Value) {
     }
 }
 
-static REGISTRY: LazyLock<RwLock<HashMap<String, &'static ToolSchema>>> =
-    LazyLock::new(Default::default);
+/// Two different schemas registered under one tool name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "two different tools are registered as {name:?}; give one of them another name \
+     (#[tool(name = \"...\")]): a name must identify one schema"
+)]
+pub struct SchemaConflict {
+    /// The contested name.
+    pub name: String,
+}
+
+#[derive(Default)]
+struct Registry {
+    schemas: HashMap<String, &'static ToolSchema>,
+    conflicted: BTreeSet<String>,
+}
+
+static REGISTRY: LazyLock<RwLock<Registry>> = LazyLock::new(Default::default);
 
 /// The process-global schema registry: every `#[tool]` function's schema is
-/// computed on first use, stored here, and served from here afterwards.
+/// computed on first use and listed here by name.
+///
+/// Each function keeps its own schema: two functions given the same name
+/// never share one. Registering a name twice with the same schema is a no-op;
+/// with a different schema it is a [`SchemaConflict`], and the name is no
+/// longer served by [`get`](registry::get).
 pub mod registry {
     use super::*;
 
-    /// Store a schema and return the registered copy. When a schema with the
-    /// same name is already registered, that one is kept and returned.
-    pub fn register(schema: ToolSchema) -> &'static ToolSchema {
-        let mut map = REGISTRY
+    /// List `schema` under its name. `Err` when another, different schema is
+    /// already registered under that name (the name then stays contested).
+    pub fn register(schema: &'static ToolSchema) -> Result<(), SchemaConflict> {
+        let mut registry = REGISTRY
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(existing) = map.get(&schema.name) {
-            return existing;
+        let conflict = || SchemaConflict {
+            name: schema.name.clone(),
+        };
+        if registry.conflicted.contains(&schema.name) {
+            return Err(conflict());
         }
-        let leaked: &'static ToolSchema = Box::leak(Box::new(schema));
-        map.insert(leaked.name.clone(), leaked);
-        leaked
+        match registry.schemas.get(&schema.name) {
+            Some(existing) if std::ptr::eq(*existing, schema) || **existing == *schema => Ok(()),
+            Some(_) => {
+                registry.schemas.remove(&schema.name);
+                registry.conflicted.insert(schema.name.clone());
+                Err(conflict())
+            }
+            None => {
+                registry.schemas.insert(schema.name.clone(), schema);
+                Ok(())
+            }
+        }
     }
 
-    /// The registered schema of the tool called `name`.
+    /// The registered schema of the tool called `name`; `None` when no tool
+    /// or more than one (see [`lookup`]) registered that name.
     pub fn get(name: &str) -> Option<&'static ToolSchema> {
+        lookup(name).ok().flatten()
+    }
+
+    /// The registered schema of the tool called `name`, telling a contested
+    /// name apart from an unknown one.
+    pub fn lookup(name: &str) -> Result<Option<&'static ToolSchema>, SchemaConflict> {
+        let registry = REGISTRY
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if registry.conflicted.contains(name) {
+            return Err(SchemaConflict {
+                name: name.to_owned(),
+            });
+        }
+        Ok(registry.schemas.get(name).copied())
+    }
+
+    /// Every registered schema, sorted by name (contested names left out).
+    pub fn all() -> Vec<&'static ToolSchema> {
+        let registry = REGISTRY
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut schemas: Vec<_> = registry.schemas.values().copied().collect();
+        schemas.sort_by(|a, b| a.name.cmp(&b.name));
+        schemas
+    }
+
+    /// Names registered with more than one schema, sorted.
+    pub fn conflicts() -> Vec<String> {
         REGISTRY
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(name)
-            .copied()
+            .conflicted
+            .iter()
+            .cloned()
+            .collect()
     }
 
-    /// Every registered schema, sorted by name.
-    pub fn all() -> Vec<&'static ToolSchema> {
-        let map = REGISTRY
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut schemas: Vec<_> = map.values().copied().collect();
-        schemas.sort_by(|a, b| a.name.cmp(&b.name));
-        schemas
+    /// What `#[tool]` calls once per function: keep `schema` as the
+    /// function's own (leaked once, for `'static`), list it, and log a
+    /// conflict as an error without giving the function another's schema.
+    #[doc(hidden)]
+    pub fn register_own(schema: ToolSchema) -> &'static ToolSchema {
+        let own: &'static ToolSchema = Box::leak(Box::new(schema));
+        if let Err(conflict) = register(own) {
+            tracing::error!(%conflict, "tool schema conflict");
+        }
+        own
     }
 }
 
@@ -238,29 +305,41 @@ mod tests {
     }
 
     #[test]
-    fn registry_keeps_the_first_schema() {
-        let first = registry::register(ToolSchema {
+    fn registry_refuses_a_second_schema_under_one_name() {
+        let schema = |description: &str| ToolSchema {
             name: "test::registry_once".into(),
             input_schema: json!({"type": "object"}),
             output_schema: None,
-            description: Some("first".into()),
-        });
-        let second = registry::register(ToolSchema {
-            description: Some("second".into()),
-            ..first.clone()
-        });
-        assert!(std::ptr::eq(first, second));
+            description: Some(description.into()),
+        };
+        let first = registry::register_own(schema("first"));
+        assert_eq!(first.description.as_deref(), Some("first"));
+        assert_eq!(registry::get("test::registry_once"), Some(first));
+        // The same schema again (another copy) is not a conflict.
         assert_eq!(
-            registry::get("test::registry_once")
-                .unwrap()
-                .description
-                .as_deref(),
-            Some("first")
+            registry::register(Box::leak(Box::new(schema("first")))),
+            Ok(())
         );
+        // A different one is, and the name stops being served.
+        let second = registry::register_own(schema("second"));
+        assert_eq!(
+            second.description.as_deref(),
+            Some("second"),
+            "each keeps its own"
+        );
+        assert_eq!(
+            registry::lookup("test::registry_once"),
+            Err(SchemaConflict {
+                name: "test::registry_once".into()
+            })
+        );
+        assert_eq!(registry::get("test::registry_once"), None);
+        assert!(registry::conflicts().contains(&"test::registry_once".to_owned()));
         assert!(
             registry::all()
                 .iter()
-                .any(|s| s.name == "test::registry_once")
+                .all(|s| s.name != "test::registry_once")
         );
+        assert_eq!(registry::lookup("test::never_registered"), Ok(None));
     }
 }

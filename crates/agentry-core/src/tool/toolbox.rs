@@ -116,6 +116,16 @@ impl Toolbox {
         })
     }
 
+    /// A toolbox with no tools.
+    pub fn empty() -> Self {
+        Self::for_agent(Vec::<Tool>::new()).expect("an empty toolbox is valid")
+    }
+
+    /// How long an async tool may run when it does not say.
+    pub fn default_timeout(&self) -> Duration {
+        self.default_timeout
+    }
+
     /// The same tools with a different default timeout for async tools.
     pub fn with_default_timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = timeout;

@@ -26,6 +26,17 @@ impl CompiledSchema {
         Ok(Self { validator })
     }
 
+    /// Compile `schema`, also checking `format`s (`date`, `date-time`, `uri`, ...),
+    /// which JSON Schema 2020-12 otherwise treats as annotations.
+    pub(crate) fn compile_checking_formats(schema: &Value) -> Result<Self, String> {
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(schema)
+            .map_err(|error| error.to_string())?;
+        Ok(Self { validator })
+    }
+
     /// `None` when `instance` is valid, else one `pointer: message` line per violation.
     pub(crate) fn violations(&self, instance: &Value) -> Option<Vec<String>> {
         if self.validator.is_valid(instance) {

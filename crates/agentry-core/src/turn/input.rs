@@ -13,37 +13,68 @@ use crate::memory::{Memory, RecallOpts};
 use crate::model::ChatModel;
 use crate::tool::{Identity, Session};
 
-/// Per-handler configuration, built once and shared by every turn.
+/// What writes a turn's reply.
+#[derive(Clone)]
+pub enum Replier {
+    /// One streamed model call.
+    Model(Arc<dyn ChatModel>),
+    /// An agent's full loop: its tools, skills and limits, its model.
+    Agent(Agent),
+}
+
+/// Per-handler configuration (seed 002's `TurnConfig`), built once and
+/// shared by every turn: the agent's name, the reply stream's label, the
+/// base system prompt, what replies, and session memory.
 #[derive(Clone)]
 pub struct TurnConfig {
     /// The agent's name: the default `source` of stored records.
     pub agent_name: String,
     /// Label of the reply stream (carried by reply events).
     pub stream_label: String,
-    /// The base system prompt; memory is appended to it.
+    /// The base system prompt; memory is appended to it. For an agent it
+    /// starts as the agent's own system prompt.
     pub system_base: String,
-    /// The model that writes replies.
-    pub model: Arc<dyn ChatModel>,
+    /// What writes the reply: a model, or an agent with tools and skills.
+    pub replier: Replier,
     /// Session memory (store and embedder).
     pub memory: Memory,
-    /// Tools, skills and limits: when set, each turn runs this agent's full
-    /// loop (its model answers) instead of one streamed reply.
-    pub agent: Option<Agent>,
     /// Where lifecycle and reply events go.
     pub events: TurnEvents,
 }
 
 impl TurnConfig {
-    /// A configuration with an empty system base, no agent loop and no event listener.
+    /// Turns answered by one streamed call of `model`, with an empty system
+    /// base and no event listener.
     pub fn new(agent_name: impl Into<String>, model: Arc<dyn ChatModel>, memory: Memory) -> Self {
-        let agent_name = agent_name.into();
+        Self::with_replier(
+            agent_name.into(),
+            String::new(),
+            Replier::Model(model),
+            memory,
+        )
+    }
+
+    /// Turns answered by `agent`'s full loop (its model, tools, skills and
+    /// limits). The system base is the agent's own system prompt, so each
+    /// turn's prompt is that prompt with the memory block added; the turn's
+    /// request context is laid over the agent's, the turn's keys winning.
+    pub fn for_agent(agent_name: impl Into<String>, agent: Agent, memory: Memory) -> Self {
+        let system = agent.system().unwrap_or_default().to_owned();
+        Self::with_replier(agent_name.into(), system, Replier::Agent(agent), memory)
+    }
+
+    fn with_replier(
+        agent_name: String,
+        system_base: String,
+        replier: Replier,
+        memory: Memory,
+    ) -> Self {
         Self {
             stream_label: agent_name.clone(),
             agent_name,
-            system_base: String::new(),
-            model,
+            system_base,
+            replier,
             memory,
-            agent: None,
             events: TurnEvents::none(),
         }
     }
@@ -57,12 +88,6 @@ impl TurnConfig {
     /// Set the reply stream's label.
     pub fn stream_label(mut self, label: impl Into<String>) -> Self {
         self.stream_label = label.into();
-        self
-    }
-
-    /// Run turns through this agent's loop (tools, skills, limits).
-    pub fn agent(mut self, agent: Agent) -> Self {
-        self.agent = Some(agent);
         self
     }
 

@@ -7,7 +7,7 @@ mod run;
 
 pub use events::{TurnEvent, TurnEvents};
 pub use input::{
-    Attachment, TurnConfig, TurnInput, bool_default, reply_payload, user_body, user_prompt,
+    Attachment, Replier, TurnConfig, TurnInput, bool_default, reply_payload, user_body, user_prompt,
 };
 pub use run::{
     ChatTurn, TurnOutput, build_system, persist_assistant_turn, persist_user_turn, stream_llm,

@@ -5,10 +5,10 @@ use futures_util::StreamExt;
 use serde::Serialize;
 
 use super::events::TurnEvent;
-use super::input::{TurnConfig, TurnInput, bool_default, reply_payload, user_body, user_prompt};
-use std::sync::Mutex;
-
-use crate::agent::{Agent, Outcome};
+use super::input::{
+    Replier, TurnConfig, TurnInput, bool_default, reply_payload, user_body, user_prompt,
+};
+use crate::agent::{Agent, AgentEvent, Outcome};
 use crate::memory::{DEFAULT_MEMORY_HEADING, Remember, with_memory_block};
 use crate::model::{ChatRequest, Message, ModelError, StreamEvent};
 use crate::tool::ToolContext;
@@ -80,13 +80,15 @@ impl ChatTurn {
             }
         };
         let prompt = user_prompt(&input);
-        let reply: Result<String, String> = match (&input.fallback_text, &config.agent) {
+        let reply: Result<String, String> = match (&input.fallback_text, &config.replier) {
             (Some(fallback), _) => {
                 delta(fallback);
                 Ok(fallback.clone())
             }
-            (None, Some(agent)) => run_agent(agent, system, context, prompt, &delta).await,
-            (None, None) => stream_llm(config, &system, &prompt, &delta)
+            (None, Replier::Agent(agent)) => {
+                run_agent(agent, system, context, prompt, &delta).await
+            }
+            (None, Replier::Model(_)) => stream_llm(config, &system, &prompt, &delta)
                 .await
                 .map_err(|e| e.to_string()),
         };
@@ -194,10 +196,13 @@ pub async fn persist_assistant_turn(
     }
 }
 
-/// Step 4 with tools or skills: the full agent loop, streamed. Text from every
-/// step goes to `delta` as it arrives, with a blank line between steps; the
-/// reply is all of it, and a run that ends without an answer ("out of
-/// steps", "over budget") ends the reply with that text.
+/// Step 4 with tools or skills: the agent's full loop, streamed. Its system
+/// prompt is `system` (the agent's own prompt with memory, see
+/// [`TurnConfig::for_agent`]); its tools get the agent's context with the
+/// turn's laid over it. Text from every step goes to `delta` as it arrives,
+/// with a blank line between steps; the reply is all of it, and a run that
+/// ends without an answer ("out of steps", "over budget") ends the reply
+/// with that text.
 async fn run_agent(
     agent: &Agent,
     system: String,
@@ -205,30 +210,32 @@ async fn run_agent(
     prompt: String,
     delta: &(dyn Fn(&str) + Sync),
 ) -> Result<String, String> {
-    let streamed = Mutex::new(StreamedReply::default());
-    let write = |step: usize, piece: &str| {
-        streamed
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .write(step, piece, delta);
-    };
-    let run = agent
-        .clone()
+    let context = agent.context().clone().merged_with(&context);
+    let agent = agent
+        .to_builder()
         .system(system)
         .context(context)
-        .run_messages_streaming(vec![Message::user(prompt)], &write)
-        .await;
-    let mut reply = streamed
-        .into_inner()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    match run.outcome {
-        Outcome::ModelError(error) => Err(error.to_string()),
-        Outcome::Final(_) => Ok(reply.text),
-        Outcome::OutOfSteps | Outcome::OverBudget => {
-            reply.write(usize::MAX, &run.text(), delta);
-            Ok(reply.text)
+        .build()
+        .map_err(|error| error.to_string())?;
+    let mut reply = StreamedReply::default();
+    let mut events = std::pin::pin!(agent.stream_messages(vec![Message::user(prompt)]));
+    while let Some(event) = events.next().await {
+        match event {
+            AgentEvent::TextDelta { step, text } => reply.write(step, &text, delta),
+            AgentEvent::Final { run } => {
+                return match run.outcome {
+                    Outcome::ModelError(error) => Err(error.to_string()),
+                    Outcome::Final(_) => Ok(reply.text),
+                    Outcome::OutOfSteps | Outcome::OverBudget => {
+                        reply.write(usize::MAX, &run.text(), delta);
+                        Ok(reply.text)
+                    }
+                };
+            }
+            _ => {}
         }
     }
+    Err("the agent's event stream ended without its final event".into())
 }
 
 /// The text an agent run has streamed so far, with a blank line put between
@@ -266,7 +273,12 @@ pub async fn stream_llm(
         messages: vec![Message::user(prompt)],
         ..ChatRequest::default()
     };
-    let mut stream = config.model.stream(&request);
+    let Replier::Model(model) = &config.replier else {
+        return Err(ModelError::Config(
+            "stream_llm needs a TurnConfig that replies with a model, not an agent".into(),
+        ));
+    };
+    let mut stream = model.stream(&request);
     let mut text = String::new();
     while let Some(event) = stream.next().await {
         if let StreamEvent::TextDelta { text: piece } = event? {

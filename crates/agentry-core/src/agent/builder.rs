@@ -1,0 +1,264 @@
+//! [`AgentBuilder`]: every setting of an [`Agent`] and its tools, checked
+//! once by [`build`](AgentBuilder::build).
+
+use std::any::Any;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::agent::{Agent, Settings};
+use super::policy::{Approver, AuditSink};
+use crate::model::{ChatModel, ResponseFormat, ToolChoice};
+use crate::skill::{Skill, SkillContext, SkillResolver};
+use crate::tool::{Capabilities, Capability, Tool, ToolContext, Toolbox, ToolboxError};
+
+/// Builds an [`Agent`]: its model, tools and limits. Start with [`Agent::builder`].
+///
+/// ```
+/// use agentry_core::agent::Agent;
+/// use agentry_core::model::{ScriptedModel, Step, Usage};
+/// use agentry_core::tool::{ToolHandler, function};
+/// use serde_json::Value;
+///
+/// let add = function("add")
+///     .namespace("math")
+///     .arg::<i64>("x", "First addend")
+///     .arg::<i64>("y", "Second addend")
+///     .handler(|args: Value| Ok::<_, String>(args["x"].as_i64().unwrap_or(0) + args["y"].as_i64().unwrap_or(0)))
+///     .build()?;
+/// let model = ScriptedModel::new().reply(Step::Final { text: "hi".into(), tokens: Usage::new(3, 1) });
+/// let agent = Agent::builder(model).tool(add).system("Be brief.").max_steps(4).build()?;
+/// assert_eq!(agent.toolbox().names().collect::<Vec<_>>(), ["math.add"]);
+///
+/// // Two tools with one name are an error of `build`, not of a later run.
+/// let twice = function("add").handler(|_: Value| Ok::<_, String>(0)).build()?;
+/// let err = Agent::builder(agentry_core::model::OfflineModel)
+///     .tools([twice.clone(), twice])
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(err.to_string(), "two tools are named \"utils.add\"; tool names must be unique");
+/// # Ok::<_, Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "an AgentBuilder does nothing until `build` is called"]
+pub struct AgentBuilder {
+    model: Arc<dyn ChatModel>,
+    toolbox: Option<Toolbox>,
+    tools: Vec<Tool>,
+    default_timeout: Option<Duration>,
+    settings: Settings,
+}
+
+impl AgentBuilder {
+    /// A builder over a model shared with others.
+    pub fn new(model: Arc<dyn ChatModel>) -> Self {
+        Self {
+            model,
+            toolbox: None,
+            tools: Vec::new(),
+            default_timeout: None,
+            settings: Settings::default(),
+        }
+    }
+
+    /// The builder an existing agent was made with, to derive a variant.
+    pub(super) fn from_agent(agent: &Agent) -> Self {
+        Self {
+            model: agent.model.clone(),
+            toolbox: Some(agent.toolbox.clone()),
+            tools: Vec::new(),
+            default_timeout: None,
+            settings: agent.settings.clone(),
+        }
+    }
+
+    /// Add one tool: a `#[tool]` function's `f::tool()`, a built
+    /// [`function`](crate::tool::function), a child agent's
+    /// [`as_tool`](Agent::as_tool), or a hand-made [`Tool`].
+    pub fn tool(mut self, tool: impl Into<Tool>) -> Self {
+        self.tools.push(tool.into());
+        self
+    }
+
+    /// Add several tools.
+    pub fn tools<I>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<Tool>,
+    {
+        self.tools.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// Start from a toolbox built elsewhere (its tools come first, and its
+    /// default timeout is kept unless [`default_timeout`](Self::default_timeout) is set).
+    pub fn toolbox(mut self, toolbox: Toolbox) -> Self {
+        self.toolbox = Some(toolbox);
+        self
+    }
+
+    /// How long an async tool may run when it does not say (default
+    /// [`DEFAULT_TIMEOUT`](crate::tool::DEFAULT_TIMEOUT)).
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = Some(timeout);
+        self
+    }
+
+    /// Narrow the allow-list to these tool names (by default every tool is allowed).
+    pub fn allow_only<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let names: HashSet<String> = names.into_iter().map(Into::into).collect();
+        self.settings.allow = Some(Arc::new(names));
+        self
+    }
+
+    /// The system prompt. It never changes during a run (frozen intent).
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.settings.system = Some(system.into());
+        self
+    }
+
+    /// The skills the model may pull in (seed 004). The index joins the
+    /// system prompt each run and the skill built-ins join the toolbox.
+    pub fn skills<I>(mut self, skills: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<Skill>,
+    {
+        self.settings.skills = Some(skills.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// A resolver that decides which skills are advertised each run. It wins
+    /// over [`skills`](Self::skills).
+    pub fn skill_resolver(mut self, resolver: impl SkillResolver + 'static) -> Self {
+        self.settings.skill_resolver = Some(Arc::new(resolver));
+        self
+    }
+
+    /// Per-run data for skill body functions (e.g. `attachments`), merged
+    /// into the model's `ctx` by `apply_skill` with these keys winning.
+    pub fn skill_context(mut self, context: SkillContext) -> Self {
+        self.settings.skill_context = Some(context);
+        self
+    }
+
+    /// Most model calls in one run (default [`DEFAULT_MAX_STEPS`](super::DEFAULT_MAX_STEPS)).
+    pub fn max_steps(mut self, max_steps: usize) -> Self {
+        self.settings.max_steps = max_steps;
+        self
+    }
+
+    /// Token budget: the loop continues only while tokens spent ≤ budget.
+    /// Child agents' tokens count against it.
+    pub fn token_budget(mut self, budget: u64) -> Self {
+        self.settings.token_budget = budget;
+        self
+    }
+
+    /// Grant a capability. Each tool runs with its own declared needs ∩ the grants.
+    pub fn grant(mut self, capability: Capability) -> Self {
+        let grants = self.settings.grants.iter().cloned().chain([capability]);
+        self.settings.grants = grants.collect();
+        self
+    }
+
+    /// Replace every grant.
+    pub fn grants(mut self, grants: Capabilities) -> Self {
+        self.settings.grants = grants;
+        self
+    }
+
+    /// Who approves calls of destructive tools. Without one, they are denied.
+    pub fn approver(mut self, approver: impl Approver + 'static) -> Self {
+        self.settings.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Where audit records go.
+    pub fn audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
+        self.settings.audit = Some(sink);
+        self
+    }
+
+    /// The request context handed to tools (session, sender, extras, state).
+    pub fn context(mut self, context: ToolContext) -> Self {
+        self.settings.context = context;
+        self
+    }
+
+    /// Typed state for tools (a database pool, a client): what a
+    /// [`State<T>`](crate::tool::State) parameter receives. One value per type.
+    pub fn state<T: Any + Send + Sync>(mut self, state: T) -> Self {
+        self.settings.context = self.settings.context.with_state(state);
+        self
+    }
+
+    /// Most tokens per model call.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.settings.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sampling temperature.
+    pub fn temperature(mut self, temperature: f64) -> Self {
+        self.settings.temperature = Some(temperature);
+        self
+    }
+
+    /// After this many steps with tool calls, ask the model to answer in text
+    /// (`ToolChoice::None`). Small local models otherwise tend to call the same
+    /// tool again instead of answering. Unlimited by default.
+    pub fn max_tool_rounds(mut self, rounds: usize) -> Self {
+        self.settings.max_tool_rounds = Some(rounds);
+        self
+    }
+
+    /// The tool choice of the first step (default [`ToolChoice::Auto`]).
+    /// `Required`, or `Tool("read_skill")`, makes the model start with a
+    /// call: small local models otherwise tend to answer before reading the
+    /// skill that covers the task. Later steps use `Auto`.
+    pub fn first_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.settings.first_tool_choice = choice;
+        self
+    }
+
+    /// How deep agents may nest as each other's tools (default
+    /// [`DEFAULT_MAX_DEPTH`](super::DEFAULT_MAX_DEPTH)): a child past it is
+    /// not started and its parent gets an error result.
+    pub fn max_depth(mut self, depth: usize) -> Self {
+        self.settings.max_depth = depth;
+        self
+    }
+
+    /// Make every answer a JSON text that follows `format`'s schema
+    /// (providers' structured-output modes; a grammar on the local model).
+    /// [`Program`](crate::program::Program) sets this and validates the answers.
+    pub fn response_format(mut self, format: ResponseFormat) -> Self {
+        self.settings.response_format = Some(format);
+        self
+    }
+
+    /// Check the tools (unique names, valid schemas, wire names) and make the agent.
+    pub fn build(self) -> Result<Agent, ToolboxError> {
+        let toolbox = match (self.toolbox, self.tools.is_empty()) {
+            (Some(toolbox), true) => toolbox,
+            (toolbox, _) => {
+                let timeout = toolbox.as_ref().map(Toolbox::default_timeout);
+                let first = toolbox.iter().flat_map(Toolbox::to_vec);
+                let built = Toolbox::for_agent(first.chain(self.tools))?;
+                match timeout {
+                    Some(timeout) => built.with_default_timeout(timeout),
+                    None => built,
+                }
+            }
+        };
+        let toolbox = match self.default_timeout {
+            Some(timeout) => toolbox.with_default_timeout(timeout),
+            None => toolbox,
+        };
+        Ok(Agent::assemble(self.model, toolbox, self.settings))
+    }
+}
