@@ -23,7 +23,9 @@ use llguidance::api::TopLevelGrammar;
 use llguidance::{Matcher, ParserFactory};
 
 use crate::template::ChatTemplate;
-use crate::tool_calls::{GrammarTool, TagStyle, parse_reply, tool_call_grammar};
+use crate::tool_calls::{
+    GrammarTool, ParsedReply, TagStyle, json_answer_grammar, parse_reply, tool_call_grammar,
+};
 
 /// Settings of a [`LocalModel`].
 #[derive(Debug, Clone)]
@@ -198,11 +200,19 @@ impl LocalModel {
         request: &ChatRequest,
         names: &WireNames,
     ) -> Result<Option<String>, ModelError> {
-        if !self.inner.config.constrained || request.tools.is_empty() {
+        if !self.inner.config.constrained {
             return Ok(None);
         }
-        if request.tool_choice == ToolChoice::None {
-            return Ok(Some(crate::tool_calls::text_only_grammar()));
+        let answer = request
+            .response_format
+            .as_ref()
+            .map(|format| &format.schema);
+        if request.tools.is_empty() || request.tool_choice == ToolChoice::None {
+            return Ok(match answer {
+                Some(schema) => Some(json_answer_grammar(schema)),
+                None if request.tools.is_empty() => None,
+                None => Some(crate::tool_calls::text_only_grammar()),
+            });
         }
         let offered: Vec<(String, &serde_json::Value)> = request
             .tools
@@ -218,7 +228,12 @@ impl LocalModel {
             .map(|(name, schema)| GrammarTool { name, schema })
             .collect();
         let allow_text = matches!(request.tool_choice, ToolChoice::Auto);
-        Ok(Some(tool_call_grammar(&tools, allow_text, self.inner.tags)))
+        Ok(Some(tool_call_grammar(
+            &tools,
+            allow_text,
+            self.inner.tags,
+            answer,
+        )))
     }
 
     fn sampler(
@@ -388,13 +403,20 @@ impl ChatModel for LocalModel {
             let mut output = String::new();
             let mut streamed = 0usize;
             let mut text_mode = request.tools.is_empty();
+            // With a structured answer, a reply opening with `{` is the answer
+            // (JSON), never a call: calls open with a tag or a fence.
+            let structured = request.response_format.is_some();
             let generation = loop {
                 match receiver.recv().await {
                     Some(Progress::Text(piece)) => {
                         output.push_str(&piece);
                         if !text_mode {
                             let start = output.trim_start();
-                            text_mode = start.chars().next().is_some_and(|c| !matches!(c, '<' | '`' | '{' | '['));
+                            text_mode = start.chars().next().is_some_and(|c| match c {
+                                '<' | '`' => false,
+                                '{' | '[' => structured,
+                                _ => true,
+                            });
                         }
                         if text_mode {
                             let end = output.find("<tool_call>").unwrap_or(output.len());
@@ -409,7 +431,11 @@ impl ChatModel for LocalModel {
                 }
             };
             let _ = worker.await;
-            let parsed = parse_reply(&generation.text);
+            let parsed = if structured && text_mode {
+                ParsedReply { text: generation.text.trim().to_owned(), calls: Vec::new() }
+            } else {
+                parse_reply(&generation.text)
+            };
             if !text_mode && !parsed.text.is_empty() && parsed.calls.is_empty() {
                 yield StreamEvent::TextDelta { text: parsed.text.clone() };
             }

@@ -28,9 +28,15 @@ pub enum TagStyle {
 }
 
 /// A Lark grammar (llguidance dialect) for one reply. With `allow_text`, the
-/// reply is either free text (not starting with `<`) or one or more tool calls;
-/// without it, tool calls only.
-pub fn tool_call_grammar(tools: &[GrammarTool<'_>], allow_text: bool, tags: TagStyle) -> String {
+/// reply is either an answer or one or more tool calls; without it, tool
+/// calls only. The answer is free text (not starting with `<`), or, given
+/// `answer`, one JSON value that satisfies that schema.
+pub fn tool_call_grammar(
+    tools: &[GrammarTool<'_>],
+    allow_text: bool,
+    tags: TagStyle,
+    answer: Option<&Value>,
+) -> String {
     let (open, close) = match tags {
         TagStyle::Tokens { open, close } => (format!("<[{open}]>"), format!("<[{close}]>")),
         TagStyle::Text => ("\"<tool_call>\"".to_owned(), "\"</tool_call>\"".to_owned()),
@@ -41,9 +47,13 @@ pub fn tool_call_grammar(tools: &[GrammarTool<'_>], allow_text: bool, tags: TagS
     } else {
         "start: calls\n"
     });
-    // Text may not open like a call (`<`, `{`, `[`, a code fence) or with blank space,
-    // so a call can only be written as a well-formed `<tool_call>` block.
-    grammar.push_str("text: TEXT\nTEXT: /[^<{\\[`\\s](.|\\n)*/\n");
+    match answer {
+        // A structured answer is a JSON object; calls open with a tag or a fence.
+        Some(schema) => grammar.push_str(&format!("text: %json {schema}\n")),
+        // Text may not open like a call (`<`, `{`, `[`, a code fence) or with blank space,
+        // so a call can only be written as a well-formed `<tool_call>` block.
+        None => grammar.push_str("text: TEXT\nTEXT: /[^<{\\[`\\s](.|\\n)*/\n"),
+    }
     // Calls in the model's own format, or in the Markdown fence small models
     // fall back to; either way the body is checked against the tool's schema.
     grammar.push_str(&format!(
@@ -83,6 +93,11 @@ fn closed(schema: &Value) -> Value {
 /// the text may not open like a call.
 pub fn text_only_grammar() -> String {
     "start: TEXT\nTEXT: /[^<{\\[`\\s](.|\\n)*/\n".to_owned()
+}
+
+/// A grammar for an answer that is one JSON value satisfying `schema`, and nothing else.
+pub fn json_answer_grammar(schema: &Value) -> String {
+    format!("start: %json {schema}\n")
 }
 
 /// What a reply said: text, and tool calls as `(name, arguments)`.
@@ -221,6 +236,7 @@ mod tests {
             }],
             true,
             TagStyle::Tokens { open: 7, close: 8 },
+            None,
         );
         assert!(grammar.starts_with("start: text | calls\n"));
         assert!(
@@ -243,7 +259,28 @@ mod tests {
             }],
             false,
             TagStyle::Text,
+            None,
         );
         assert!(forced.starts_with("start: calls\n") && forced.contains("\"<tool_call>\""));
+        let answer = json!({"type": "object", "properties": {"answer": {"type": "string"}}});
+        let structured = tool_call_grammar(
+            &[GrammarTool {
+                name: "a",
+                schema: &schema,
+            }],
+            true,
+            TagStyle::Text,
+            Some(&answer),
+        );
+        assert!(
+            structured.starts_with(&format!(
+                "start: text | calls\ntext: %json {answer}\ncalls:"
+            )),
+            "{structured}"
+        );
+        assert_eq!(
+            json_answer_grammar(&answer),
+            format!("start: %json {answer}\n")
+        );
     }
 }

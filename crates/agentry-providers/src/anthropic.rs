@@ -20,6 +20,55 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// An Anthropic Messages model.
+///
+/// ```
+/// use agentry_core::model::{ChatModel, ChatRequest, ResponseFormat, Step, Usage};
+/// use agentry_providers::Anthropic;
+/// use serde_json::json;
+/// # // A one-shot loopback server standing in for the provider.
+/// # fn serve(sse: &'static str) -> String {
+/// #     use std::io::{Read, Write};
+/// #     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+/// #     let url = format!("http://{}", listener.local_addr().unwrap());
+/// #     std::thread::spawn(move || {
+/// #         let (mut conn, _) = listener.accept().unwrap();
+/// #         let (mut seen, mut buf) = (Vec::new(), [0u8; 4096]);
+/// #         loop {
+/// #             let n = conn.read(&mut buf).unwrap();
+/// #             seen.extend_from_slice(&buf[..n]);
+/// #             let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+/// #             if let Some(end) = text.find("\r\n\r\n") {
+/// #                 let len = text.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+/// #                 if n == 0 || seen.len() >= end + 4 + len { break; }
+/// #             }
+/// #         }
+/// #         write!(conn, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{sse}", sse.len()).unwrap();
+/// #     });
+/// #     url
+/// # }
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let base_url = serve(concat!(
+///     "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n",
+///     "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+///     "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"{\\\"answer\\\": \\\"Yes\\\"}\"}}\n\n",
+///     "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+///     "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":7}}\n\n",
+///     "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+/// ));
+/// let model = Anthropic::new("sk-ant-test", "claude-sonnet-4-5").with_base_url(base_url);
+/// let schema = json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]});
+/// let request = ChatRequest {
+///     response_format: Some(ResponseFormat::new("output", schema)),
+///     ..ChatRequest::new(Some("Answer in JSON.".into()), "Can I get a refund?")
+/// };
+/// // Anthropic wants every object closed; the provider closes the schema.
+/// let body = model.request_body(&request)?;
+/// assert_eq!(body["output_config"]["format"]["schema"]["additionalProperties"], json!(false));
+/// let step = model.step(&request).await?;
+/// assert_eq!(step, Step::Final { text: r#"{"answer": "Yes"}"#.into(), tokens: Usage::new(25, 7) });
+/// # Ok::<_, agentry_core::model::ModelError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, Clone)]
 pub struct Anthropic {
     client: reqwest::Client,
@@ -151,7 +200,20 @@ impl Anthropic {
         if !request.stop.is_empty() {
             body["stop_sequences"] = json!(request.stop);
         }
+        if let Some(format) = &request.response_format {
+            body["output_config"] = json!({"format": {
+                "type": "json_schema",
+                "schema": crate::structured::closed(&format.schema),
+            }});
+        }
         body
+    }
+
+    /// The JSON body sent to `/v1/messages` for `request`: tools under their
+    /// wire names, the tool choice, and `output_config.format` (the schema
+    /// closed, as the API requires) when the request asks for a structured answer.
+    pub fn request_body(&self, request: &ChatRequest) -> Result<Value, ModelError> {
+        Ok(self.body(request, &wire_names(request)?))
     }
 }
 

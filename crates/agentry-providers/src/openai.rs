@@ -35,6 +35,53 @@ pub(crate) fn openai_env() -> Result<(String, Option<String>), String> {
 }
 
 /// A Chat Completions-compatible model.
+///
+/// ```
+/// use agentry_core::model::{ChatModel, ChatRequest, ResponseFormat, Step, Usage};
+/// use agentry_providers::OpenAiCompatible;
+/// use serde_json::json;
+/// # // A one-shot loopback server standing in for the provider.
+/// # fn serve(sse: &'static str) -> String {
+/// #     use std::io::{Read, Write};
+/// #     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+/// #     let url = format!("http://{}", listener.local_addr().unwrap());
+/// #     std::thread::spawn(move || {
+/// #         let (mut conn, _) = listener.accept().unwrap();
+/// #         let (mut seen, mut buf) = (Vec::new(), [0u8; 4096]);
+/// #         loop {
+/// #             let n = conn.read(&mut buf).unwrap();
+/// #             seen.extend_from_slice(&buf[..n]);
+/// #             let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+/// #             if let Some(end) = text.find("\r\n\r\n") {
+/// #                 let len = text.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+/// #                 if n == 0 || seen.len() >= end + 4 + len { break; }
+/// #             }
+/// #         }
+/// #         write!(conn, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{sse}", sse.len()).unwrap();
+/// #     });
+/// #     url
+/// # }
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let base_url = serve(concat!(
+///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"{\\\"answer\\\": \\\"Yes\\\"}\"}}]}\n\n",
+///     "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":21,\"completion_tokens\":5}}\n\n",
+///     "data: [DONE]\n\n",
+/// ));
+/// // Ollama, vLLM and the llama.cpp server take the same shape at their own base URL.
+/// let model = OpenAiCompatible::new(format!("{base_url}/v1"), None, "gpt-4o-mini");
+/// let schema = json!({"type": "object", "properties": {"answer": {"type": "string"}},
+///                     "required": ["answer"], "additionalProperties": false});
+/// let request = ChatRequest {
+///     response_format: Some(ResponseFormat::new("output", schema.clone())),
+///     ..ChatRequest::new(Some("Answer in JSON.".into()), "Can I get a refund?")
+/// };
+/// let body = model.request_body(&request)?;
+/// assert_eq!(body["response_format"]["json_schema"], json!({"name": "output", "schema": schema, "strict": true}));
+/// let step = model.step(&request).await?;
+/// assert_eq!(step, Step::Final { text: r#"{"answer": "Yes"}"#.into(), tokens: Usage::new(21, 5) });
+/// # Ok::<_, agentry_core::model::ModelError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, Clone)]
 pub struct OpenAiCompatible {
     client: reqwest::Client,
@@ -143,7 +190,21 @@ impl OpenAiCompatible {
         if !request.stop.is_empty() {
             body["stop"] = json!(request.stop);
         }
+        if let Some(format) = &request.response_format {
+            body["response_format"] = json!({"type": "json_schema", "json_schema": {
+                "name": format.name,
+                "schema": format.schema,
+                "strict": crate::structured::strict_ready(&format.schema),
+            }});
+        }
         body
+    }
+
+    /// The JSON body sent to `/chat/completions` for `request`: tools under
+    /// their wire names, the tool choice, and `response_format` (strict
+    /// where the schema allows) when the request asks for a structured answer.
+    pub fn request_body(&self, request: &ChatRequest) -> Result<Value, ModelError> {
+        Ok(self.body(request, &wire_names(request)?))
     }
 }
 

@@ -251,3 +251,26 @@ fn from_env_needs_a_key() {
         ModelError::Config("set ANTHROPIC_API_KEY".into())
     );
 }
+
+#[tokio::test]
+async fn a_structured_answer_is_asked_for_with_output_config() {
+    let server = serve(vec![sse("anthropic/text.sse")]).await;
+    let model = provider(&server.base_url);
+    let open = json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]});
+    let request = ChatRequest {
+        response_format: Some(agentry_core::model::ResponseFormat::new("output", open)),
+        ..weather_request()
+    };
+    model.step(&request).await.unwrap();
+    let sent = server.requests()[0].json();
+    assert_eq!(
+        sent["output_config"],
+        json!({"format": {"type": "json_schema", "schema": {"type": "object",
+            "properties": {"answer": {"type": "string"}}, "required": ["answer"],
+            "additionalProperties": false}}})
+    );
+    assert!(
+        sent["tools"].is_array(),
+        "tools stay offered beside the format"
+    );
+}

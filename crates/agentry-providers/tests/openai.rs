@@ -319,3 +319,39 @@ async fn collect_step_matches_step() {
     let step = collect_step(model.stream(&request)).await.unwrap();
     assert!(matches!(step, Step::Tool { ref calls, .. } if calls.len() == 2));
 }
+
+#[tokio::test]
+async fn a_structured_answer_is_asked_for_with_response_format() {
+    let server = serve(vec![sse("openai/text.sse"), sse("openai/text.sse")]).await;
+    let model = provider(&server.base_url);
+    let closed = json!({"type": "object", "properties": {"answer": {"type": "string"}},
+                        "required": ["answer"], "additionalProperties": false});
+    let request = ChatRequest {
+        response_format: Some(agentry_core::model::ResponseFormat::new(
+            "output",
+            closed.clone(),
+        )),
+        ..weather_request()
+    };
+    model.step(&request).await.unwrap();
+    let sent = server.requests()[0].json();
+    assert_eq!(
+        sent["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "output", "schema": closed, "strict": true}})
+    );
+    assert!(
+        sent["tools"].is_array(),
+        "tools stay offered beside the format"
+    );
+    // An optional field keeps the schema out of strict mode, which would refuse it.
+    let optional = json!({"type": "object", "properties": {"answer": {"type": "string"}, "note": {"type": "string"}},
+                          "required": ["answer"], "additionalProperties": false});
+    let request = ChatRequest {
+        response_format: Some(agentry_core::model::ResponseFormat::new("output", optional)),
+        ..weather_request()
+    };
+    assert_eq!(
+        model.request_body(&request).unwrap()["response_format"]["json_schema"]["strict"],
+        json!(false)
+    );
+}

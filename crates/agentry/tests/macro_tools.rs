@@ -216,3 +216,124 @@ async fn wire_names_dispatch_too() {
         .await;
     assert_eq!(result.output, json!(3.0));
 }
+
+/// Shared state for the `State<T>` tools: a price list.
+struct Prices {
+    per_kg: f64,
+}
+
+/// Price a weight with the shared price list.
+#[agentry::tool(name = "price")]
+fn price(agentry::tool::State(prices): agentry::tool::State<Prices>, kg: f64) -> f64 {
+    prices.per_kg * kg
+}
+
+/// The same, asynchronously, with the context beside the state.
+#[agentry::tool(name = "price_async")]
+async fn price_async(ctx: &ToolContext, prices: agentry::tool::State<Prices>, kg: f64) -> String {
+    let who = ctx.sender().map_or("?", |s| s.id.as_str());
+    format!("{who}: {}", prices.per_kg * kg)
+}
+
+#[tokio::test]
+async fn state_parameters_receive_the_shared_state_and_stay_out_of_the_schema() {
+    assert_eq!(
+        price::schema().input_schema,
+        json!({"type": "object", "properties": {"kg": {"type": "number"}}, "required": ["kg"]})
+    );
+    let tools = Toolbox::for_agent([price::tool(), price_async::tool()]).unwrap();
+    let ctx = ToolContext::new()
+        .with_sender(Identity::new("ana"))
+        .with_state(Prices { per_kg: 2.5 });
+    let sync = tools
+        .dispatch_with(ToolCall::new("1", "price", json!({"kg": 4})), &ctx)
+        .await;
+    assert_eq!(sync.output, json!(10.0));
+    let asynchronous = tools
+        .dispatch_with(ToolCall::new("2", "price_async", json!({"kg": 2})), &ctx)
+        .await;
+    assert_eq!(asynchronous.output, json!("ana: 5"));
+    // Without the state the call fails with a message naming the type.
+    let missing = tools
+        .dispatch(ToolCall::new("3", "price", json!({"kg": 1})))
+        .await;
+    assert_eq!(
+        missing.error_message(),
+        Some(
+            "tool \"price\" failed: this tool needs shared state of type macro_tools::Prices, which the program did not attach"
+        )
+    );
+    // Through an agent: `AgentBuilder::state` attaches it.
+    let model = agentry::model::ScriptedModel::new()
+        .reply(agentry::model::Step::Tool {
+            calls: vec![ToolCall::new("c", "price", json!({"kg": 3}))],
+            text: String::new(),
+            tokens: agentry::model::Usage::default(),
+        })
+        .reply(agentry::model::Step::Final {
+            text: "7.5".into(),
+            tokens: agentry::model::Usage::default(),
+        });
+    let run = agentry::agent::Agent::builder(model)
+        .tool(price::tool())
+        .state(Prices { per_kg: 2.5 })
+        .build()
+        .unwrap()
+        .run("price 3 kg")
+        .await;
+    assert_eq!(run.steps[0].calls[0].result.output, json!(7.5));
+}
+
+mod billing {
+    /// Find an invoice.
+    #[agentry::tool(name = "lookup")]
+    pub fn lookup(invoice: u32) -> String {
+        format!("invoice {invoice}")
+    }
+}
+
+mod kb {
+    /// Find a policy.
+    #[agentry::tool(name = "lookup")]
+    pub fn lookup(query: String, limit: Option<u8>) -> Vec<String> {
+        vec![query; usize::from(limit.unwrap_or(1))]
+    }
+}
+
+#[test]
+fn two_functions_with_one_name_keep_their_own_schemas_and_the_clash_is_an_error() {
+    // Found in a review: both used to get the first one's schema, so one was
+    // validated against the wrong schema. Each keeps its own now...
+    let billing = billing::lookup::schema();
+    let kb = kb::lookup::schema();
+    let properties = |schema: &agentry::tool::ToolSchema| -> Vec<String> {
+        schema.input_schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    assert_eq!(properties(billing), ["invoice"]);
+    assert_eq!(properties(kb), ["query", "limit"]);
+    assert_eq!(
+        kb::lookup::tool().input_schema["properties"]["query"],
+        json!({"type": "string"})
+    );
+    // ...and the registry refuses to pick one of them for the name.
+    assert_eq!(
+        agentry::tool::registry::lookup("lookup"),
+        Err(agentry::tool::SchemaConflict {
+            name: "lookup".into()
+        })
+    );
+    assert!(agentry::tool::registry::get("lookup").is_none());
+    assert_eq!(
+        agentry::tool::registry::register(billing)
+            .unwrap_err()
+            .to_string(),
+        "two different tools are registered as \"lookup\"; give one of them another name (#[tool(name = \"...\")]): a name must identify one schema"
+    );
+    // Both in one toolbox is the old duplicate-name error.
+    assert!(Toolbox::for_agent([billing::lookup::tool(), kb::lookup::tool()]).is_err());
+}

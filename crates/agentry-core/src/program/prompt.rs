@@ -16,7 +16,7 @@ fn field_lines(schema: &Value, defs: &Value) -> Vec<String> {
     properties
         .iter()
         .map(|(name, property)| {
-            let property = resolve(property, defs);
+            let resolved = resolve(property, defs);
             let optional = if required.contains(&name.as_str()) {
                 ""
             } else {
@@ -24,6 +24,7 @@ fn field_lines(schema: &Value, defs: &Value) -> Vec<String> {
             };
             let description = property["description"]
                 .as_str()
+                .or_else(|| resolved["description"].as_str())
                 .map(|text| format!(": {text}"))
                 .unwrap_or_default();
             format!(
