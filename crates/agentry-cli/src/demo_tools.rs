@@ -156,7 +156,7 @@ pub fn read_file(dir: &Path) -> Tool {
             concurrency_safe: true,
             ..Default::default()
         })
-        .handler_with_context(|args: ReadFile, ctx: &ToolContext| {
+        .handler(|args: ReadFile, ctx: &ToolContext| {
             let text = ctx
                 .fs()
                 .read_to_string(&args.path)

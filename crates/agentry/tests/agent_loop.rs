@@ -280,7 +280,7 @@ async fn tools_run_with_least_privilege() {
 
 fn barrier_tool(name: &str, barrier: Arc<tokio::sync::Barrier>, safe: bool) -> Tool {
     let mut tool = agentry::tool::function(name)
-        .async_handler(move |_: serde_json::Value, _ctx| {
+        .handler(move |_: serde_json::Value, _ctx: ToolContext| {
             let barrier = barrier.clone();
             async move {
                 barrier.wait().await;
@@ -356,7 +356,7 @@ async fn dropping_a_run_cancels_its_calls() {
     let finished = Arc::new(AtomicUsize::new(0));
     let (d, f) = (dropped.clone(), finished.clone());
     let slow = agentry::tool::function("slow")
-        .async_handler(move |_: serde_json::Value, _ctx| {
+        .handler(move |_: serde_json::Value, _ctx: ToolContext| {
             let (d, f) = (d.clone(), f.clone());
             async move {
                 let _flag = Flag(d);

@@ -21,7 +21,7 @@ fn read_file(dir: &PathBuf) -> Tool {
         .description("Read a text file from the notes directory.")
         .arg::<String>("path", "Path relative to the notes directory")
         .capability(Capability::fs_read(dir))
-        .handler_with_context(|args: PathArg, ctx: &ToolContext| {
+        .handler(|args: PathArg, ctx: &ToolContext| {
             ctx.fs().read_to_string(&args.path)
         })
         .build()
@@ -38,7 +38,7 @@ fn read_env() -> Tool {
         .namespace("sys")
         .arg::<String>("name", "Variable name")
         .capability(Capability::env("AGENTRY_TEST_VISIBLE"))
-        .handler_with_context(|args: NameArg, ctx: &ToolContext| ctx.env(&args.name))
+        .handler(|args: NameArg, ctx: &ToolContext| ctx.env(&args.name))
         .build()
         .unwrap()
 }

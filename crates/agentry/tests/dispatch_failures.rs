@@ -170,7 +170,7 @@ async fn timeouts_apply_to_async_and_blocking_tools() {
     );
     // The toolbox default covers async tools with no timeout of their own.
     let slow = function("slow")
-        .async_handler(|_: Value, _ctx| async {
+        .handler(|_: Value, _ctx: ToolContext| async {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             Ok::<_, String>(0)
         })

@@ -109,6 +109,53 @@ pub struct MemoryError(pub String);
 /// Every implementation passes the same behaviour suite: recall ranks by
 /// cosine similarity within one session, applies `limit` and `min_score`,
 /// and `recent` returns the newest records oldest first, filtered by role.
+///
+/// Implementing a store (here a plain `Vec` behind a lock) and proving it
+/// with that suite:
+///
+/// ```
+/// use std::sync::Mutex;
+/// use agentry_core::BoxFuture;
+/// use agentry_core::embed::cosine;
+/// use agentry_core::memory::{conformance, MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts};
+///
+/// #[derive(Default)]
+/// struct VecStore(Mutex<Vec<MemoryRecord>>);
+///
+/// impl MemoryStore for VecStore {
+///     fn add<'a>(&'a self, record: MemoryRecord) -> BoxFuture<'a, Result<(), MemoryError>> {
+///         self.0.lock().unwrap().push(record);
+///         Box::pin(async { Ok(()) })
+///     }
+///     fn recall<'a>(&'a self, session: &'a str, query: &'a [f32], opts: RecallOpts)
+///         -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
+///         let mut found: Vec<Recalled> = self.0.lock().unwrap().iter()
+///             .filter(|r| r.session == session)
+///             .map(|r| Recalled { score: cosine(query, &r.embedding), record: r.clone() })
+///             .filter(|r| r.score >= opts.min_score)
+///             .collect();
+///         found.sort_by(|a, b| b.score.total_cmp(&a.score));
+///         found.truncate(opts.limit);
+///         Box::pin(async move { Ok(found) })
+///     }
+///     fn recent<'a>(&'a self, session: &'a str, opts: &'a RecentOpts)
+///         -> BoxFuture<'a, Result<Vec<MemoryRecord>, MemoryError>> {
+///         let mut records: Vec<MemoryRecord> = self.0.lock().unwrap().iter()
+///             .filter(|r| r.session == session && opts.admits(&r.role))
+///             .cloned()
+///             .collect();
+///         records.sort_by_key(|r| r.timestamp);
+///         let skip = records.len().saturating_sub(opts.limit.unwrap_or(usize::MAX));
+///         Box::pin(async move { Ok(records.split_off(skip)) })
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = VecStore::default();
+/// conformance::check_store(&store, "doc").await; // panics on any deviation
+/// assert_eq!(store.0.lock().unwrap().len(), 5);
+/// # });
+/// ```
 pub trait MemoryStore: Send + Sync {
     /// Keep a record.
     fn add<'a>(&'a self, record: MemoryRecord) -> BoxFuture<'a, Result<(), MemoryError>>;

@@ -15,6 +15,49 @@ pub type EventStream<'a> = BoxStream<'a, Result<StreamEvent, ModelError>>;
 /// A chat model: OpenAI-compatible servers, Anthropic, the local llama.cpp
 /// model, the [`OfflineModel`](super::OfflineModel) and the
 /// [`ScriptedModel`](super::ScriptedModel) all implement it.
+///
+/// Implementing one means streaming a reply for a request; `step` folds the
+/// stream by default. A model that echoes the user word by word:
+///
+/// ```
+/// use agentry_core::agent::{Agent, AgentEvent};
+/// use agentry_core::model::{ChatModel, ChatRequest, EventStream, FinishReason, Message, StreamEvent, Usage};
+/// use futures_util::{StreamExt, stream};
+///
+/// struct Echo;
+///
+/// impl ChatModel for Echo {
+///     fn model_id(&self) -> &str {
+///         "echo"
+///     }
+///     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
+///         let text = match request.messages.last() {
+///             Some(Message::User { text }) => text.clone(),
+///             _ => String::new(),
+///         };
+///         let words: Vec<String> = text.split_inclusive(' ').map(str::to_owned).collect();
+///         let usage = Usage::new(text.len() as u64, words.len() as u64);
+///         let events = words.into_iter()
+///             .map(|text| StreamEvent::TextDelta { text })
+///             .chain([StreamEvent::Usage { usage }, StreamEvent::Finish { reason: FinishReason::Stop }]);
+///         Box::pin(stream::iter(events.map(Ok)))
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let agent = Agent::new(Echo);
+/// assert_eq!(agent.prompt("hello there").await?, "hello there");
+/// let pieces: Vec<String> = agent.stream("hello there")
+///     .filter_map(|event| async move { match event {
+///         AgentEvent::TextDelta { text, .. } => Some(text),
+///         _ => None,
+///     }})
+///     .collect()
+///     .await;
+/// assert_eq!(pieces, ["hello ", "there"]);
+/// # Ok::<_, agentry_core::agent::RunError>(())
+/// # }).unwrap();
+/// ```
 pub trait ChatModel: Send + Sync {
     /// The model id, as reported in traces (`gen_ai.request.model`).
     fn model_id(&self) -> &str;

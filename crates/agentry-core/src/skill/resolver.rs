@@ -30,6 +30,45 @@ pub struct ListContext<'a> {
 /// exists only when [`can_search`](Self::can_search) is true. `read` is
 /// decoupled from `list`: a store-backed resolver may serve skills it never
 /// advertised.
+///
+/// A resolver that advertises only the skills whose `when` words appear in
+/// the user's last message:
+///
+/// ```
+/// use agentry_core::BoxFuture;
+/// use agentry_core::model::Message;
+/// use agentry_core::skill::{ListContext, Skill, SkillResolver, find_skill};
+///
+/// struct ByKeyword(Vec<Skill>);
+///
+/// impl SkillResolver for ByKeyword {
+///     fn list<'a>(&'a self, ctx: ListContext<'a>) -> BoxFuture<'a, Vec<Skill>> {
+///         let last = match ctx.messages.last() {
+///             Some(Message::User { text }) => text.to_lowercase(),
+///             _ => String::new(),
+///         };
+///         let listed = self.0.iter()
+///             .filter(|skill| skill.when.iter().any(|word| last.contains(word.as_str())))
+///             .cloned()
+///             .collect();
+///         Box::pin(async move { listed })
+///     }
+///     fn read<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<Skill>> {
+///         Box::pin(async move { find_skill(&self.0, name).cloned() })
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let resolver = ByKeyword(vec![
+///     Skill::new("refunds", "How to handle refunds").when(["refund"]),
+///     Skill::new("tone", "Our voice").when(["reply"]),
+/// ]);
+/// let messages = [Message::user("Can I get a refund?")];
+/// let listed = resolver.list(ListContext { messages: &messages, system: None, model: "any" }).await;
+/// assert_eq!(listed.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["refunds"]);
+/// assert!(resolver.read("tone").await.is_some(), "read serves what list did not show");
+/// # });
+/// ```
 pub trait SkillResolver: Send + Sync {
     /// The skills to advertise this turn.
     fn list<'a>(&'a self, ctx: ListContext<'a>) -> BoxFuture<'a, Vec<Skill>>;
@@ -71,6 +110,14 @@ pub struct InMemoryResolver {
 }
 
 impl InMemoryResolver {
+    /// A resolver over `skills` that lists all of them every turn (seed
+    /// 004's `in-memory-resolver`, also [`in_memory_resolver`]).
+    pub fn new(skills: Vec<Skill>) -> Self {
+        Self {
+            skills: Arc::new(skills),
+        }
+    }
+
     /// The skills it serves.
     pub fn skills(&self) -> &[Skill] {
         &self.skills
@@ -80,9 +127,7 @@ impl InMemoryResolver {
 /// A resolver over a fixed set of skills that advertises all of them and
 /// cannot search; wrapping an agent's skills in it changes nothing for the model.
 pub fn in_memory_resolver(skills: Vec<Skill>) -> InMemoryResolver {
-    InMemoryResolver {
-        skills: Arc::new(skills),
-    }
+    InMemoryResolver::new(skills)
 }
 
 impl SkillResolver for InMemoryResolver {
@@ -110,13 +155,24 @@ where
     I: IntoIterator<Item = S>,
     S: Into<String>,
 {
-    SearchableResolver {
-        skills: Arc::new(skills),
-        always_on: Arc::new(always_on.into_iter().map(Into::into).collect()),
-    }
+    SearchableResolver::new(skills, always_on)
 }
 
 impl SearchableResolver {
+    /// A resolver over `skills` that lists only those named in `always_on`
+    /// and finds the rest by search (seed 004's `searchable-resolver`, also
+    /// [`searchable_resolver`]).
+    pub fn new<I, S>(skills: Vec<Skill>, always_on: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            skills: Arc::new(skills),
+            always_on: Arc::new(always_on.into_iter().map(Into::into).collect()),
+        }
+    }
+
     /// The skills it serves.
     pub fn skills(&self) -> &[Skill] {
         &self.skills

@@ -2,17 +2,13 @@
 //! arguments, returns, examples and a sync or async handler, built into the
 //! same [`Tool`] that `#[tool]` produces.
 
-use std::fmt;
-use std::future::Future;
 
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::capability::Capability;
-use super::context::ToolContext;
-use super::handler::{ToolHandler, from_input, result_to_output};
+use super::handler::ToolHandler;
+use super::into_handler::IntoHandler;
 use super::schema::{ObjectSchemaBuilder, schema_for_type};
 use super::tool::{Tool, ToolExample, ToolHints};
 use super::validate::CompiledSchema;
@@ -270,51 +266,11 @@ impl FunctionBuilder {
         self
     }
 
-    /// A synchronous handler receiving the argument object as `A`.
-    pub fn handler<A, R, E, F>(self, f: F) -> Self
-    where
-        A: DeserializeOwned,
-        R: Serialize,
-        E: fmt::Display,
-        F: Fn(A) -> Result<R, E> + Send + Sync + 'static,
-    {
-        self.raw_handler(ToolHandler::sync(move |input, _ctx| {
-            result_to_output(f(from_input(input)?))
-        }))
-    }
-
-    /// A synchronous handler that also reads the request's [`ToolContext`].
-    pub fn handler_with_context<A, R, E, F>(self, f: F) -> Self
-    where
-        A: DeserializeOwned,
-        R: Serialize,
-        E: fmt::Display,
-        F: Fn(A, &ToolContext) -> Result<R, E> + Send + Sync + 'static,
-    {
-        self.raw_handler(ToolHandler::sync(move |input, ctx| {
-            result_to_output(f(from_input(input)?, ctx))
-        }))
-    }
-
-    /// An asynchronous handler receiving the argument object and the request's context.
-    pub fn async_handler<A, R, E, F, Fut>(self, f: F) -> Self
-    where
-        A: DeserializeOwned + Send + 'static,
-        R: Serialize + 'static,
-        E: fmt::Display + 'static,
-        F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<R, E>> + Send + 'static,
-    {
-        let f = std::sync::Arc::new(f);
-        self.raw_handler(ToolHandler::from_async(move |input, ctx| {
-            let f = f.clone();
-            async move { result_to_output(f(from_input(input)?, ctx).await) }
-        }))
-    }
-
-    /// Use a prepared [`ToolHandler`].
-    pub fn raw_handler(mut self, handler: ToolHandler) -> Self {
-        self.handler = Some(handler);
+    /// The host code the tool runs: a closure taking the arguments (and,
+    /// optionally, the request context; sync or async), or a ready
+    /// [`ToolHandler`]. See [`IntoHandler`].
+    pub fn handler<Shape>(mut self, handler: impl IntoHandler<Shape>) -> Self {
+        self.handler = Some(handler.into_handler());
         self
     }
 

@@ -22,6 +22,7 @@ mod context;
 mod dispatch;
 mod guard;
 mod handler;
+mod into_handler;
 mod schema;
 mod state;
 #[allow(clippy::module_inception)]
@@ -36,6 +37,7 @@ pub use capability::{Capabilities, Capability, normalize_path};
 pub use context::{Identity, Session, ToolContext};
 pub use dispatch::dispatch;
 pub use guard::{CapabilityError, Fs};
+pub use into_handler::IntoHandler;
 pub use handler::{Arguments, ToolError, ToolHandler, from_input, result_to_output, to_output};
 pub use schema::{
     ObjectSchemaBuilder, SchemaConflict, ToolSchema, normalize as normalize_schema, registry,

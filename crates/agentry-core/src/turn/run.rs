@@ -26,6 +26,43 @@ pub struct TurnOutput {
 }
 
 /// Seed 002's memory-grounded chat turn.
+///
+/// Two turns on one session: the second turn's system prompt recalls what
+/// is similar to its message from the first (the reply "Noted!" is not),
+/// and every step reports an event.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use agentry_core::embed::KeywordEmbedder;
+/// use agentry_core::memory::{InMemoryStore, Memory};
+/// use agentry_core::model::{ScriptedModel, Step, Usage};
+/// use agentry_core::tool::{Identity, Session};
+/// use agentry_core::turn::{ChatTurn, TurnConfig, TurnEvent, TurnInput};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let reply = |text: &str| Step::Final { text: text.into(), tokens: Usage::new(9, 3) };
+/// let model = Arc::new(ScriptedModel::new().reply(reply("Noted!")).reply(reply("Risotto.")));
+/// let memory = Memory::new(Arc::new(InMemoryStore::new()), Arc::new(KeywordEmbedder::new(["risotto"])));
+/// let events = Arc::new(Mutex::new(Vec::new()));
+/// let log = events.clone();
+/// let config = TurnConfig::new("chef", model.clone(), memory)
+///     .system_base("You are a cook.")
+///     .on_event(move |event| log.lock().unwrap().push(event.name()));
+///
+/// let turn = |text: &str| TurnInput::new(Session::new("s-1"), Identity::new("ana"), text);
+/// assert_eq!(ChatTurn::run(&config, turn("I love risotto.")).await.text, "Noted!");
+/// let second = ChatTurn::run(&config, turn("What risotto do I like?")).await;
+/// assert!(second.ok);
+/// assert_eq!(
+///     model.requests()[1].system.as_deref(),
+///     Some("You are a cook.\n\n## Memory\n- user: I love risotto.")
+/// );
+/// assert_eq!(
+///     events.lock().unwrap()[..7],
+///     ["system_built", "user_persisted", "tool_context_bound", "reply:start", "reply:delta", "reply:end", "assistant_persisted"]
+/// );
+/// # });
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ChatTurn;
 
