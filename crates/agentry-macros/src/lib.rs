@@ -18,7 +18,9 @@ use proc_macro::TokenStream;
 ///
 /// - `NAME`: the tool name, the function's Rust path (`myapp::add`) unless overridden;
 /// - `schema()`: `&'static ToolSchema` (`{name, input_schema, output_schema?, description?}`),
-///   computed once and kept in the process-global registry;
+///   computed once for this function alone and listed in the process-global
+///   registry (two functions given one name keep their own schemas; the
+///   registry reports the clash);
 /// - `tool()`: a fresh [`Tool`] for `Toolbox::for_agent`.
 ///
 /// What maps to what:
@@ -27,6 +29,9 @@ use proc_macro::TokenStream;
 ///   (`* `x` - what x is`) or doc comments on the parameters become property descriptions;
 /// - each parameter becomes a property of the input schema, required unless its type is `Option<_>`;
 /// - a `&ToolContext` parameter is injected by dispatch and left out of the schema;
+/// - a `State<T>` parameter receives the shared state of type `T` the program
+///   attached (`AgentBuilder::state`, `ToolContext::with_state`), as axum's
+///   `State` does, and is left out of the schema; `State(db): State<Db>` works;
 /// - the return type becomes the output schema; for `Result<T, E>` it is `T`'s,
 ///   and an `Err` becomes an error result carrying `E`'s `Display`.
 ///

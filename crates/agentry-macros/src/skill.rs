@@ -27,7 +27,10 @@ fn strings(array: ExprArray) -> syn::Result<Vec<LitStr>> {
                 lit: Lit::Str(text),
                 ..
             }) => Ok(text),
-            other => Err(syn::Error::new(other.span(), "expected a string literal")),
+            other => Err(syn::Error::new(
+                other.span(),
+                "expected a string literal, e.g. when = [\"refund\", \"angry customer\"]",
+            )),
         })
         .collect()
 }
@@ -49,7 +52,12 @@ fn parse_options(attr: TokenStream) -> syn::Result<Options> {
             options.requires = strings(meta.value()?.parse()?)?;
         } else if meta.path.is_ident("crate") {
             let path: LitStr = meta.value()?.parse()?;
-            options.krate = Some(path.parse()?);
+            options.krate = Some(path.parse().map_err(|_| {
+                syn::Error::new(
+                    path.span(),
+                    "`crate` must name the agentry crate as a path, e.g. crate = \"my_agentry\"",
+                )
+            })?);
         } else {
             return Err(meta.error(
                 "unknown #[skill] option; expected one of: name, description, when, modalities, \
@@ -64,7 +72,9 @@ fn parse_options(attr: TokenStream) -> syn::Result<Options> {
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let options = parse_options(attr)?;
-    let function: ItemFn = parse2(item)?;
+    let function: ItemFn = parse2(item).map_err(|error| {
+        syn::Error::new(error.span(), "#[skill] goes on a `fn`")
+    })?;
     let sig = &function.sig;
     if !sig.generics.params.is_empty() {
         return Err(syn::Error::new(

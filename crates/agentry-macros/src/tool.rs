@@ -39,7 +39,12 @@ fn parse_options(attr: TokenStream) -> syn::Result<Options> {
             Ok(())
         } else if meta.path.is_ident("crate") {
             let path: LitStr = meta.value()?.parse()?;
-            options.krate = Some(path.parse()?);
+            options.krate = Some(path.parse().map_err(|_| {
+                syn::Error::new(
+                    path.span(),
+                    "`crate` must name the agentry crate as a path, e.g. crate = \"my_agentry\"",
+                )
+            })?);
             Ok(())
         } else if meta.path.is_ident("timeout_ms") {
             options.timeout_ms = Some(meta.value()?.parse()?);
@@ -117,7 +122,9 @@ fn is_state(ty: &Type) -> bool {
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let options = parse_options(attr)?;
-    let mut function: ItemFn = parse2(item)?;
+    let mut function: ItemFn = parse2(item).map_err(|error| {
+        syn::Error::new(error.span(), "#[tool] goes on a `fn` or an `async fn`")
+    })?;
     let sig = &function.sig;
     if !sig.generics.params.is_empty() {
         return Err(syn::Error::new(
@@ -140,7 +147,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         let FnArg::Typed(typed) = input else {
             return Err(syn::Error::new(
                 input.span(),
-                "#[tool] works on free functions, not methods",
+                "#[tool] works on free functions, not methods; for shared state, give a free function a `State<T>` parameter",
             ));
         };
         let param_doc = doc_text(&typed.attrs);
@@ -160,7 +167,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         let Pat::Ident(pat) = &*typed.pat else {
             return Err(syn::Error::new(
                 typed.pat.span(),
-                "#[tool] parameters must be plain names",
+                "#[tool] parameters must be plain names: they become the argument names the model sees",
             ));
         };
         let name = pat.ident.to_string().trim_start_matches("r#").to_owned();
@@ -226,7 +233,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         ),
         ReturnType::Type(_, ty) if is_named(ty, "Result") => {
             let ok = first_generic(ty)
-                .ok_or_else(|| syn::Error::new(ty.span(), "Result needs an Ok type"))?;
+                .ok_or_else(|| {
+                    syn::Error::new(
+                        ty.span(),
+                        "#[tool] cannot see the Ok type of this `Result` (a type alias?); write `Result<T, E>`",
+                    )
+                })?;
             let schema = (!is_unit(ok)).then(|| quote!(#krate::tool::schema_for_type::<#ok>()));
             (
                 schema,

@@ -1,0 +1,7 @@
+/// Tone.
+#[agentry::skill(description = "Our voice")]
+async fn tone() -> String {
+    String::new()
+}
+
+fn main() {}

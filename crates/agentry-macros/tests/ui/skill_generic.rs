@@ -1,0 +1,7 @@
+/// Tone.
+#[agentry::skill(description = "Our voice")]
+fn tone<T>() -> String {
+    String::new()
+}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[agentry::skill(description = "Our voice")]
+const TONE: &str = "Be warm.";
+
+fn main() {}

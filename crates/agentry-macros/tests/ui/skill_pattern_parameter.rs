@@ -1,0 +1,7 @@
+/// Tone.
+#[agentry::skill(description = "Our voice")]
+fn tone((a, b): (String, String)) -> String {
+    a + &b
+}
+
+fn main() {}

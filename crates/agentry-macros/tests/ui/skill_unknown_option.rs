@@ -1,0 +1,5 @@
+/// Tone.
+#[agentry::skill(description = "Our voice", colour = "blue", body = "Be warm.")]
+fn tone() {}
+
+fn main() {}

@@ -1,0 +1,7 @@
+/// Add.
+#[agentry::tool(name = add)]
+fn add(x: i64, y: i64) -> i64 {
+    x + y
+}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[agentry::tool]
+struct Add;
+
+fn main() {}
