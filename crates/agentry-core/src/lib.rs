@@ -1,7 +1,9 @@
 //! # agentry-core
 //!
 //! The dependency-light heart of [agentry](https://docs.rs/agentry): the Tool
-//! primitive, validated dispatch, wire names and the per-request tool context.
+//! primitive, validated dispatch, wire names and the per-request tool
+//! context; the agent loop with its event stream and child agents; typed
+//! programs; skills; memory and chat turns.
 //! No network, no heavy dependencies; most users depend on the `agentry`
 //! facade, which adds the `#[tool]` macro.
 //!

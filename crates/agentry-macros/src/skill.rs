@@ -72,9 +72,8 @@ fn parse_options(attr: TokenStream) -> syn::Result<Options> {
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let options = parse_options(attr)?;
-    let function: ItemFn = parse2(item).map_err(|error| {
-        syn::Error::new(error.span(), "#[skill] goes on a `fn`")
-    })?;
+    let function: ItemFn =
+        parse2(item).map_err(|error| syn::Error::new(error.span(), "#[skill] goes on a `fn`"))?;
     let sig = &function.sig;
     if !sig.generics.params.is_empty() {
         return Err(syn::Error::new(

@@ -37,8 +37,15 @@
 //!   [`ToolContext`](tool::ToolContext) with its capability-enforcing handles.
 //! - [`model`]: the [`ChatModel`](model::ChatModel) trait, requests, streamed
 //!   events and [`Step`](model::Step)s, the offline and scripted models.
-//! - [`agent`]: seed 003's safe loop — [`Agent`](agent::Agent) with allow-list,
-//!   token budget, step limit, least-privilege capabilities, approval and audit.
+//! - [`agent`]: seed 003's safe loop — [`Agent`](agent::Agent), built with
+//!   [`Agent::builder`](agent::Agent::builder), with allow-list, token budget,
+//!   step limit, least-privilege capabilities, approval and audit;
+//!   [`prompt`](agent::Agent::prompt) for the answer, [`stream`](agent::Agent::stream)
+//!   for [`AgentEvent`](agent::AgentEvent)s, [`as_tool`](agent::Agent::as_tool)
+//!   for child agents.
+//! - [`program`]: seed 001's `ax()` — [`Program`](program::Program) from a
+//!   signature such as `question:string -> answer:string` or from two Rust
+//!   types, with the answer checked against the output schema and retried.
 //! - [`skill`](mod@skill): seed 004 — [`Skill`](skill::Skill), the index, the
 //!   [`SkillResolver`](skill::SkillResolver) and the `list_skills` / `read_skill` /
 //!   `apply_skill` / `search_skills` built-ins; [`macro@skill`] on a function.
@@ -46,7 +53,9 @@
 //!   trait with an in-memory store, and [`ChatTurn`](turn::ChatTurn), the
 //!   memory-grounded chat turn driven by [`TurnConfig`](turn::TurnConfig) and
 //!   [`TurnInput`](turn::TurnInput).
-//! - [`embed`]: the [`Embedder`](embed::Embedder) trait.
+//! - [`embed`]: the [`Embedder`](embed::Embedder) trait, and
+//!   [`KeywordEmbedder`](embed::KeywordEmbedder) for tests.
+//! - [`BoxFuture`]: the one boxed future of every trait here.
 //!
 //! Optional features bring in the heavier crates: `openai` and `anthropic`
 //! (on by default) for [`providers`]; `local` for `agentry::local`, the

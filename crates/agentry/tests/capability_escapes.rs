@@ -21,9 +21,7 @@ fn read_file(dir: &PathBuf) -> Tool {
         .description("Read a text file from the notes directory.")
         .arg::<String>("path", "Path relative to the notes directory")
         .capability(Capability::fs_read(dir))
-        .handler(|args: PathArg, ctx: &ToolContext| {
-            ctx.fs().read_to_string(&args.path)
-        })
+        .handler(|args: PathArg, ctx: &ToolContext| ctx.fs().read_to_string(&args.path))
         .build()
         .unwrap()
 }

@@ -2,7 +2,6 @@
 //! arguments, returns, examples and a sync or async handler, built into the
 //! same [`Tool`] that `#[tool]` produces.
 
-
 use schemars::JsonSchema;
 use serde_json::Value;
 

@@ -37,8 +37,8 @@ pub use capability::{Capabilities, Capability, normalize_path};
 pub use context::{Identity, Session, ToolContext};
 pub use dispatch::dispatch;
 pub use guard::{CapabilityError, Fs};
-pub use into_handler::IntoHandler;
 pub use handler::{Arguments, ToolError, ToolHandler, from_input, result_to_output, to_output};
+pub use into_handler::IntoHandler;
 pub use schema::{
     ObjectSchemaBuilder, SchemaConflict, ToolSchema, normalize as normalize_schema, registry,
     schema_for_type,
