@@ -55,6 +55,7 @@ pub mod turn;
 #[doc(hidden)]
 pub mod __private {
     pub use schemars;
+    pub use serde;
     pub use serde_json;
     pub use std::sync::OnceLock;
 }

@@ -280,3 +280,47 @@ async fn the_model_reads_the_skill_that_fits_and_uses_it() {
     // The word is only in the skill's body, so the answer comes from reading it.
     assert!(answer.to_lowercase().contains("highlights"), "{answer}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_answer_fits_its_schema_at_the_first_attempt_under_the_grammar() {
+    let Some(model) = qwen() else { return };
+    let program = agentry::program::Program::new(
+        r#""Classify the review" review:string -> sentiment:class "positive, negative", stars:number "1 to 5""#,
+    )
+    .unwrap()
+    .configure(|agent| agent.max_tokens(60));
+    let run = program
+        .run(
+            &model,
+            json!({"review": "I loved it, the best pizza in town!"}),
+        )
+        .await
+        .expect("an output that fits");
+    assert_eq!(
+        run.attempts, 1,
+        "the grammar makes the first answer fit: {run:?}"
+    );
+    assert_eq!(run.output["sentiment"], json!("positive"), "{run:?}");
+    assert!(run.output["stars"].is_number(), "{run:?}");
+    // Unconstrained, the same model is not held to the schema; the program
+    // still checks what it says and retries with the problems.
+    let Some(free) = model_for(&fetch::QWEN, false) else {
+        return;
+    };
+    let outcome = program
+        .run(
+            &free,
+            json!({"review": "I loved it, the best pizza in town!"}),
+        )
+        .await;
+    match outcome {
+        Ok(run) => assert!(run.output["sentiment"].is_string(), "{run:?}"),
+        Err(error) => assert!(
+            matches!(
+                error,
+                agentry::program::ProgramError::InvalidOutput { attempts: 3, .. }
+            ),
+            "{error}"
+        ),
+    }
+}

@@ -120,6 +120,47 @@ fn is_state(ty: &Type) -> bool {
     is_named(ty, "State") && first_generic(ty).is_some()
 }
 
+/// True for parameter types whose serde decoding from JSON accepts only
+/// values their JSON Schema accepts: booleans, fixed-size integers, floats,
+/// `String`, and `Option`s and `Vec`s of those. (A user type may carry
+/// schema constraints serde does not check, so it is left out.)
+fn decodes_exactly(ty: &Type) -> bool {
+    const SCALARS: &[&str] = &[
+        "bool", "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize", "f32",
+        "f64", "String",
+    ];
+    let Some(segment) = last_segment(ty) else {
+        return false;
+    };
+    let name = segment.ident.to_string();
+    match (name.as_str(), &segment.arguments) {
+        (scalar, PathArguments::None) => SCALARS.contains(&scalar),
+        ("Option" | "Vec", PathArguments::AngleBracketed(_)) => {
+            first_generic(ty).is_some_and(decodes_exactly)
+        }
+        _ => false,
+    }
+}
+
+/// A struct with one field per parameter, renamed to the argument's name,
+/// that serde fills in one pass; `strict` refuses unknown arguments.
+fn args_struct(krate: &syn::Path, params: &[Param], strict: bool) -> TokenStream {
+    let serde_crate = format!("{}::__private::serde", quote!(#krate)).replace(' ', "");
+    let deny = strict.then(|| quote!(#[serde(deny_unknown_fields)]));
+    let fields = params.iter().map(
+        |Param {
+             ident, name, ty, ..
+         }| quote!(#[serde(rename = #name)] #ident: #ty,),
+    );
+    quote!(
+        #[derive(#krate::__private::serde::Deserialize)]
+        #[serde(crate = #serde_crate)]
+        #deny
+        #[allow(non_camel_case_types, non_snake_case)]
+        struct __AgentryArgs { #(#fields)* }
+    )
+}
+
 pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let options = parse_options(attr)?;
     let mut function: ItemFn = parse2(item).map_err(|error| {
@@ -143,6 +184,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let mut params = Vec::new();
     let mut call_args = Vec::new();
     let mut states = Vec::new();
+    let mut states_fast = Vec::new();
     for (index, input) in function.sig.inputs.iter_mut().enumerate() {
         let FnArg::Typed(typed) = input else {
             return Err(syn::Error::new(
@@ -161,6 +203,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             let ty = &typed.ty;
             states
                 .push(quote!(let #ident: #ty = #krate::tool::State::from_context(__agentry_ctx)?;));
+            states_fast.push(quote!(
+                let #ident: #ty = match #krate::tool::State::from_context(__agentry_ctx) {
+                    ::core::result::Result::Ok(state) => state,
+                    ::core::result::Result::Err(error) => {
+                        return ::core::option::Option::Some(::core::result::Result::Err(error));
+                    }
+                };
+            ));
             call_args.push(quote!(#ident));
             continue;
         }
@@ -214,14 +264,34 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                  ident, name, ty, ..
              }| { quote!(let #ident: #ty = __agentry_args.take(#name)?;) },
         );
+        let unpack = if params.is_empty() {
+            quote!(#krate::tool::Arguments::new(__agentry_input)?;)
+        } else {
+            // One pass over the arguments into a struct; only when that fails
+            // are they taken one by one, to say which one is wrong.
+            let args_struct = args_struct(&krate, &params, false);
+            let fields = params.iter().map(|Param { ident, .. }| ident);
+            quote!(
+                #args_struct
+                let __AgentryArgs { #(#fields),* } =
+                    match <__AgentryArgs as #krate::__private::serde::Deserialize>::deserialize(&__agentry_input) {
+                        ::core::result::Result::Ok(parsed) => parsed,
+                        ::core::result::Result::Err(__agentry_error) => {
+                            #[allow(unused_mut, unused_variables)]
+                            let mut __agentry_args = #krate::tool::Arguments::new(__agentry_input)?;
+                            #(#takes)*
+                            return ::core::result::Result::Err(#krate::tool::ToolError::InvalidArgument {
+                                pointer: ::std::string::String::new(),
+                                message: __agentry_error.to_string(),
+                            });
+                        }
+                    };
+            )
+        };
         (
             quote!(let mut __agentry_params = #krate::tool::ObjectSchemaBuilder::new(); #(#properties)*),
             quote!(__agentry_params.finish()),
-            quote!(
-                #[allow(unused_mut)]
-                let mut __agentry_args = #krate::tool::Arguments::new(__agentry_input)?;
-                #(#takes)*
-            ),
+            unpack,
         )
     };
 
@@ -276,6 +346,23 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     } else {
         quote!(super::#fn_ident(#(#call_args),*))
     };
+    let fast_path = (!is_async
+        && !options.pass_input
+        && !params.is_empty()
+        && params.iter().all(|param| decodes_exactly(&param.ty)))
+    .then(|| {
+        let strict = args_struct(&krate, &params, true);
+        let fields = params.iter().map(|Param { ident, .. }| ident);
+        let fast_states = states_fast.iter();
+        quote!(.with_json_fast_path(schema().input_schema.clone(), |__agentry_raw: &str, __agentry_ctx: &#krate::tool::ToolContext| {
+            #strict
+            let __AgentryArgs { #(#fields),* } =
+                #krate::__private::serde_json::from_str::<__AgentryArgs>(__agentry_raw).ok()?;
+            #(#fast_states)*
+            let __agentry_out = #call;
+            ::core::option::Option::Some(#convert)
+        }))
+    });
     let handler = if is_async {
         quote!(#krate::tool::ToolHandler::from_async(
             |__agentry_input: #krate::__private::serde_json::Value, __agentry_ctx_owned: #krate::tool::ToolContext| async move {
@@ -295,7 +382,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 let __agentry_out = #call;
                 #convert
             }
-        ))
+        ) #fast_path)
     };
 
     let Options {

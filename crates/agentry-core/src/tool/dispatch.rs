@@ -51,7 +51,15 @@ impl Toolbox {
     /// Parse a JSON [`ToolCall`] and dispatch it. Malformed JSON, a missing
     /// name or undecodable input (too deep, say) give an error result; the id
     /// is echoed whenever it can be read, and is empty otherwise.
+    ///
+    /// A `#[tool]` function whose parameters decode straight from JSON text
+    /// (see [`ToolHandler::with_json_fast_path`]) gets its arguments that way,
+    /// without an intermediate JSON value; anything they do not decode takes
+    /// the validated path and gets the same error result as [`dispatch`](Self::dispatch).
     pub async fn dispatch_json(&self, json: &str, ctx: &ToolContext) -> ToolResult {
+        if let Some(result) = self.dispatch_json_fast(json, ctx) {
+            return result;
+        }
         match serde_json::from_str::<ToolCall>(json) {
             Ok(call) => self.dispatch_with(call, ctx).await,
             Err(_) => match parse_loose(json) {
@@ -59,6 +67,34 @@ impl Toolbox {
                 Err((id, message)) => ToolResult::error(id, message),
             },
         }
+    }
+
+    /// The typed route of [`dispatch_json`](Self::dispatch_json): `None`
+    /// when it does not apply (no such tool, no typed entry, arguments it
+    /// does not decode) and the general route must run.
+    fn dispatch_json_fast(&self, json: &str, ctx: &ToolContext) -> Option<ToolResult> {
+        // Borrowed text: a name or id with escapes fails here and takes
+        // the general route.
+        #[derive(Deserialize)]
+        struct Envelope<'a> {
+            id: &'a str,
+            name: &'a str,
+            #[serde(borrow)]
+            input: &'a RawValue,
+        }
+        let envelope: Envelope<'_> = serde_json::from_str(json).ok()?;
+        let entry = self.entry_for_call(envelope.name)?;
+        let fast = entry.fast.as_ref()?;
+        let outcome = match catch_unwind(AssertUnwindSafe(|| fast(envelope.input.get(), ctx))) {
+            Ok(None) => return None,
+            Ok(Some(result)) => Ok(result),
+            Err(payload) => Err(Failure::Panic(payload)),
+        };
+        let id = envelope.id.to_owned();
+        Some(match finish(entry, outcome) {
+            Ok(output) => ToolResult::ok(id, output),
+            Err(message) => ToolResult::error(id, message),
+        })
     }
 
     async fn run(&self, entry: &Entry, input: Value, ctx: &ToolContext) -> Result<Value, String> {
@@ -74,21 +110,7 @@ impl Toolbox {
                 run_async(&tool.handler, input, ctx, limit).await
             }
         };
-        let output = match outcome {
-            Ok(Ok(output)) => output,
-            Ok(Err(error)) => return Err(handler_error_message(&tool.name, error)),
-            Err(failure) => return Err(failure.message(&tool.name)),
-        };
-        if let Some(schema) = &entry.output
-            && let Some(lines) = schema.violations(&output)
-        {
-            let header = format!(
-                "tool \"{}\" returned output that does not match its output schema:",
-                tool.name
-            );
-            return Err(report(&header, &lines));
-        }
-        Ok(output)
+        finish(entry, outcome)
     }
 
     fn unknown_tool_message(&self, name: &str) -> String {
@@ -126,6 +148,27 @@ impl Toolbox {
     }
 }
 
+/// The result of a handler that ran (or failed to): its output, checked
+/// against the output schema, or the message for the model.
+fn finish(entry: &Entry, outcome: Outcome) -> Result<Value, String> {
+    let tool = &entry.tool;
+    let output = match outcome {
+        Ok(Ok(output)) => output,
+        Ok(Err(error)) => return Err(handler_error_message(&tool.name, error)),
+        Err(failure) => return Err(failure.message(&tool.name)),
+    };
+    if let Some(schema) = &entry.output
+        && let Some(lines) = schema.violations(&output)
+    {
+        let header = format!(
+            "tool \"{}\" returned output that does not match its output schema:",
+            tool.name
+        );
+        return Err(report(&header, &lines));
+    }
+    Ok(output)
+}
+
 /// Seed 000's `dispatch`: invoke the tool `call` names in `tools`.
 pub async fn dispatch(tools: &Toolbox, call: ToolCall) -> ToolResult {
     tools.dispatch(call).await
@@ -133,6 +176,14 @@ pub async fn dispatch(tools: &Toolbox, call: ToolCall) -> ToolResult {
 
 /// Schema violations plus argument names the tool does not declare.
 fn check_input(entry: &Entry, input: &Value) -> Result<(), String> {
+    // One validation decides the common, valid case.
+    let valid = match &entry.closed {
+        Some(closed) => closed.is_valid(input),
+        None => entry.input.is_valid(input),
+    };
+    if valid {
+        return Ok(());
+    }
     let mut lines = entry.input.violations(input).unwrap_or_default();
     if let (Some(declared), Value::Object(map)) = (&entry.declared, input) {
         for key in map.keys().filter(|key| !declared.contains(*key)) {

@@ -15,6 +15,18 @@ use crate::BoxFuture;
 type SyncFn = dyn Fn(Value, &ToolContext) -> Result<Value, ToolError> + Send + Sync;
 type AsyncFn =
     dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+/// Runs a sync handler on raw JSON arguments; `None` means "not this way":
+/// the text did not deserialise, and dispatch takes the validated path.
+pub(crate) type RawFn =
+    dyn Fn(&str, &ToolContext) -> Option<Result<Value, ToolError>> + Send + Sync;
+
+/// A typed entry that reads arguments straight from JSON text, and the input
+/// schema it agrees with.
+#[derive(Clone)]
+pub(crate) struct JsonFastPath {
+    pub(crate) schema: Arc<Value>,
+    pub(crate) run: Arc<RawFn>,
+}
 
 /// Why a handler did not produce a value. Dispatch turns it into an error
 /// [`ToolResult`](crate::tool::ToolResult) the model can read.
@@ -59,6 +71,7 @@ enum HandlerKind {
 #[derive(Clone)]
 pub struct ToolHandler {
     kind: HandlerKind,
+    fast: Option<JsonFastPath>,
 }
 
 impl fmt::Debug for ToolHandler {
@@ -79,6 +92,7 @@ impl ToolHandler {
     {
         Self {
             kind: HandlerKind::Sync(Arc::new(f)),
+            fast: None,
         }
     }
 
@@ -90,7 +104,38 @@ impl ToolHandler {
     {
         Self {
             kind: HandlerKind::Async(Arc::new(move |input, ctx| Box::pin(f(input, ctx)))),
+            fast: None,
         }
+    }
+
+    /// Give a sync handler a second entry that takes the arguments as JSON
+    /// text and deserialises them straight into typed parameters, skipping
+    /// the JSON value and the schema check on the way. `#[tool]` adds one
+    /// when every parameter has a type whose serde decoding accepts only
+    /// what its schema accepts (numbers, text, booleans, and `Option`s and
+    /// `Vec`s of them), so nothing reaches the function that the schema
+    /// would refuse.
+    ///
+    /// `run` returns `None` to decline (the text does not decode), and
+    /// dispatch then takes the validated path, with its precise messages.
+    /// Dispatch uses the entry only while the tool's input schema is still
+    /// `schema` (an overridden schema turns it off) and the tool has no
+    /// timeout and no `pass_input`.
+    pub fn with_json_fast_path<F>(mut self, schema: Value, run: F) -> Self
+    where
+        F: Fn(&str, &ToolContext) -> Option<Result<Value, ToolError>> + Send + Sync + 'static,
+    {
+        if matches!(self.kind, HandlerKind::Sync(_)) {
+            self.fast = Some(JsonFastPath {
+                schema: Arc::new(schema),
+                run: Arc::new(run),
+            });
+        }
+        self
+    }
+
+    pub(crate) fn json_fast_path(&self) -> Option<&JsonFastPath> {
+        self.fast.as_ref()
     }
 
     /// True when the handler is asynchronous.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::handler::RawFn;
 use super::tool::Tool;
 use super::validate::CompiledSchema;
 use super::wire::{WireNameCollision, assign_wire_names};
@@ -39,6 +40,28 @@ pub enum ToolboxError {
     WireName(#[from] WireNameCollision),
 }
 
+/// Names to entry positions, sorted for binary search: looking a name up
+/// compares a few strings and hashes nothing, which is what a call pays.
+struct NameIndex(Box<[(Box<str>, usize)]>);
+
+impl NameIndex {
+    fn new(names: impl IntoIterator<Item = (String, usize)>) -> Self {
+        let mut names: Vec<(Box<str>, usize)> = names
+            .into_iter()
+            .map(|(name, index)| (name.into_boxed_str(), index))
+            .collect();
+        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Self(names.into_boxed_slice())
+    }
+
+    fn get(&self, name: &str) -> Option<&usize> {
+        let found = self
+            .0
+            .binary_search_by(|(known, _)| known.as_ref().cmp(name));
+        found.ok().map(|at| &self.0[at].1)
+    }
+}
+
 /// One tool plus everything dispatch precomputes for it.
 pub(crate) struct Entry {
     pub(crate) tool: Tool,
@@ -47,12 +70,17 @@ pub(crate) struct Entry {
     pub(crate) output: Option<CompiledSchema>,
     /// Names the input may use, when dispatch checks them (`pass_input` false and a closed object).
     pub(crate) declared: Option<HashSet<String>>,
+    /// The input schema with `additionalProperties: false` when names are
+    /// checked: one validation decides the common, valid case.
+    pub(crate) closed: Option<CompiledSchema>,
+    /// The handler's typed JSON entry, when it agrees with the input schema.
+    pub(crate) fast: Option<Arc<RawFn>>,
 }
 
 pub(crate) struct Inner {
     pub(crate) entries: Vec<Entry>,
-    by_name: HashMap<String, usize>,
-    by_wire: HashMap<String, usize>,
+    by_name: NameIndex,
+    by_wire: NameIndex,
 }
 
 /// An agent's tools, ready to advertise and dispatch.
@@ -96,11 +124,8 @@ impl Toolbox {
         }
         let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
         let wires = assign_wire_names(&names)?;
-        let by_wire = wires
-            .iter()
-            .enumerate()
-            .map(|(i, wire)| (wire.clone(), i))
-            .collect();
+        let by_name = NameIndex::new(by_name);
+        let by_wire = NameIndex::new(wires.iter().enumerate().map(|(i, wire)| (wire.clone(), i)));
         let entries = tools
             .into_iter()
             .zip(wires)
@@ -213,12 +238,29 @@ fn compile_entry(tool: Tool, wire_name: String) -> Result<Entry, ToolboxError> {
     } else {
         declared_names(&tool.input_schema)
     };
+    let closed = match (&declared, &tool.input_schema) {
+        (Some(_), Value::Object(object)) => {
+            let mut object = object.clone();
+            object.insert("additionalProperties".into(), Value::Bool(false));
+            Some(CompiledSchema::compile(&Value::Object(object)).map_err(|m| invalid("input", m))?)
+        }
+        _ => None,
+    };
+    let fast = tool
+        .handler
+        .json_fast_path()
+        .filter(|fast| {
+            !tool.pass_input && tool.hints.timeout.is_none() && *fast.schema == tool.input_schema
+        })
+        .map(|fast| fast.run.clone());
     Ok(Entry {
         tool,
         wire_name,
         input,
         output,
         declared,
+        closed,
+        fast,
     })
 }
 

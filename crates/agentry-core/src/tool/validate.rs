@@ -37,6 +37,11 @@ impl CompiledSchema {
         Ok(Self { validator })
     }
 
+    /// True when `instance` is valid.
+    pub(crate) fn is_valid(&self, instance: &Value) -> bool {
+        self.validator.is_valid(instance)
+    }
+
     /// `None` when `instance` is valid, else one `pointer: message` line per violation.
     pub(crate) fn violations(&self, instance: &Value) -> Option<Vec<String>> {
         if self.validator.is_valid(instance) {
