@@ -250,9 +250,12 @@ fn the_childs_spans_nest_under_the_parents_tool_span() {
     use tracing::span::{Attributes, Id};
     use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
+    /// A span's name and its parent's.
+    type Named = (String, Option<String>);
+
     /// Each span's name with its parent's name.
     #[derive(Clone, Default)]
-    struct Parents(Arc<Mutex<Vec<(String, Option<String>)>>>);
+    struct Parents(Arc<Mutex<Vec<Named>>>);
     impl<S> Layer<S> for Parents
     where
         S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,

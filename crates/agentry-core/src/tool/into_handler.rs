@@ -48,15 +48,17 @@ pub trait IntoHandler<Shape>: Sized {
     fn into_handler(self) -> ToolHandler;
 }
 
+type Shape<A, R, E> = std::marker::PhantomData<fn(A) -> Result<R, E>>;
+
 /// Marks a closure taking only the arguments.
 #[doc(hidden)]
-pub struct ArgsOnly<A, R, E>(std::marker::PhantomData<fn(A) -> Result<R, E>>);
+pub struct ArgsOnly<A, R, E>(Shape<A, R, E>);
 /// Marks a closure taking the arguments and `&ToolContext`.
 #[doc(hidden)]
-pub struct WithContext<A, R, E>(std::marker::PhantomData<fn(A) -> Result<R, E>>);
+pub struct WithContext<A, R, E>(Shape<A, R, E>);
 /// Marks an async closure taking the arguments and `ToolContext`.
 #[doc(hidden)]
-pub struct Async<A, R, E, Fut>(std::marker::PhantomData<fn(A) -> (Result<R, E>, Fut)>);
+pub struct Async<A, R, E, Fut>(Shape<A, R, E>, std::marker::PhantomData<fn() -> Fut>);
 
 impl<F, A, R, E> IntoHandler<ArgsOnly<A, R, E>> for F
 where

@@ -19,7 +19,7 @@ pub enum Replier {
     /// One streamed model call.
     Model(Arc<dyn ChatModel>),
     /// An agent's full loop: its tools, skills and limits, its model.
-    Agent(Agent),
+    Agent(Box<Agent>),
 }
 
 /// Per-handler configuration (seed 002's `TurnConfig`), built once and
@@ -60,7 +60,12 @@ impl TurnConfig {
     /// request context is laid over the agent's, the turn's keys winning.
     pub fn for_agent(agent_name: impl Into<String>, agent: Agent, memory: Memory) -> Self {
         let system = agent.system().unwrap_or_default().to_owned();
-        Self::with_replier(agent_name.into(), system, Replier::Agent(agent), memory)
+        Self::with_replier(
+            agent_name.into(),
+            system,
+            Replier::Agent(Box::new(agent)),
+            memory,
+        )
     }
 
     fn with_replier(
