@@ -4,6 +4,7 @@
 //! asked for again, with the problems, until it fits. Tools run through the
 //! same gate as an [`Agent`](crate::agent::Agent)'s.
 
+mod parser;
 #[allow(clippy::module_inception)]
 mod program;
 mod prompt;
