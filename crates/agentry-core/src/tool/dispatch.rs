@@ -176,15 +176,14 @@ pub async fn dispatch(tools: &Toolbox, call: ToolCall) -> ToolResult {
 
 /// Schema violations plus argument names the tool does not declare.
 fn check_input(entry: &Entry, input: &Value) -> Result<(), String> {
-    // One validation decides the common, valid case.
-    let valid = match &entry.closed {
-        Some(closed) => closed.is_valid(input),
-        None => entry.input.is_valid(input),
-    };
-    if valid {
+    // The compiled schema is closed when names are checked, so one validation
+    // decides the common, valid case; unknown names get our own lines below.
+    let Some(mut lines) = entry
+        .input
+        .violations_except(input, entry.declared.is_some())
+    else {
         return Ok(());
-    }
-    let mut lines = entry.input.violations(input).unwrap_or_default();
+    };
     if let (Some(declared), Value::Object(map)) = (&entry.declared, input) {
         for key in map.keys().filter(|key| !declared.contains(*key)) {
             let pointer = format!("/{}", super::handler::escape_pointer(key));

@@ -66,13 +66,12 @@ impl NameIndex {
 pub(crate) struct Entry {
     pub(crate) tool: Tool,
     pub(crate) wire_name: String,
+    /// The input schema; closed (`additionalProperties: false`) when names
+    /// are checked, so one validation decides the common, valid case.
     pub(crate) input: CompiledSchema,
     pub(crate) output: Option<CompiledSchema>,
     /// Names the input may use, when dispatch checks them (`pass_input` false and a closed object).
     pub(crate) declared: Option<HashSet<String>>,
-    /// The input schema with `additionalProperties: false` when names are
-    /// checked: one validation decides the common, valid case.
-    pub(crate) closed: Option<CompiledSchema>,
     /// The handler's typed JSON entry, when it agrees with the input schema.
     pub(crate) fast: Option<Arc<RawFn>>,
 }
@@ -228,23 +227,23 @@ fn compile_entry(tool: Tool, wire_name: String) -> Result<Entry, ToolboxError> {
         which,
         message,
     };
-    let input = CompiledSchema::compile(&tool.input_schema).map_err(|m| invalid("input", m))?;
-    let output = match &tool.output_schema {
-        Some(schema) => Some(CompiledSchema::compile(schema).map_err(|m| invalid("output", m))?),
-        None => None,
-    };
     let declared = if tool.pass_input {
         None
     } else {
         declared_names(&tool.input_schema)
     };
-    let closed = match (&declared, &tool.input_schema) {
+    let input = match (&declared, &tool.input_schema) {
         (Some(_), Value::Object(object)) => {
-            let mut object = object.clone();
-            object.insert("additionalProperties".into(), Value::Bool(false));
-            Some(CompiledSchema::compile(&Value::Object(object)).map_err(|m| invalid("input", m))?)
+            let mut closed = object.clone();
+            closed.insert("additionalProperties".into(), Value::Bool(false));
+            CompiledSchema::compile(&Value::Object(closed))
         }
-        _ => None,
+        _ => CompiledSchema::compile(&tool.input_schema),
+    }
+    .map_err(|m| invalid("input", m))?;
+    let output = match &tool.output_schema {
+        Some(schema) => Some(CompiledSchema::compile(schema).map_err(|m| invalid("output", m))?),
+        None => None,
     };
     let fast = tool
         .handler
@@ -259,7 +258,6 @@ fn compile_entry(tool: Tool, wire_name: String) -> Result<Entry, ToolboxError> {
         input,
         output,
         declared,
-        closed,
         fast,
     })
 }

@@ -37,19 +37,32 @@ impl CompiledSchema {
         Ok(Self { validator })
     }
 
-    /// True when `instance` is valid.
-    pub(crate) fn is_valid(&self, instance: &Value) -> bool {
-        self.validator.is_valid(instance)
-    }
-
     /// `None` when `instance` is valid, else one `pointer: message` line per violation.
     pub(crate) fn violations(&self, instance: &Value) -> Option<Vec<String>> {
+        self.violations_except(instance, false)
+    }
+
+    /// [`violations`](Self::violations), leaving out "additional properties"
+    /// at the top level when `skip_extra_arguments` (the caller names them itself).
+    pub(crate) fn violations_except(
+        &self,
+        instance: &Value,
+        skip_extra_arguments: bool,
+    ) -> Option<Vec<String>> {
         if self.validator.is_valid(instance) {
             return None;
         }
         let lines = self
             .validator
             .iter_errors(instance)
+            .filter(|error| {
+                !(skip_extra_arguments
+                    && error.instance_path().as_str().is_empty()
+                    && matches!(
+                        error.kind(),
+                        jsonschema::error::ValidationErrorKind::AdditionalProperties { .. }
+                    ))
+            })
             .map(|error| {
                 let preview = preview(error.instance());
                 violation_line(
