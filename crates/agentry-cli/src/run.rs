@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agentry::agent::{Agent, Outcome, RunOutcome};
+use agentry::agent::{AgentBuilder, Outcome, RunOutcome};
 use agentry::tool::Capability;
 use serde_json::json;
 
@@ -50,7 +50,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         .dir
         .canonicalize()
         .map_err(|e| format!("{}: {e}", args.dir.display()))?;
-    let mut agent = Agent::builder(model)
+    let mut agent = AgentBuilder::new(model)
         .tools(crate::demo_tools::all(&dir))
         .system(SYSTEM)
         .grant(Capability::fs_read(&dir))

@@ -209,7 +209,10 @@ pub async fn run(command: SkillsCommand) -> Result<ExitCode, String> {
                 if skill.warnings.is_empty() {
                     println!("ok       {}", skill.name);
                 } else {
-                    println!("invalid  {} (loads, with warnings)", skill.path.display());
+                    println!(
+                        "warning  {} (loads, but breaks the specification)",
+                        skill.path.display()
+                    );
                     for problem in &skill.warnings {
                         println!("  - {problem}");
                     }

@@ -94,7 +94,7 @@ fn skills_validate_passes_valid_folders_and_names_every_problem() {
     assert_eq!(
         text(&output.stdout),
         format!(
-            "invalid  {} (loads, with warnings)\n  - name \"right-folder\" must match the folder name \"wrong-folder\"\n",
+            "warning  {} (loads, but breaks the specification)\n  - name \"right-folder\" must match the folder name \"wrong-folder\"\n",
             invalid.display()
         )
     );

@@ -403,9 +403,10 @@ impl ChatModel for LocalModel {
             let mut output = String::new();
             let mut streamed = 0usize;
             let mut text_mode = request.tools.is_empty();
-            // With a structured answer, a reply opening with `{` is the answer
-            // (JSON), never a call: calls open with a tag or a fence.
-            let structured = request.response_format.is_some();
+            // With a structured answer under the grammar, a reply opening with
+            // `{` is the answer (JSON), never a call: calls open with a tag or
+            // a fence. Unconstrained, a bare JSON call stays a call.
+            let structured = request.response_format.is_some() && self.inner.config.constrained;
             let generation = loop {
                 match receiver.recv().await {
                     Some(Progress::Text(piece)) => {
@@ -431,8 +432,9 @@ impl ChatModel for LocalModel {
                 }
             };
             let _ = worker.await;
+            // A structured answer streamed whole as text; there are no calls in it.
             let parsed = if structured && text_mode {
-                ParsedReply { text: generation.text.trim().to_owned(), calls: Vec::new() }
+                ParsedReply::default()
             } else {
                 parse_reply(&generation.text)
             };

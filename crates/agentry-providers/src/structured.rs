@@ -2,7 +2,7 @@
 //! for Anthropic's `output_config.format`, and OpenAI's `strict` mode used
 //! only where the schema meets its rules.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// `schema` with `additionalProperties: false` on every object schema that
 /// declares properties and says nothing about others (Anthropic requires it
@@ -14,46 +14,99 @@ pub(crate) fn closed(schema: &Value) -> Value {
 }
 
 fn close(schema: &mut Value) {
-    match schema {
-        Value::Object(object) => {
-            if object.contains_key("properties") && !object.contains_key("additionalProperties") {
-                object.insert("additionalProperties".into(), Value::Bool(false));
-            }
-            object.values_mut().for_each(close);
+    let Value::Object(object) = schema else {
+        return;
+    };
+    if object.contains_key("properties") && !object.contains_key("additionalProperties") {
+        object.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    for_each_subschema_mut(object, close);
+}
+
+/// Formats OpenAI's strict mode accepts.
+const STRICT_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// True when OpenAI's strict mode accepts `schema` as it is: every sub-schema
+/// typed (or a `$ref`, `anyOf`, `enum` or `const`), every object closed with
+/// every property required, only formats it knows, and no keyword it refuses.
+pub(crate) fn strict_ready(schema: &Value) -> bool {
+    const REFUSED: &[&str] = &["allOf", "not", "if", "then", "else", "patternProperties"];
+    let Value::Object(object) = schema else {
+        return false;
+    };
+    let typed = ["type", "$ref", "anyOf", "enum", "const"]
+        .iter()
+        .any(|keyword| object.contains_key(*keyword));
+    if !typed || REFUSED.iter().any(|keyword| object.contains_key(*keyword)) {
+        return false;
+    }
+    if let Some(format) = object.get("format").and_then(Value::as_str)
+        && !STRICT_FORMATS.contains(&format)
+    {
+        return false;
+    }
+    if let Some(Value::Object(properties)) = object.get("properties") {
+        let required: Vec<&str> = object
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let closed = object.get("additionalProperties") == Some(&Value::Bool(false));
+        if !closed
+            || properties
+                .keys()
+                .any(|name| !required.contains(&name.as_str()))
+        {
+            return false;
         }
-        Value::Array(items) => items.iter_mut().for_each(close),
-        _ => {}
+    }
+    let mut ready = true;
+    for_each_subschema(object, &mut |sub| ready &= strict_ready(sub));
+    ready
+}
+
+/// Keywords whose value is one schema.
+const ONE: &[&str] = &["items", "additionalProperties", "contains", "propertyNames"];
+/// Keywords whose value is a list of schemas.
+const LIST: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
+/// Keywords whose value maps names to schemas.
+const MAP: &[&str] = &["properties", "$defs", "definitions"];
+
+/// Call `f` on each schema directly inside `object` (never on the names of
+/// `properties`, which are data, not keywords).
+fn for_each_subschema(object: &Map<String, Value>, f: &mut impl FnMut(&Value)) {
+    for (keyword, value) in object {
+        match (keyword.as_str(), value) {
+            (k, Value::Object(_)) if ONE.contains(&k) => f(value),
+            (k, Value::Array(items)) if LIST.contains(&k) || k == "items" => {
+                items.iter().for_each(&mut *f)
+            }
+            (k, Value::Object(map)) if MAP.contains(&k) => map.values().for_each(&mut *f),
+            _ => {}
+        }
     }
 }
 
-/// True when OpenAI's strict mode accepts `schema` as it is: every object
-/// closed with every property required, and no keyword strict mode refuses.
-pub(crate) fn strict_ready(schema: &Value) -> bool {
-    const REFUSED: &[&str] = &["allOf", "not", "if", "then", "else", "patternProperties"];
-    match schema {
-        Value::Object(object) => {
-            if REFUSED.iter().any(|keyword| object.contains_key(*keyword)) {
-                return false;
+fn for_each_subschema_mut(object: &mut Map<String, Value>, f: fn(&mut Value)) {
+    for (keyword, value) in object.iter_mut() {
+        match (keyword.as_str(), value) {
+            (k, value @ Value::Object(_)) if ONE.contains(&k) => f(value),
+            (k, Value::Array(items)) if LIST.contains(&k) || k == "items" => {
+                items.iter_mut().for_each(f)
             }
-            if let Some(Value::Object(properties)) = object.get("properties") {
-                let required: Vec<&str> = object
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .map(|names| names.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                let closed = object.get("additionalProperties") == Some(&Value::Bool(false));
-                if !closed
-                    || properties
-                        .keys()
-                        .any(|name| !required.contains(&name.as_str()))
-                {
-                    return false;
-                }
-            }
-            object.values().all(strict_ready)
+            (k, Value::Object(map)) if MAP.contains(&k) => map.values_mut().for_each(f),
+            _ => {}
         }
-        Value::Array(items) => items.iter().all(strict_ready),
-        _ => true,
     }
 }
 
@@ -75,7 +128,24 @@ mod tests {
         );
         assert!(!strict_ready(&open));
         assert!(strict_ready(&shut));
-        let optional = json!({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a"], "additionalProperties": false});
+        let optional = json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "required": ["a"], "additionalProperties": false});
         assert!(!strict_ready(&optional));
+        // An untyped `json` field and a format strict mode lacks keep it out.
+        let untyped = json!({"type": "object", "properties": {"extra": {}}, "required": ["extra"], "additionalProperties": false});
+        assert!(!strict_ready(&untyped));
+        let uri = json!({"type": "object", "properties": {"link": {"type": "string", "format": "uri"}}, "required": ["link"], "additionalProperties": false});
+        assert!(!strict_ready(&uri));
+        // Property names are data: fields called `not` or `properties` change nothing.
+        let named = json!({"type": "object", "properties": {
+            "not": {"type": "boolean"},
+            "properties": {"type": "string"}
+        }, "required": ["not", "properties"], "additionalProperties": false});
+        assert!(strict_ready(&named));
+        let open_named =
+            json!({"type": "object", "properties": {"properties": {"type": "string"}}});
+        assert_eq!(
+            closed(&open_named),
+            json!({"type": "object", "properties": {"properties": {"type": "string"}}, "additionalProperties": false})
+        );
     }
 }

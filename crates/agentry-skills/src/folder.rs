@@ -172,7 +172,17 @@ pub fn load_dir(dir: &Path) -> std::io::Result<LoadReport> {
     };
     for folder in folders {
         match SkillFolder::load(&folder) {
-            Ok(skill) => report.skills.push(skill),
+            Ok(skill) => match report.skills.iter().find(|kept| kept.name == skill.name) {
+                // Two skills of one name would make `read_skill` ambiguous.
+                Some(kept) => {
+                    let duplicate = Problem::Duplicate {
+                        name: skill.name,
+                        first: kept.path.display().to_string(),
+                    };
+                    report.invalid.push((folder, vec![duplicate]));
+                }
+                None => report.skills.push(skill),
+            },
             Err(problems) => report.invalid.push((folder, problems)),
         }
     }

@@ -74,6 +74,15 @@ pub enum Problem {
         /// The folder's name.
         folder: String,
     },
+    /// Another folder already holds a skill of this name (possible once names
+    /// may differ from folder names); the first folder, by path, keeps it.
+    #[error("another folder, {first}, already holds a skill named {name:?}")]
+    Duplicate {
+        /// The name.
+        name: String,
+        /// The folder that keeps it.
+        first: String,
+    },
     /// A field the specification does not define.
     #[error(
         "unknown field `{0}` (allowed: name, description, license, compatibility, metadata, allowed-tools)"
@@ -92,7 +101,8 @@ impl Problem {
             | Problem::NoFrontMatter
             | Problem::UnclosedFrontMatter
             | Problem::Yaml(_)
-            | Problem::Missing(_) => true,
+            | Problem::Missing(_)
+            | Problem::Duplicate { .. } => true,
             Problem::WrongType { field, .. } => field == "name" || field == "description",
             Problem::Length { field, len, .. } => {
                 *len == 0 && (*field == "name" || *field == "description")

@@ -348,3 +348,38 @@ fn skill_search_is_a_resolver_listing_only_its_always_on_skills() {
     });
     assert_eq!(search.skills().len(), 8);
 }
+
+#[test]
+fn two_folders_naming_one_skill_keep_the_first() {
+    let dir = std::env::temp_dir().join(format!("agentry-skill-dup-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for folder in ["report-a", "report-b"] {
+        std::fs::create_dir_all(dir.join(folder)).unwrap();
+        std::fs::write(
+            dir.join(folder).join("SKILL.md"),
+            format!("---\nname: report\ndescription: Reports from {folder}.\n---\nbody\n"),
+        )
+        .unwrap();
+    }
+    let report = load_dir(&dir).unwrap();
+    assert_eq!(report.skills.len(), 1);
+    assert_eq!(report.skills[0].description, "Reports from report-a.");
+    assert_eq!(
+        report.invalid[0].1,
+        [Problem::Duplicate {
+            name: "report".into(),
+            first: dir.join("report-a").display().to_string()
+        }]
+    );
+    // An agent refuses two skills of one name outright.
+    let skills = [report.skills[0].to_skill(), report.skills[0].to_skill()];
+    let error = agentry_core::agent::Agent::builder(agentry_core::model::OfflineModel)
+        .skills(skills)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "two skills are named \"report\"; skill names must be unique"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

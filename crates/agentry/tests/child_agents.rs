@@ -298,3 +298,99 @@ fn the_childs_spans_nest_under_the_parents_tool_span() {
         ]
     );
 }
+
+/// A model that answers its script, then never answers again.
+struct Stalls(ScriptedModel, std::sync::atomic::AtomicUsize);
+
+impl agentry::model::ChatModel for Stalls {
+    fn model_id(&self) -> &str {
+        "stalls"
+    }
+    fn stream<'a>(
+        &'a self,
+        request: &'a agentry::model::ChatRequest,
+    ) -> agentry::model::EventStream<'a> {
+        if self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            self.0.stream(request)
+        } else {
+            Box::pin(futures_util::stream::pending())
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_child_cut_off_by_its_timeout_is_still_charged() {
+    let stalling = Agent::builder(Stalls(
+        ScriptedModel::new().reply(call("k1", "peek", json!({}))),
+        Default::default(),
+    ))
+    .tool(peek::tool())
+    .build()
+    .unwrap();
+    let parent = Agent::builder(
+        ScriptedModel::new()
+            .reply(call("p1", "slow", json!({"task": "look"})))
+            .reply(answer("Gave up on it.")),
+    )
+    .tool(
+        stalling
+            .as_tool("slow", "Never finishes.")
+            .with_timeout(std::time::Duration::from_millis(50)),
+    )
+    .build()
+    .unwrap();
+    let run = parent.run("go").await;
+    let record = &run.steps[0].calls[0];
+    assert_eq!(
+        record.result.error_message(),
+        Some("tool \"slow\" timed out after 50ms")
+    );
+    assert!(record.child.is_none(), "a cut-off child leaves no record");
+    // The child's one step (10 + 5) is in the parent's usage all the same.
+    assert_eq!(run.usage, Usage::new(10 + 20 + 10, 5 + 4 + 5));
+}
+
+#[tokio::test]
+async fn children_running_together_share_their_parents_budget() {
+    let researcher = || {
+        let mut tool = child(
+            ScriptedModel::new()
+                .reply(call("k1", "peek", json!({})))
+                .reply(answer("Found it.")),
+        )
+        .tool(peek::tool())
+        .build()
+        .unwrap()
+        .as_tool("researcher", "Looks things up.");
+        tool.hints.concurrency_safe = true;
+        tool
+    };
+    let parent = Agent::builder(ScriptedModel::new().reply(Step::Tool {
+        calls: vec![
+            ToolCall::new("a", "first", json!({"task": "one"})),
+            ToolCall::new("b", "second", json!({"task": "two"})),
+        ],
+        text: String::new(),
+        tokens: Usage::new(10, 0),
+    }))
+    .tools([
+        researcher().with_name("first"),
+        researcher().with_name("second"),
+    ])
+    .token_budget(40)
+    .build()
+    .unwrap();
+    let run = parent.run("go").await;
+    assert_eq!(run.outcome, Outcome::OverBudget);
+    let children: Vec<_> = run.steps[0]
+        .calls
+        .iter()
+        .map(|c| c.child.as_ref().unwrap())
+        .collect();
+    // The first child spent 39 and took the parent over 40; the second,
+    // seeing that, did not call its model at all.
+    assert_eq!(children[0].usage.total(), 39);
+    assert_eq!(children[1].outcome, Outcome::OverBudget);
+    assert_eq!(children[1].usage.total(), 0);
+    assert_eq!(run.usage.total(), 10 + 39);
+}

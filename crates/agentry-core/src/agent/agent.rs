@@ -202,8 +202,8 @@ impl Agent {
         self.answer_of(run)
     }
 
-    /// The answer of a finished run, or why there is none.
-    pub fn answer_of(&self, run: RunOutcome) -> Result<String, RunError> {
+    /// The answer of a finished run of this agent, or why there is none.
+    pub(crate) fn answer_of(&self, run: RunOutcome) -> Result<String, RunError> {
         match run.outcome {
             Outcome::Final(text) => Ok(text),
             Outcome::OutOfSteps => Err(RunError::OutOfSteps {

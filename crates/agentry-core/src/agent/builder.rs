@@ -9,8 +9,20 @@ use std::time::Duration;
 use super::agent::{Agent, Settings};
 use super::policy::{Approver, AuditSink};
 use crate::model::{ChatModel, ResponseFormat, ToolChoice};
-use crate::skill::{Skill, SkillContext, SkillResolver};
+use crate::skill::{Skill, SkillContext, SkillError, SkillResolver};
 use crate::tool::{Capabilities, Capability, Tool, ToolContext, Toolbox, ToolboxError};
+
+/// Why [`AgentBuilder::build`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    /// The tools do not go together: duplicate or empty names, a schema that
+    /// does not compile, wire names that collide.
+    #[error(transparent)]
+    Tools(#[from] ToolboxError),
+    /// Two skills share a name.
+    #[error(transparent)]
+    Skills(#[from] SkillError),
+}
 
 /// Builds an [`Agent`]: its model, tools and limits. Start with [`Agent::builder`].
 ///
@@ -241,8 +253,12 @@ impl AgentBuilder {
         self
     }
 
-    /// Check the tools (unique names, valid schemas, wire names) and make the agent.
-    pub fn build(self) -> Result<Agent, ToolboxError> {
+    /// Check the tools (unique names, valid schemas, wire names) and the
+    /// skills (unique names), and make the agent.
+    pub fn build(self) -> Result<Agent, AgentError> {
+        if let Some(skills) = &self.settings.skills {
+            crate::skill::for_agent(skills.iter().cloned())?;
+        }
         let toolbox = match (self.toolbox, self.tools.is_empty()) {
             (Some(toolbox), true) => toolbox,
             (toolbox, _) => {

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::agent::Agent;
 use super::outcome::{ChildRun, Outcome};
 use super::run::Frame;
+use super::spend::Spend;
 use crate::model::Message;
 use crate::tool::{Capabilities, Tool, ToolContext, ToolError, ToolHandler};
 
@@ -24,18 +25,18 @@ pub(crate) struct CallScope {
     depth: usize,
     max_depth: usize,
     grants: Capabilities,
-    budget_left: u64,
+    spend: Arc<Spend>,
     child: Mutex<Option<ChildRun>>,
 }
 
 impl CallScope {
-    /// The scope of one call made inside `frame` with `budget_left` tokens left.
-    pub(crate) fn new(frame: &Frame, budget_left: u64) -> Self {
+    /// The scope of one call made inside `frame`.
+    pub(crate) fn new(frame: &Frame) -> Self {
         Self {
             depth: frame.depth,
             max_depth: frame.max_depth,
             grants: frame.grants.clone(),
-            budget_left,
+            spend: frame.spend.clone(),
             child: Mutex::new(None),
         }
     }
@@ -61,8 +62,9 @@ impl Agent {
     /// output the child's answer.
     ///
     /// - The child runs its own bounded loop (its steps, its tools).
-    /// - Its tokens count against the parent's budget, and it may spend at
-    ///   most what the parent has left.
+    /// - Its tokens count against the parent's budget as it spends them
+    ///   (even when it is cut off by its timeout), and it stops once its own
+    ///   budget or any enclosing run's is spent.
     /// - Its tools get at most the capabilities both it and its parent grant.
     /// - Its steps and calls appear in the parent's [`CallRecord`](super::CallRecord)
     ///   (`child`) and its spans nest under the parent's `execute_tool` span.
@@ -111,9 +113,10 @@ impl Agent {
                 Some(p) => settings.grants.intersection(&p.grants),
                 None => settings.grants.clone(),
             },
-            budget: parent.map_or(settings.token_budget, |p| {
-                settings.token_budget.min(p.budget_left)
-            }),
+            spend: match parent {
+                Some(p) => Spend::child_of(&p.spend, settings.token_budget),
+                None => Spend::root(settings.token_budget),
+            },
             context: settings.context.clone().merged_with(&ctx),
         };
         if frame.depth > frame.max_depth {

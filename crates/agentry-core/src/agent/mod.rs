@@ -15,9 +15,10 @@ mod outcome;
 mod policy;
 mod run;
 mod skills;
+mod spend;
 
 pub use agent::{Agent, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS};
-pub use builder::AgentBuilder;
+pub use builder::{AgentBuilder, AgentError};
 pub use child::CHILD_AGENT_TIMEOUT;
 pub(crate) use child::CallScope;
 pub use events::AgentEvent;

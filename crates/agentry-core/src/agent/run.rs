@@ -16,10 +16,9 @@ use super::gate::gated_dispatch;
 use super::outcome::{CallRecord, Outcome, RunOutcome, StepRecord};
 use super::policy::{Approval, AuditOutcome, AuditRecord, arguments_digest};
 use super::skills::RunTools;
+use super::spend::Spend;
 use crate::model::collect_step;
-use crate::model::{
-    ChatModel, ChatRequest, Message, ModelError, Step, StreamEvent, ToolChoice, Usage,
-};
+use crate::model::{ChatModel, ChatRequest, Message, ModelError, Step, StreamEvent, ToolChoice};
 use crate::tool::{Capabilities, ToolCall, ToolContext, ToolResult};
 
 /// Where in a tree of agents a run stands, and what it may spend and touch.
@@ -30,8 +29,9 @@ pub(crate) struct Frame {
     pub max_depth: usize,
     /// What this run's tools may be granted (for a child: its own grants ∩ its parent's).
     pub grants: Capabilities,
-    /// Tokens this run may spend.
-    pub budget: u64,
+    /// What this run (and the runs under it) spent, against its budget and
+    /// every enclosing run's.
+    pub spend: Arc<Spend>,
     /// The context tools get.
     pub context: ToolContext,
 }
@@ -43,7 +43,7 @@ impl Frame {
             depth: 0,
             max_depth: agent.settings.max_depth,
             grants: agent.settings.grants.clone(),
-            budget: agent.settings.token_budget,
+            spend: Spend::root(agent.settings.token_budget),
             context: agent.settings.context.clone(),
         }
     }
@@ -84,17 +84,17 @@ impl Agent {
     ) -> RunOutcome {
         let settings = &self.settings;
         let mut run_tools = RunTools::prepare(self, model, &messages).await;
-        let mut usage = Usage::default();
+        let spend = &frame.spend;
         let mut steps = Vec::new();
         let mut n = 0;
         let mut tool_rounds = 0;
-        let end = |outcome, usage, steps, messages| RunOutcome {
+        let end = |outcome, steps, messages| RunOutcome {
             outcome,
-            usage,
+            usage: spend.usage(),
             steps,
             messages,
         };
-        while n < settings.max_steps && usage.total() <= frame.budget {
+        while n < settings.max_steps && spend.within_budget() {
             n += 1;
             let tool_choice = match settings.max_tool_rounds {
                 Some(limit) if tool_rounds >= limit => ToolChoice::None,
@@ -113,9 +113,9 @@ impl Agent {
             };
             let step = match model_step(model, &request, sink, n).await {
                 Ok(step) => step,
-                Err(error) => return end(Outcome::ModelError(error), usage, steps, messages),
+                Err(error) => return end(Outcome::ModelError(error), steps, messages),
             };
-            usage += step.tokens();
+            spend.charge(step.tokens());
             match step {
                 Step::Final { text, tokens } => {
                     messages.push(Message::assistant(text.clone()));
@@ -129,7 +129,7 @@ impl Agent {
                         step: record.clone(),
                     });
                     steps.push(record);
-                    return end(Outcome::Final(text), usage, steps, messages);
+                    return end(Outcome::Final(text), steps, messages);
                 }
                 Step::Tool {
                     calls,
@@ -147,11 +147,8 @@ impl Agent {
                             call: call.clone(),
                         });
                     }
-                    let left = frame.budget.saturating_sub(usage.total());
-                    let records = self.execute(&run_tools, frame, left, calls, sink, n).await;
-                    for child in records.iter().filter_map(|r| r.child.as_ref()) {
-                        usage += child.usage;
-                    }
+                    // Child agents charge `spend` themselves, as they go.
+                    let records = self.execute(&run_tools, frame, calls, sink, n).await;
                     run_tools.activate(&records).await;
                     messages.extend(records.iter().map(|r| Message::tool(r.result.clone())));
                     let record = StepRecord {
@@ -167,12 +164,12 @@ impl Agent {
                 }
             }
         }
-        let outcome = if usage.total() > frame.budget {
-            Outcome::OverBudget
-        } else {
+        let outcome = if spend.within_budget() {
             Outcome::OutOfSteps
+        } else {
+            Outcome::OverBudget
         };
-        end(outcome, usage, steps, messages)
+        end(outcome, steps, messages)
     }
 
     /// Run one step's calls: all at once when every tool involved is
@@ -181,7 +178,6 @@ impl Agent {
         &self,
         run_tools: &RunTools,
         frame: &Frame,
-        budget_left: u64,
         calls: Vec<ToolCall>,
         sink: Option<&EventSink>,
         step: usize,
@@ -194,7 +190,7 @@ impl Agent {
                     .is_some_and(|tool| tool.hints.concurrency_safe)
             });
         let one = |call| async move {
-            let record = self.execute_one(run_tools, frame, budget_left, call).await;
+            let record = self.execute_one(run_tools, frame, call).await;
             emit(sink, || AgentEvent::ToolResult {
                 step,
                 record: record.clone(),
@@ -212,13 +208,7 @@ impl Agent {
         }
     }
 
-    async fn execute_one(
-        &self,
-        run_tools: &RunTools,
-        frame: &Frame,
-        budget_left: u64,
-        call: ToolCall,
-    ) -> CallRecord {
+    async fn execute_one(&self, run_tools: &RunTools, frame: &Frame, call: ToolCall) -> CallRecord {
         let span = tracing::info_span!(
             "execute_tool",
             otel.name = format!("execute_tool {}", call.name),
@@ -227,7 +217,7 @@ impl Agent {
             gen_ai.tool.call.id = call.id.as_str(),
         );
         let started = Instant::now();
-        let scope = Arc::new(CallScope::new(frame, budget_left));
+        let scope = Arc::new(CallScope::new(frame));
         let (result, outcome) = self
             .gate(run_tools, frame, &scope, &call)
             .instrument(span)

@@ -13,10 +13,10 @@ use tracing::Instrument;
 
 use super::prompt::{answer_json, feedback, system_prompt, user_message};
 use super::signature::{Signature, SignatureError};
-use crate::agent::{Agent, AgentBuilder, Frame, Outcome, RunError, StepRecord};
+use crate::agent::{Agent, AgentBuilder, AgentError, Frame, Outcome, RunError, StepRecord};
 use crate::model::{ChatModel, Message, OfflineModel, ResponseFormat, Usage};
 use crate::tool::validate::{CompiledSchema, report};
-use crate::tool::{Tool, ToolboxError, schema_for_type};
+use crate::tool::{Tool, schema_for_type};
 
 /// How many times a program asks again after an answer that does not fit.
 pub const DEFAULT_RETRIES: usize = 2;
@@ -27,9 +27,18 @@ pub enum ProgramError {
     /// The inputs do not fit the input schema (the model was not called).
     #[error("{0}")]
     InvalidInput(String),
-    /// The program's tools could not be put together (duplicate names, bad schemas).
-    #[error("the program's tools are invalid: {0}")]
-    Tools(#[from] ToolboxError),
+    /// The program's agent could not be put together (duplicate tool or
+    /// skill names, a tool's bad schema).
+    #[error("the program's tools or skills are invalid: {0}")]
+    Agent(#[from] AgentError),
+    /// The program's own input or output schema is not valid JSON Schema.
+    #[error("the program's {which} schema is invalid: {message}")]
+    InvalidSchema {
+        /// `input` or `output`.
+        which: &'static str,
+        /// What the schema compiler said.
+        message: String,
+    },
     /// Every answer broke the output schema; `problems` are the last one's.
     #[error("no answer fit the output fields after {attempts} attempts; the last one:\n{problems}")]
     InvalidOutput {
@@ -54,7 +63,8 @@ pub struct ProgramRun<O> {
     pub attempts: usize,
     /// Tokens over every attempt, tools' child agents included.
     pub usage: Usage,
-    /// Every step of every attempt, in order, with its tool calls.
+    /// Every step of every attempt, in order, with its tool calls (each
+    /// attempt numbers its steps from 1 again).
     pub steps: Vec<StepRecord>,
 }
 
@@ -120,7 +130,7 @@ pub struct Program<I = Value, O = Value> {
     tools: Vec<Tool>,
     retries: usize,
     configure: Vec<Configure>,
-    built: OnceLock<Result<Built, ToolboxError>>,
+    built: OnceLock<Result<Built, ProgramError>>,
     types: PhantomData<fn(I) -> O>,
 }
 
@@ -297,11 +307,7 @@ impl<I, O> Program<I, O> {
             for configure in &self.configure {
                 builder = configure(builder);
             }
-            let invalid = |which, message| ToolboxError::InvalidSchema {
-                tool: "program".into(),
-                which,
-                message,
-            };
+            let invalid = |which, message| ProgramError::InvalidSchema { which, message };
             Ok(Built {
                 agent: builder.build()?,
                 inputs: CompiledSchema::compile_checking_formats(&self.input_schema)
@@ -310,9 +316,7 @@ impl<I, O> Program<I, O> {
                     .map_err(|m| invalid("output", m))?,
             })
         });
-        built
-            .as_ref()
-            .map_err(|error| ProgramError::Tools(error.clone()))
+        built.as_ref().map_err(Clone::clone)
     }
 }
 
@@ -358,49 +362,27 @@ impl<I: Serialize, O: DeserializeOwned> Program<I, O> {
             ));
         };
         let agent = &built.agent;
-        let mut frame = Frame::root(agent);
-        let budget = frame.budget;
+        // One frame for every attempt: the token budget covers them all.
+        let frame = Frame::root(agent);
         let mut messages = vec![Message::user(user_message(fields))];
-        let mut usage = Usage::default();
         let mut steps = Vec::new();
         let mut attempts = 0;
         loop {
             attempts += 1;
-            frame.budget = budget.saturating_sub(usage.total());
             let run = agent.run_frame(model, &frame, messages, None).await;
-            usage += run.usage;
             steps.extend(run.steps.iter().cloned());
             let Outcome::Final(answer) = &run.outcome else {
-                return Err(ProgramError::Run(match agent.answer_of(run) {
-                    Err(RunError::OverBudget { budget, .. }) => RunError::OverBudget {
-                        used: usage.total(),
-                        budget,
-                    },
-                    Err(error) => error,
-                    Ok(_) => unreachable!("a run without a final answer has no answer"),
-                }));
+                let error = agent
+                    .answer_of(run)
+                    .expect_err("a run without a final answer");
+                return Err(ProgramError::Run(error));
             };
-            let checked =
-                answer_json(answer).and_then(|value| match built.outputs.violations(&value) {
-                    None => Ok(value),
-                    Some(lines) => Err(lines.join("\n")),
-                });
-            match checked {
-                Ok(mut value) => {
-                    if let Value::Object(map) = &mut value {
-                        map.retain(|name, _| !self.internal.contains(name));
-                    }
-                    let output = serde_json::from_value(value).map_err(|error| {
-                        ProgramError::InvalidOutput {
-                            attempts,
-                            problems: format!("- (root): {error}"),
-                            answer: answer.clone(),
-                        }
-                    })?;
+            match self.read_answer(built, answer) {
+                Ok(output) => {
                     return Ok(ProgramRun {
                         output,
                         attempts,
-                        usage,
+                        usage: frame.spend.usage(),
                         steps,
                     });
                 }
@@ -418,5 +400,19 @@ impl<I: Serialize, O: DeserializeOwned> Program<I, O> {
                 }
             }
         }
+    }
+
+    /// The output in `answer`, or what is wrong with it (a line per problem):
+    /// not JSON, against the output schema, or not decodable as `O` (a
+    /// schema can be looser than the type, e.g. `3.5` for an integer field).
+    fn read_answer(&self, built: &Built, answer: &str) -> Result<O, String> {
+        let mut value = answer_json(answer)?;
+        if let Some(lines) = built.outputs.violations(&value) {
+            return Err(lines.join("\n"));
+        }
+        if let Value::Object(map) = &mut value {
+            map.retain(|name, _| !self.internal.contains(name));
+        }
+        serde_json::from_value(value).map_err(|error| format!("- (root): {error}"))
     }
 }

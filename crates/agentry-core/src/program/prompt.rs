@@ -53,7 +53,15 @@ fn type_of(schema: &Value, defs: &Value) -> String {
         let options: Vec<String> = options.iter().map(Value::to_string).collect();
         return format!("one of {}", options.join(", "));
     }
-    match (schema["type"].as_str(), schema["format"].as_str()) {
+    // `Option<T>` fields read `{"type": ["string", "null"]}`: name the non-null type.
+    let kind = match &schema["type"] {
+        Value::Array(kinds) => kinds
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|k| *k != "null"),
+        kind => kind.as_str(),
+    };
+    match (kind, schema["format"].as_str()) {
         (Some("string"), Some("date")) => "date, YYYY-MM-DD".into(),
         (Some("string"), Some("date-time")) => "date-time, RFC 3339".into(),
         (Some("string"), Some("uri")) => "URL".into(),
@@ -150,13 +158,14 @@ mod tests {
         let input = json!({"type": "object", "properties": {"question": {"type": "string", "description": "What was asked"}}, "required": ["question"]});
         let output = json!({"type": "object", "properties": {
             "answer": {"type": "string"},
+            "note": {"type": ["string", "null"]},
             "when": {"type": "string", "format": "date"},
             "mood": {"type": "string", "enum": ["calm", "angry"]},
             "tags": {"type": "array", "items": {"type": "string"}}
         }, "required": ["answer", "mood"]});
         assert_eq!(
             system_prompt(Some("Answer politely."), &input, &output, true),
-            "Answer politely.\n\nInput fields:\n- question (string): What was asked\n\nOutput fields:\n- answer (string)\n- when (date, YYYY-MM-DD, optional)\n- mood (one of \"calm\", \"angry\")\n- tags (list of string, optional)\n\nCall the tools when you need information you do not have. Once you have it, stop calling tools and answer.\nAnswer with one JSON object holding the output fields, and nothing else."
+            "Answer politely.\n\nInput fields:\n- question (string): What was asked\n\nOutput fields:\n- answer (string)\n- note (string, optional)\n- when (date, YYYY-MM-DD, optional)\n- mood (one of \"calm\", \"angry\")\n- tags (list of string, optional)\n\nCall the tools when you need information you do not have. Once you have it, stop calling tools and answer.\nAnswer with one JSON object holding the output fields, and nothing else."
         );
     }
 

@@ -121,7 +121,8 @@ pub struct Signature {
 pub struct SignatureError {
     /// What is wrong, in Ax's words.
     pub message: String,
-    /// Character offset where it was found.
+    /// Byte offset in the signature where it was found; 0 for checks of
+    /// the whole signature (duplicate names, an empty side).
     pub position: usize,
 }
 
