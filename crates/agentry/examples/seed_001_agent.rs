@@ -17,23 +17,15 @@
 //! Run: `cargo run -p agentry --example seed_001_agent` (after `agentry
 //! model pull`; without the model the offline model answers).
 
-use agentry::agent::{Agent, AgentEvent, RunOutcome, StepRecord};
-use agentry::model::{ChatModel, OfflineModel, ToolChoice};
-use agentry::tool::{Tool, function};
-use agentry_local::{LocalModel, fetch};
-use futures_util::StreamExt;
-use serde_json::{Value, json};
+mod support;
+
 use std::sync::Arc;
 
-/// The seed's `search`, as in `seed_001_ax`.
-fn search() -> Tool {
-    function("search")
-        .description("Search the documentation and policies for a query.")
-        .arg::<String>("query", "What to look for")
-        .handler(|_: Value| Ok::<_, String>(json!({"title": "Ax docs"})))
-        .build()
-        .expect("a valid function")
-}
+use agentry::agent::{Agent, AgentEvent, RunOutcome, StepRecord};
+use agentry::model::{ChatModel, ToolChoice};
+use futures_util::StreamExt;
+use serde_json::json;
+use support::{local_model_present, local_or_offline, search};
 
 /// The assistant: `search` and a researcher child agent as its callables.
 fn assistant(model: Arc<dyn ChatModel>) -> Agent {
@@ -57,21 +49,6 @@ fn assistant(model: Arc<dyn ChatModel>) -> Agent {
         .token_budget(20_000)
         .build()
         .expect("valid tools")
-}
-
-async fn local_or_offline() -> Arc<dyn ChatModel> {
-    match fetch::installed(&fetch::QWEN) {
-        Some(path) => Arc::new(
-            tokio::task::spawn_blocking(move || LocalModel::load(&path))
-                .await
-                .expect("loader")
-                .expect("the model loads"),
-        ),
-        None => {
-            eprintln!("(the local model is not pulled; answering offline)");
-            Arc::new(OfflineModel)
-        }
-    }
 }
 
 fn print_steps(steps: &[StepRecord], indent: &str) {
@@ -130,13 +107,7 @@ async fn main() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_assistant_delegates_to_its_child_agent() {
-    if fetch::installed(&fetch::QWEN).is_none() {
-        if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-            panic!("the local model is missing and AGENTRY_REQUIRE_MODEL=1");
-        }
-        eprintln!(
-            "\n*** SKIPPED: the local model is not pulled; run `agentry model pull qwen2.5-coder-0.5b` ***\n"
-        );
+    if !local_model_present() {
         return;
     }
     let run = run(local_or_offline().await).await;

@@ -20,23 +20,12 @@
 //! pull`; without the model the offline model answers, which is no JSON, and
 //! the program says so).
 
-use agentry::model::{ChatModel, OfflineModel, ToolChoice};
-use agentry::program::{Program, ProgramError, ProgramRun};
-use agentry::tool::{Tool, function};
-use agentry_local::{LocalModel, fetch};
-use serde_json::{Value, json};
+mod support;
 
-/// The seed's `search`: a function in the default `utils` namespace whose
-/// handler returns `{"title": "Ax docs"}`.
-fn search() -> Tool {
-    function("search")
-        .description("Search the documentation and policies for a query.")
-        .arg::<String>("query", "What to look for")
-        .returns_schema(json!({"type": "object", "properties": {"title": {"type": "string"}}}))
-        .handler(|_: Value| Ok::<_, String>(json!({"title": "Ax docs"})))
-        .build()
-        .expect("a valid function")
-}
+use agentry::model::{ChatModel, ToolChoice};
+use agentry::program::{Program, ProgramError, ProgramRun};
+use serde_json::{Value, json};
+use support::{local_model_present, local_or_offline, search};
 
 /// The seed's program: the signature plus `search`. Small local models
 /// answer before searching unless the first step must call it.
@@ -51,21 +40,6 @@ fn answer_program() -> Program {
                 .max_steps(4)
                 .max_tokens(160)
         })
-}
-
-async fn local_or_offline() -> Box<dyn ChatModel> {
-    match fetch::installed(&fetch::QWEN) {
-        Some(path) => Box::new(
-            tokio::task::spawn_blocking(move || LocalModel::load(&path))
-                .await
-                .expect("loader")
-                .expect("the model loads"),
-        ),
-        None => {
-            eprintln!("(the local model is not pulled; answering offline)");
-            Box::new(OfflineModel)
-        }
-    }
 }
 
 async fn run(model: &dyn ChatModel) -> Result<ProgramRun<Value>, ProgramError> {
@@ -106,13 +80,7 @@ async fn main() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_program_searches_then_answers_in_its_output_schema() {
-    if fetch::installed(&fetch::QWEN).is_none() {
-        if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-            panic!("the local model is missing and AGENTRY_REQUIRE_MODEL=1");
-        }
-        eprintln!(
-            "\n*** SKIPPED: the local model is not pulled; run `agentry model pull qwen2.5-coder-0.5b` ***\n"
-        );
+    if !local_model_present() {
         return;
     }
     let model = local_or_offline().await;

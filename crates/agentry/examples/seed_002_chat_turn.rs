@@ -8,30 +8,20 @@
 //! `agentry model pull`; without the chat model it answers with the offline
 //! model's `[no llm provider]`).
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use agentry::memory::Memory;
-use agentry::model::{ChatModel, OfflineModel};
 use agentry::tool::{Identity, Session};
 use agentry::turn::{ChatTurn, TurnConfig, TurnEvent, TurnInput};
-use agentry_local::{LocalEmbedder, LocalModel, fetch};
+use agentry_local::LocalEmbedder;
 use agentry_store::SqliteStore;
 use serde_json::json;
 
 /// Every event of both turns, in order, and each turn's reply.
 async fn run(db: &std::path::Path) -> (Vec<TurnEvent>, Vec<String>) {
-    let model: Arc<dyn ChatModel> = match fetch::installed(&fetch::QWEN) {
-        Some(path) => Arc::new(
-            tokio::task::spawn_blocking(move || LocalModel::load(&path))
-                .await
-                .expect("loader")
-                .expect("the model loads"),
-        ),
-        None => {
-            eprintln!("(the local model is not pulled; answering offline)");
-            Arc::new(OfflineModel)
-        }
-    };
+    let model = support::local_or_offline().await;
     let embedder = LocalEmbedder::minilm().await.expect("the embedding model");
     let store = SqliteStore::open(db).expect("the SQLite file");
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -102,7 +92,7 @@ async fn main() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_turns_ground_the_second_in_the_first() {
-    if fetch::installed(&fetch::QWEN).is_none()
+    if agentry_local::fetch::installed(&agentry_local::fetch::QWEN).is_none()
         && std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1")
     {
         panic!("the local model is missing and AGENTRY_REQUIRE_MODEL=1");
@@ -135,7 +125,7 @@ async fn two_turns_ground_the_second_in_the_first() {
         "{system}"
     );
     assert!(!system.contains("What is my favourite food?"), "{system}");
-    if fetch::installed(&fetch::QWEN).is_some() {
+    if agentry_local::fetch::installed(&agentry_local::fetch::QWEN).is_some() {
         assert!(
             replies[1].to_lowercase().contains("risotto"),
             "the model answers from memory: {replies:?}"

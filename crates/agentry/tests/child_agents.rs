@@ -42,6 +42,18 @@ fn child(model: ScriptedModel) -> AgentBuilder {
     Agent::builder(model).system("You look things up.")
 }
 
+/// A child that calls `peek` (10 + 5 tokens), then answers (20 + 4 tokens).
+fn researcher() -> Agent {
+    child(
+        ScriptedModel::new()
+            .reply(call("k1", "peek", json!({})))
+            .reply(answer("Found it.")),
+    )
+    .tool(peek::tool())
+    .build()
+    .unwrap()
+}
+
 #[tokio::test]
 async fn a_child_runs_its_own_loop_inside_the_parents_record_and_budget() {
     let researcher = child(
@@ -114,14 +126,7 @@ async fn a_child_runs_its_own_loop_inside_the_parents_record_and_budget() {
 async fn the_childs_tokens_count_against_the_parents_budget() {
     // The child alone spends 30 + 9 tokens; with the parent's first step
     // (15) the run is over its budget of 40 and stops there.
-    let researcher = child(
-        ScriptedModel::new()
-            .reply(call("k1", "peek", json!({})))
-            .reply(answer("Found it.")),
-    )
-    .tool(peek::tool())
-    .build()
-    .unwrap();
+    let researcher = researcher();
     let parent = Agent::builder(
         ScriptedModel::new()
             .reply(call("p1", "researcher", json!({"task": "look"})))
@@ -142,14 +147,7 @@ async fn a_child_may_spend_only_what_its_parent_has_left() {
     // The parent has 10 tokens left after its first step; the child's first
     // step costs 15, so the child stops over budget before its second, and
     // the parent gets an error result, not a failure of its own.
-    let researcher = child(
-        ScriptedModel::new()
-            .reply(call("k1", "peek", json!({})))
-            .reply(answer("Found it.")),
-    )
-    .tool(peek::tool())
-    .build()
-    .unwrap();
+    let researcher = researcher();
     let parent = Agent::builder(
         ScriptedModel::new()
             .reply(call("p1", "researcher", json!({"task": "look"})))
@@ -352,16 +350,8 @@ async fn a_child_cut_off_by_its_timeout_is_still_charged() {
 
 #[tokio::test]
 async fn children_running_together_share_their_parents_budget() {
-    let researcher = || {
-        let mut tool = child(
-            ScriptedModel::new()
-                .reply(call("k1", "peek", json!({})))
-                .reply(answer("Found it.")),
-        )
-        .tool(peek::tool())
-        .build()
-        .unwrap()
-        .as_tool("researcher", "Looks things up.");
+    let together = |name: &str| {
+        let mut tool = researcher().as_tool(name, "Looks things up.");
         tool.hints.concurrency_safe = true;
         tool
     };
@@ -373,10 +363,7 @@ async fn children_running_together_share_their_parents_budget() {
         text: String::new(),
         tokens: Usage::new(10, 0),
     }))
-    .tools([
-        researcher().with_name("first"),
-        researcher().with_name("second"),
-    ])
+    .tools([together("first"), together("second")])
     .token_budget(40)
     .build()
     .unwrap();

@@ -1,0 +1,55 @@
+//! What the seed examples share: the seed's `search` function and the local
+//! model (or, when it is not pulled, the offline model).
+
+#![allow(dead_code)] // each example uses a part
+
+use std::sync::Arc;
+
+use agentry::model::{ChatModel, OfflineModel};
+use agentry::tool::{Tool, function};
+use agentry_local::{LocalModel, fetch};
+use serde_json::{Value, json};
+
+/// Seed 001's `search`: a function in the default `utils` namespace whose
+/// handler returns `{"title": "Ax docs"}`.
+pub fn search() -> Tool {
+    function("search")
+        .description("Search the documentation and policies for a query.")
+        .arg::<String>("query", "What to look for")
+        .returns_schema(json!({"type": "object", "properties": {"title": {"type": "string"}}}))
+        .handler(|_: Value| Ok::<_, String>(json!({"title": "Ax docs"})))
+        .build()
+        .expect("a valid function")
+}
+
+/// Qwen2.5-Coder-0.5B from the cache, or the offline model when it is not pulled.
+pub async fn local_or_offline() -> Arc<dyn ChatModel> {
+    match fetch::installed(&fetch::QWEN) {
+        Some(path) => Arc::new(
+            tokio::task::spawn_blocking(move || LocalModel::load(&path))
+                .await
+                .expect("loader")
+                .expect("the model loads"),
+        ),
+        None => {
+            eprintln!("(the local model is not pulled; answering offline)");
+            Arc::new(OfflineModel)
+        }
+    }
+}
+
+/// For an example's test: whether the local model is there. Without it the
+/// test says so loudly and skips, unless `AGENTRY_REQUIRE_MODEL=1` (set by
+/// CI), which makes a missing model a failure.
+pub fn local_model_present() -> bool {
+    if fetch::installed(&fetch::QWEN).is_some() {
+        return true;
+    }
+    if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
+        panic!("the local model is missing and AGENTRY_REQUIRE_MODEL=1");
+    }
+    eprintln!(
+        "\n*** SKIPPED: the local model is not pulled; run `agentry model pull qwen2.5-coder-0.5b` ***\n"
+    );
+    false
+}
