@@ -24,8 +24,7 @@ use std::sync::Arc;
 use agentry::agent::{Agent, AgentEvent, RunOutcome, StepRecord};
 use agentry::model::{ChatModel, ToolChoice};
 use futures_util::StreamExt;
-use serde_json::json;
-use support::{local_model_present, local_or_offline, search};
+use support::{local_or_offline, search};
 
 /// The assistant: `search` and a researcher child agent as its callables.
 fn assistant(model: Arc<dyn ChatModel>) -> Agent {
@@ -107,7 +106,7 @@ async fn main() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_assistant_delegates_to_its_child_agent() {
-    if !local_model_present() {
+    if !support::local_model_present() {
         return;
     }
     let run = run(local_or_offline().await).await;
@@ -117,7 +116,7 @@ async fn the_assistant_delegates_to_its_child_agent() {
     assert_eq!(child.steps[0].calls[0].call.name, "utils.search");
     assert_eq!(
         child.steps[0].calls[0].result.output,
-        json!({"title": "Ax docs"})
+        serde_json::json!({"title": "Ax docs"})
     );
     let own: u64 = run.steps.iter().map(|s| s.tokens.total()).sum();
     assert_eq!(run.usage.total(), own + child.usage.total());

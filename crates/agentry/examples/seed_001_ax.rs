@@ -25,7 +25,7 @@ mod support;
 use agentry::model::{ChatModel, ToolChoice};
 use agentry::program::{Program, ProgramError, ProgramRun};
 use serde_json::{Value, json};
-use support::{local_model_present, local_or_offline, search};
+use support::{local_or_offline, search};
 
 /// The seed's program: the signature plus `search`. Small local models
 /// answer before searching unless the first step must call it.
@@ -80,7 +80,7 @@ async fn main() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_program_searches_then_answers_in_its_output_schema() {
-    if !local_model_present() {
+    if !support::local_model_present() {
         return;
     }
     let model = local_or_offline().await;
