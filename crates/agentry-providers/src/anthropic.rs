@@ -9,6 +9,7 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::secret::Secret;
 use crate::transport::{RetryPolicy, malformed, send, sse_events};
 use crate::wire_names::{WireNames, result_text, wire_names};
 
@@ -73,7 +74,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 pub struct Anthropic {
     client: reqwest::Client,
     base_url: String,
-    api_key: String,
+    api_key: Secret,
     model: String,
     retry: RetryPolicy,
 }
@@ -84,7 +85,7 @@ impl Anthropic {
         Self {
             client: reqwest::Client::new(),
             base_url: DEFAULT_ANTHROPIC_BASE_URL.into(),
-            api_key: api_key.into(),
+            api_key: Secret::new(api_key),
             model: model.into(),
             retry: RetryPolicy::default(),
         }
@@ -319,7 +320,7 @@ impl ChatModel for Anthropic {
             let response = send(&self.retry, || {
                 self.client
                     .post(&url)
-                    .header("x-api-key", &self.api_key)
+                    .header("x-api-key", self.api_key.expose())
                     .header("anthropic-version", ANTHROPIC_VERSION)
                     .json(&body)
             })

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::openai::openai_env;
+use crate::secret::Secret;
 use crate::transport::{RetryPolicy, send};
 
 /// Texts sent in one request (OpenAI accepts up to 2,048 inputs).
@@ -18,7 +19,7 @@ pub const DEFAULT_EMBEDDING_BATCH: usize = 256;
 pub struct OpenAiEmbedder {
     client: reqwest::Client,
     base_url: String,
-    api_key: Option<String>,
+    api_key: Option<Secret>,
     model: String,
     dimensions: usize,
     batch: usize,
@@ -47,7 +48,7 @@ impl OpenAiEmbedder {
         Self {
             client: reqwest::Client::new(),
             base_url: base_url.into().trim_end_matches('/').to_owned(),
-            api_key,
+            api_key: api_key.map(Secret::new),
             model: model.into(),
             dimensions,
             batch: DEFAULT_EMBEDDING_BATCH,
@@ -80,7 +81,7 @@ impl OpenAiEmbedder {
         let response = send(&self.retry, || {
             let request = self.client.post(&url).json(&body);
             match &self.api_key {
-                Some(key) => request.bearer_auth(key),
+                Some(key) => request.bearer_auth(key.expose()),
                 None => request,
             }
         })

@@ -16,6 +16,7 @@ mod anthropic;
 mod embeddings;
 pub mod net;
 mod openai;
+mod secret;
 mod structured;
 mod transport;
 mod wire_names;

@@ -9,6 +9,7 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::secret::Secret;
 use crate::transport::{RetryPolicy, malformed, send, sse_events};
 use crate::wire_names::{WireNames, result_text, wire_names};
 
@@ -86,7 +87,7 @@ pub(crate) fn openai_env() -> Result<(String, Option<String>), String> {
 pub struct OpenAiCompatible {
     client: reqwest::Client,
     base_url: String,
-    api_key: Option<String>,
+    api_key: Option<Secret>,
     model: String,
     retry: RetryPolicy,
 }
@@ -101,7 +102,7 @@ impl OpenAiCompatible {
         Self {
             client: reqwest::Client::new(),
             base_url: base_url.into().trim_end_matches('/').to_owned(),
-            api_key,
+            api_key: api_key.map(Secret::new),
             model: model.into(),
             retry: RetryPolicy::default(),
         }
@@ -283,7 +284,7 @@ impl ChatModel for OpenAiCompatible {
             let response = send(&self.retry, || {
                 let builder = self.client.post(&url).json(&body);
                 match &self.api_key {
-                    Some(key) => builder.bearer_auth(key),
+                    Some(key) => builder.bearer_auth(key.expose()),
                     None => builder,
                 }
             })

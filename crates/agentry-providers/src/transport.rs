@@ -84,7 +84,7 @@ pub(crate) async fn send(
         }
         let status = response.status();
         let retry_after = retry_after(&response);
-        let body = response.text().await.unwrap_or_default();
+        let body = capped_body(response).await;
         Err(Failure::Status {
             status,
             retry_after,
@@ -114,20 +114,27 @@ pub(crate) async fn send(
 }
 
 fn retry_after(response: &Response) -> Option<Duration> {
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)?
-            .to_str()
-            .ok()?
+    let header = |name: &str| response.headers().get(name)?.to_str().ok();
+    parse_retry_after(header("retry-after-ms"), header("retry-after"))
+}
+
+/// The wait a server asks for, from `retry-after-ms` (preferred) or
+/// `retry-after` (seconds). Any number is accepted without panicking:
+/// negatives are no wait, and huge or infinite ones saturate (the caller
+/// clamps to its longest delay); `NaN` and text are ignored.
+fn parse_retry_after(ms: Option<&str>, secs: Option<&str>) -> Option<Duration> {
+    let number = |text: Option<&str>| {
+        text?
             .trim()
             .parse::<f64>()
             .ok()
+            .filter(|value| !value.is_nan())
     };
-    if let Some(ms) = header("retry-after-ms") {
-        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+    let seconds = number(ms).map(|ms| ms / 1000.0).or_else(|| number(secs))?;
+    if seconds <= 0.0 {
+        return Some(Duration::ZERO);
     }
-    header("retry-after").map(|secs| Duration::from_secs_f64(secs.max(0.0)))
+    Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
 }
 
 fn to_model_error(failure: Failure, attempts: u32) -> ModelError {
@@ -158,7 +165,26 @@ fn to_model_error(failure: Failure, attempts: u32) -> ModelError {
     }
 }
 
-/// The `error.message` of a provider's JSON error body, or the body itself (cut to 500 characters).
+/// Longest error body read from a failed response; the rest is not read.
+pub const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Longest error message kept from a provider's error body, in characters.
+const MAX_ERROR_MESSAGE: usize = 500;
+
+/// At most [`MAX_ERROR_BODY`] bytes of a failed response's body.
+async fn capped_body(mut response: Response) -> String {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = MAX_ERROR_BODY - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= MAX_ERROR_BODY {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The `error.message` of a provider's JSON error body, or the body itself,
+/// cut to 500 characters either way.
 pub(crate) fn error_message(body: &str) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
     let message = parsed.as_ref().and_then(|value| {
@@ -167,9 +193,13 @@ pub(crate) fn error_message(body: &str) -> String {
             .or_else(|| value["message"].as_str())
             .or_else(|| value["error"].as_str())
     });
-    match message {
-        Some(message) => message.to_owned(),
-        None => body.chars().take(500).collect(),
+    let text = message.unwrap_or(body);
+    let count = text.chars().count();
+    if count <= MAX_ERROR_MESSAGE {
+        text.to_owned()
+    } else {
+        let head: String = text.chars().take(MAX_ERROR_MESSAGE).collect();
+        format!("{head}… ({count} characters)")
     }
 }
 
@@ -203,4 +233,41 @@ pub(crate) fn sse_events(
 pub(crate) fn malformed(what: &str, data: &str, error: &serde_json::Error) -> ModelError {
     let quoted: String = data.chars().take(200).collect();
     ModelError::Protocol(format!("malformed {what} ({error}): {quoted}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_retry_after_is_read_without_panicking() {
+        let wait = |ms: Option<&str>, secs: Option<&str>| parse_retry_after(ms, secs);
+        assert_eq!(wait(None, Some("2")), Some(Duration::from_secs(2)));
+        assert_eq!(
+            wait(Some("1500"), Some("9")),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(wait(None, Some("1e20")), Some(Duration::MAX));
+        assert_eq!(wait(None, Some("inf")), Some(Duration::MAX));
+        assert_eq!(wait(Some("1e30"), None), Some(Duration::MAX));
+        assert_eq!(wait(None, Some("-5")), Some(Duration::ZERO));
+        assert_eq!(wait(None, Some("-inf")), Some(Duration::ZERO));
+        assert_eq!(wait(None, Some("NaN")), None);
+        assert_eq!(
+            wait(Some("soon"), Some("Wed, 21 Oct 2026 07:28:00 GMT")),
+            None
+        );
+    }
+
+    #[test]
+    fn error_messages_are_capped() {
+        let long = "x".repeat(10_000);
+        let message = error_message(&format!(r#"{{"error": {{"message": "{long}"}}}}"#));
+        assert_eq!(
+            message.chars().count(),
+            500 + "… (10000 characters)".chars().count()
+        );
+        assert!(message.ends_with("… (10000 characters)"));
+        assert_eq!(error_message("short"), "short");
+    }
 }

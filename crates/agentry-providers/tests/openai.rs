@@ -355,3 +355,48 @@ async fn a_structured_answer_is_asked_for_with_response_format() {
         json!(false)
     );
 }
+
+#[test]
+fn debug_output_never_shows_an_api_key() {
+    let openai = OpenAiCompatible::new("http://127.0.0.1:1/v1", Some("sk-secret-123".into()), "m");
+    let anthropic = agentry_providers::Anthropic::new("sk-ant-secret-456", "m");
+    let embedder = agentry_providers::OpenAiEmbedder::new(
+        "http://127.0.0.1:1/v1",
+        Some("sk-secret-789".into()),
+        "e",
+        8,
+    );
+    for shown in [
+        format!("{openai:?}"),
+        format!("{anthropic:?}"),
+        format!("{embedder:?}"),
+    ] {
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("\"<redacted>\""), "{shown}");
+    }
+}
+
+#[tokio::test]
+async fn a_huge_error_body_is_read_only_in_part_and_reported_short() {
+    let body = format!(r#"{{"error": {{"message": "{}"}}}}"#, "x".repeat(5_000_000));
+    let server = serve(vec![Reply::Status {
+        code: 500,
+        headers: Vec::new(),
+        body,
+    }])
+    .await;
+    let model = provider(&server.base_url).with_retry(agentry_providers::RetryPolicy::none());
+    let error = model.step(&weather_request()).await.unwrap_err();
+    let ModelError::Http {
+        status: 500,
+        message,
+    } = &error
+    else {
+        panic!("{error:?}")
+    };
+    assert!(
+        message.chars().count() < 600,
+        "{} characters",
+        message.chars().count()
+    );
+}
