@@ -52,6 +52,18 @@ enum Failure {
     Transport(reqwest::Error),
 }
 
+impl std::fmt::Display for Failure {
+    /// The status and the capped message, never the whole body.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Status { status, body, .. } => {
+                write!(f, "HTTP {status}: {}", error_message(body))
+            }
+            Failure::Transport(error) => f.write_str(&error_chain(error)),
+        }
+    }
+}
+
 impl Failure {
     fn retryable(&self) -> bool {
         match self {
@@ -108,7 +120,7 @@ pub(crate) async fn send(
                     .map_or(delay, |after| after.min(max_delay))
             })
         })
-        .notify(|failure, delay| tracing::warn!(?delay, error = ?failure, "retrying model request"))
+        .notify(|failure, delay| tracing::warn!(?delay, error = %failure, "retrying model request"))
         .await;
     result.map_err(|failure| to_model_error(failure, attempts.load(Ordering::Relaxed)))
 }
