@@ -172,6 +172,12 @@ async fn the_budget_is_checked_in_the_loop_condition() {
     assert_eq!(run.usage, Usage::new(120, 0));
     assert_eq!(model.requests().len(), 2, "stops as soon as spent > budget");
     assert_eq!(run.text(), "over budget");
+    // The step that spent past the budget runs none of its calls.
+    assert!(!run.steps[0].calls[0].result.is_error);
+    assert_eq!(
+        run.steps[1].calls[0].result.error_message(),
+        Some("not run: the token budget is spent (120 tokens used)")
+    );
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 //! at the step limit or past the token budget.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use futures_util::future::join_all;
@@ -147,8 +147,13 @@ impl Agent {
                             call: call.clone(),
                         });
                     }
-                    // Child agents charge `spend` themselves, as they go.
-                    let records = self.execute(&run_tools, frame, calls, sink, n).await;
+                    // Child agents charge `spend` themselves, as they go. A step
+                    // that spent past the budget gets no tool run at all.
+                    let records = if spend.within_budget() {
+                        self.execute(&run_tools, frame, calls, sink, n).await
+                    } else {
+                        self.refuse_over_budget(frame, calls, sink, n)
+                    };
                     run_tools.activate(&records).await;
                     messages.extend(records.iter().map(|r| Message::tool(r.result.clone())));
                     let record = StepRecord {
@@ -206,6 +211,43 @@ impl Agent {
             }
             records
         }
+    }
+
+    /// Results for calls of a step that spent past the budget: none runs.
+    fn refuse_over_budget(
+        &self,
+        frame: &Frame,
+        calls: Vec<ToolCall>,
+        sink: Option<&EventSink>,
+        step: usize,
+    ) -> Vec<CallRecord> {
+        let spent = frame.spend.usage().total();
+        let reason = format!("the token budget is spent ({spent} tokens used)");
+        calls
+            .into_iter()
+            .map(|call| {
+                if let Some(audit) = &self.settings.audit {
+                    audit.record(AuditRecord {
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        arguments_digest: arguments_digest(&call),
+                        outcome: AuditOutcome::Denied(reason.clone()),
+                        duration: Duration::ZERO,
+                    });
+                }
+                let record = CallRecord {
+                    result: ToolResult::error(call.id.clone(), format!("not run: {reason}")),
+                    call,
+                    duration: Duration::ZERO,
+                    child: None,
+                };
+                emit(sink, || AgentEvent::ToolResult {
+                    step,
+                    record: record.clone(),
+                });
+                record
+            })
+            .collect()
     }
 
     async fn execute_one(&self, run_tools: &RunTools, frame: &Frame, call: ToolCall) -> CallRecord {

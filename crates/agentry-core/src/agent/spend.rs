@@ -47,9 +47,13 @@ impl Spend {
 
     /// Count `usage` here and in every enclosing run.
     pub(crate) fn charge(&self, usage: Usage) {
-        self.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
-        self.output
-            .fetch_add(usage.output_tokens, Ordering::Relaxed);
+        let add = |counter: &AtomicU64, n: u64| {
+            let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |value| {
+                Some(value.saturating_add(n))
+            });
+        };
+        add(&self.input, usage.input_tokens);
+        add(&self.output, usage.output_tokens);
         if let Some(parent) = &self.parent {
             parent.charge(usage);
         }
@@ -93,5 +97,9 @@ mod tests {
         assert!(!root.within_budget());
         assert!(!child.within_budget(), "its parent is over budget");
         assert_eq!(child.usage().total(), 25);
+        // Absurd counts saturate; they never wrap back under a budget.
+        child.charge(Usage::new(u64::MAX, u64::MAX));
+        assert_eq!(root.usage(), Usage::new(u64::MAX, u64::MAX));
+        assert!(!root.within_budget());
     }
 }

@@ -29,9 +29,10 @@ impl Usage {
         }
     }
 
-    /// Input plus output tokens: what a token budget counts.
+    /// Input plus output tokens: what a token budget counts (saturating,
+    /// so a provider's absurd counts cannot wrap around a budget).
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 }
 
@@ -39,8 +40,8 @@ impl Add for Usage {
     type Output = Usage;
     fn add(self, other: Usage) -> Usage {
         Usage::new(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
+            self.input_tokens.saturating_add(other.input_tokens),
+            self.output_tokens.saturating_add(other.output_tokens),
         )
     }
 }
@@ -291,6 +292,16 @@ mod tests {
                 tokens: Usage::new(10, 7),
             }
         );
+    }
+
+    #[test]
+    fn usage_saturates_instead_of_wrapping() {
+        let huge = Usage::new(u64::MAX, u64::MAX);
+        assert_eq!(huge.total(), u64::MAX);
+        assert_eq!(huge + Usage::new(5, 5), huge);
+        let mut sum = Usage::new(u64::MAX - 1, 0);
+        sum += Usage::new(10, 1);
+        assert_eq!(sum, Usage::new(u64::MAX, 1));
     }
 
     #[test]
