@@ -12,6 +12,37 @@ use crate::validate::{MAX_DESCRIPTION, Problem, check_front_matter};
 /// The file every skill folder holds.
 pub const SKILL_FILE: &str = "SKILL.md";
 
+/// Largest `SKILL.md` read, in bytes. The specification asks for bodies
+/// under 500 lines; a megabyte leaves room and stops a hostile folder from
+/// exhausting memory.
+pub const MAX_SKILL_FILE: u64 = 1024 * 1024;
+
+/// A `SKILL.md`'s text: a regular file (never a FIFO that would block the
+/// read forever) of at most [`MAX_SKILL_FILE`] bytes.
+fn read_skill_file(file: &Path) -> Result<String, Problem> {
+    use std::io::Read;
+    let unreadable = |e: std::io::Error| Problem::Unreadable(format!("{}: {e}", file.display()));
+    let meta = std::fs::metadata(file).map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(Problem::NotAFile);
+    }
+    let too_large = |len| Problem::TooLarge {
+        len,
+        max: MAX_SKILL_FILE,
+    };
+    if meta.len() > MAX_SKILL_FILE {
+        return Err(too_large(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_SKILL_FILE + 1).read_to_end(&mut bytes))
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > MAX_SKILL_FILE {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| Problem::Unreadable(format!("{}: {e}", file.display())))
+}
+
 /// A skill folder's metadata. The body stays on disk until the skill is read
 /// (progressive disclosure).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,9 +91,7 @@ impl SkillFolder {
     /// skill usable become [`warnings`](Self::warnings) (and a `tracing`
     /// warning); a fatal one refuses the folder, with every problem found.
     pub fn load(dir: &Path) -> Result<Self, Vec<Problem>> {
-        let file = dir.join(SKILL_FILE);
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| vec![Problem::Unreadable(format!("{}: {e}", file.display()))])?;
+        let text = read_skill_file(&dir.join(SKILL_FILE)).map_err(|p| vec![p])?;
         let (yaml, _body) = split_front_matter(&text).map_err(|p| vec![p])?;
         let folder_name = dir
             .file_name()
@@ -95,9 +124,8 @@ impl SkillFolder {
 
     /// The instructions: `SKILL.md` after the front matter, read now.
     pub fn body(&self) -> Result<String, SkillError> {
-        let file = self.path.join(SKILL_FILE);
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| SkillError::File(format!("{}: {e}", file.display())))?;
+        let text = read_skill_file(&self.path.join(SKILL_FILE))
+            .map_err(|p| SkillError::File(p.to_string()))?;
         let (_, body) = split_front_matter(&text).map_err(|p| SkillError::File(p.to_string()))?;
         Ok(body.to_owned())
     }

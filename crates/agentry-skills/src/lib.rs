@@ -26,6 +26,8 @@ mod folder;
 mod search;
 mod validate;
 
-pub use folder::{LoadReport, SKILL_FILE, SkillFolder, load_dir, split_front_matter};
+pub use folder::{
+    LoadReport, MAX_SKILL_FILE, SKILL_FILE, SkillFolder, load_dir, split_front_matter,
+};
 pub use search::{DEFAULT_LEXICAL_WEIGHT, RRF_K, SkillSearch, embedding_text, search_text};
 pub use validate::{FIELDS, MAX_COMPATIBILITY, MAX_DESCRIPTION, MAX_NAME, Problem, name_problems};

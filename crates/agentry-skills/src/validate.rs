@@ -28,6 +28,17 @@ pub enum Problem {
     /// `SKILL.md` could not be read.
     #[error("cannot read SKILL.md: {0}")]
     Unreadable(String),
+    /// `SKILL.md` is not a regular file (a FIFO, a device, a directory).
+    #[error("SKILL.md is not a regular file")]
+    NotAFile,
+    /// `SKILL.md` is larger than [`MAX_SKILL_FILE`](crate::MAX_SKILL_FILE).
+    #[error("SKILL.md is {len} bytes, over the {max}-byte limit")]
+    TooLarge {
+        /// Its size.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
     /// `SKILL.md` does not start with `---`.
     #[error("SKILL.md must start with YAML front matter between '---' lines")]
     NoFrontMatter,
@@ -98,6 +109,8 @@ impl Problem {
     pub fn is_fatal(&self) -> bool {
         match self {
             Problem::Unreadable(_)
+            | Problem::NotAFile
+            | Problem::TooLarge { .. }
             | Problem::NoFrontMatter
             | Problem::UnclosedFrontMatter
             | Problem::Yaml(_)

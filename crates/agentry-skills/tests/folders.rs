@@ -383,3 +383,71 @@ fn two_folders_naming_one_skill_keep_the_first() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A folder under a fresh temp dir holding `SKILL.md` written by `write`.
+fn hostile(name: &str, write: impl FnOnce(&Path)) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentry-hostile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join(name)).unwrap();
+    write(&dir.join(name).join("SKILL.md"));
+    dir
+}
+
+/// Loading `dir` takes under a second and gives the folder's problems.
+fn problems_in_time(dir: &Path) -> Vec<Problem> {
+    let started = std::time::Instant::now();
+    let report = load_dir(dir).unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < std::time::Duration::from_secs(1),
+        "took {elapsed:?}"
+    );
+    assert!(report.skills.is_empty());
+    report.invalid.into_iter().flat_map(|(_, p)| p).collect()
+}
+
+#[test]
+fn hostile_folders_get_a_problem_quickly() {
+    // A YAML alias bomb ("billion laughs") in the front matter.
+    let mut bomb = String::from(
+        "---\na: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
+    for (level, previous) in ('b'..='i').zip('a'..='h') {
+        let refs = vec![format!("*{previous}"); 9].join(",");
+        bomb.push_str(&format!("{level}: &{level} [{refs}]\n"));
+    }
+    bomb.push_str("name: bomb\ndescription: *i\n---\nbody\n");
+    let dir = hostile("bomb", |file| std::fs::write(file, &bomb).unwrap());
+    let problems = problems_in_time(&dir);
+    assert!(
+        matches!(&problems[..], [Problem::Yaml(message)] if message.contains("repetition limit")),
+        "{problems:?}"
+    );
+
+    // A 5 MB SKILL.md.
+    let text = format!(
+        "---\nname: huge\ndescription: big\n---\n{}",
+        "x".repeat(5_000_000)
+    );
+    let dir = hostile("huge", |file| std::fs::write(file, &text).unwrap());
+    assert_eq!(
+        problems_in_time(&dir),
+        [Problem::TooLarge {
+            len: text.len() as u64,
+            max: agentry_skills::MAX_SKILL_FILE
+        }]
+    );
+
+    // A FIFO named SKILL.md, which would block a plain read forever.
+    #[cfg(unix)]
+    {
+        let dir = hostile("fifo", |file| {
+            let status = std::process::Command::new("mkfifo")
+                .arg(file)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        });
+        assert_eq!(problems_in_time(&dir), [Problem::NotAFile]);
+    }
+}
