@@ -13,9 +13,12 @@ use agentry_core::memory::{
 };
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
+/// `AUTOINCREMENT`: a deleted row's id is never given to a new row, so the
+/// incremental cache never misses one. (Files made before it keep plain
+/// ids; lookups check the session, so a reused id cannot leak either.)
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS memory (
-    id        INTEGER PRIMARY KEY,
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
     session   TEXT    NOT NULL,
     role      TEXT    NOT NULL,
     source    TEXT    NOT NULL,
@@ -61,6 +64,26 @@ impl std::fmt::Debug for SqliteStore {
 
 fn failed(error: impl std::fmt::Display) -> MemoryError {
     MemoryError(format!("sqlite: {error}"))
+}
+
+/// Lock a mutex even if a thread panicked while holding it: the data it
+/// guards (a connection, a cache topped up row by row) stays usable, and one
+/// panic must not turn every later call into "lock poisoned".
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Why `vector` cannot be stored, if it cannot: empty, or not finite.
+fn unusable(vector: &[f32]) -> Option<&'static str> {
+    if vector.is_empty() {
+        Some("is empty")
+    } else if vector.iter().any(|x| !x.is_finite()) {
+        Some("has a value that is not a finite number")
+    } else {
+        None
+    }
 }
 
 /// Half-precision little-endian bytes of `vector`.
@@ -133,13 +156,40 @@ impl SqliteStore {
         })
     }
 
-    /// Keep many records in one transaction.
+    /// Keep many records in one transaction. A record whose embedding is
+    /// empty, not finite, or of another length than its session's refuses
+    /// the whole batch (nothing is stored). Embeddings are stored scaled to
+    /// unit length, so no value overflows half precision.
     pub fn add_many_blocking(&self, records: &[MemoryRecord]) -> Result<(), MemoryError> {
-        let mut conn = self
-            .inner
-            .conn
-            .lock()
-            .map_err(|_| failed("lock poisoned"))?;
+        let mut conn = lock(&self.inner.conn);
+        {
+            let mut cache = lock(&self.inner.cache);
+            refresh(&conn, &mut cache)?;
+            let mut dims: HashMap<&str, usize> = HashMap::new();
+            for record in records {
+                if let Some(problem) = unusable(&record.embedding) {
+                    return Err(MemoryError(format!(
+                        "sqlite: the embedding of a record for session {:?} {problem}",
+                        record.session
+                    )));
+                }
+                let known = cache
+                    .sessions
+                    .get(&record.session)
+                    .filter(|vectors| !vectors.ids.is_empty())
+                    .map(|vectors| vectors.dims);
+                let expected = *dims
+                    .entry(record.session.as_str())
+                    .or_insert(known.unwrap_or(record.embedding.len()));
+                if record.embedding.len() != expected {
+                    return Err(MemoryError(format!(
+                        "sqlite: session {:?} holds {expected}-dimension embeddings, got {}",
+                        record.session,
+                        record.embedding.len()
+                    )));
+                }
+            }
+        }
         let tx = conn.transaction().map_err(failed)?;
         {
             let mut insert = tx
@@ -157,7 +207,7 @@ impl SqliteStore {
                         record.text,
                         serde_json::Value::Object(record.metadata.clone()).to_string(),
                         record.timestamp,
-                        encode_embedding(&record.embedding),
+                        encode_embedding(&unit(record.embedding.clone())),
                     ])
                     .map_err(failed)?;
             }
@@ -172,22 +222,17 @@ impl SqliteStore {
         query: &[f32],
         opts: RecallOpts,
     ) -> Result<Vec<Recalled>, MemoryError> {
-        let conn = self
-            .inner
-            .conn
-            .lock()
-            .map_err(|_| failed("lock poisoned"))?;
-        let mut cache = self
-            .inner
-            .cache
-            .lock()
-            .map_err(|_| failed("lock poisoned"))?;
+        if let Some(problem) = unusable(query) {
+            return Err(MemoryError(format!("sqlite: the query vector {problem}")));
+        }
+        let conn = lock(&self.inner.conn);
+        let mut cache = lock(&self.inner.cache);
         refresh(&conn, &mut cache)?;
         let Some(vectors) = cache.sessions.get(session) else {
             return Ok(Vec::new());
         };
         let query = unit(query.to_vec());
-        if vectors.dims != query.len() || opts.limit == 0 {
+        if vectors.ids.is_empty() || vectors.dims != query.len() || opts.limit == 0 {
             return Ok(Vec::new());
         }
         // Keep the best `limit` in a min-heap of (score, position).
@@ -209,15 +254,17 @@ impl SqliteStore {
             .map(|std::cmp::Reverse((score, position))| (score.0, vectors.ids[position]))
             .collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        // The session is checked again on every lookup: a row id freed by a
+        // delete and reused must never serve another session's text.
         let mut select = conn
             .prepare_cached(
-                "SELECT session, role, source, text, metadata, timestamp, embedding FROM memory WHERE id = ?1",
+                "SELECT session, role, source, text, metadata, timestamp, embedding FROM memory WHERE id = ?1 AND session = ?2",
             )
             .map_err(failed)?;
         let mut hits = Vec::with_capacity(ranked.len());
         for (score, id) in ranked {
             if let Some(record) = select
-                .query_row([id], read_record)
+                .query_row(params![id, session], read_record)
                 .optional()
                 .map_err(failed)?
             {
@@ -233,11 +280,7 @@ impl SqliteStore {
         session: &str,
         opts: &RecentOpts,
     ) -> Result<Vec<MemoryRecord>, MemoryError> {
-        let conn = self
-            .inner
-            .conn
-            .lock()
-            .map_err(|_| failed("lock poisoned"))?;
+        let conn = lock(&self.inner.conn);
         let mut sql = String::from(
             "SELECT session, role, source, text, metadata, timestamp, embedding FROM memory WHERE session = ?",
         );
@@ -314,6 +357,13 @@ fn refresh(conn: &Connection, cache: &mut Cache) -> Result<(), MemoryError> {
         let session: String = row.get(1).map_err(failed)?;
         let blob: Vec<u8> = row.get(2).map_err(failed)?;
         let vector = unit(decode_embedding(&blob));
+        cache.last_id = id;
+        // Rows this store did not check (older files, other writers) are
+        // skipped, never trusted: an empty or non-finite vector is unsearchable.
+        if let Some(problem) = unusable(&vector) {
+            tracing::warn!(id, problem, "a memory record's embedding is not searchable");
+            continue;
+        }
         let entry = cache.sessions.entry(session).or_default();
         if entry.ids.is_empty() {
             entry.dims = vector.len();
@@ -327,7 +377,6 @@ fn refresh(conn: &Connection, cache: &mut Cache) -> Result<(), MemoryError> {
                 "a memory record's embedding has another length; it is not searchable"
             );
         }
-        cache.last_id = id;
     }
     Ok(())
 }

@@ -110,3 +110,133 @@ fn a_path_that_cannot_be_opened_is_a_clear_error() {
         "memory store: sqlite: unable to open database file: /proc/agentry/no/such/dir/memory.db"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unusable_embeddings_are_refused_and_nothing_is_stored() {
+    let store = SqliteStore::open(temp_file("bad-vectors")).unwrap();
+    let add = |vector: Vec<f32>| store.add(MemoryRecord::new("s", "user", "x", vector));
+    assert_eq!(
+        add(vec![f32::NAN, 1.0]).await.unwrap_err().to_string(),
+        "memory store: sqlite: the embedding of a record for session \"s\" has a value that is not a finite number"
+    );
+    assert!(add(vec![f32::INFINITY, 0.0]).await.is_err());
+    assert_eq!(
+        add(Vec::new()).await.unwrap_err().to_string(),
+        "memory store: sqlite: the embedding of a record for session \"s\" is empty"
+    );
+    add(vec![1.0, 0.0]).await.unwrap();
+    assert_eq!(
+        add(vec![1.0, 0.0, 0.0]).await.unwrap_err().to_string(),
+        "memory store: sqlite: session \"s\" holds 2-dimension embeddings, got 3"
+    );
+    // A batch with one bad record stores none of them.
+    let batch = [
+        MemoryRecord::new("t", "user", "fine", vec![1.0, 0.0]),
+        MemoryRecord::new("t", "user", "bad", vec![f32::NAN, 0.0]),
+    ];
+    assert!(store.add_many_blocking(&batch).is_err());
+    assert!(
+        store
+            .recent("t", &Default::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A NaN query is an error, not a ranking.
+    assert!(
+        store
+            .recall("s", &[f32::NAN, 0.0], RecallOpts::default())
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_values_do_not_overflow_half_precision_into_first_place() {
+    let store = SqliteStore::open(temp_file("overflow")).unwrap();
+    // 1e6 overflows f16 (max 65504): stored raw it would become inf, then NaN.
+    store
+        .add(MemoryRecord::new("s", "user", "huge", vec![1e6, 0.0, 0.0]))
+        .await
+        .unwrap();
+    store
+        .add(MemoryRecord::new("s", "user", "close", vec![0.1, 0.9, 0.0]))
+        .await
+        .unwrap();
+    let opts = RecallOpts {
+        limit: 5,
+        min_score: -1.0,
+    };
+    let hits = store.recall("s", &[0.0, 1.0, 0.0], opts).await.unwrap();
+    let ranked: Vec<(&str, f32)> = hits
+        .iter()
+        .map(|h| (h.record.text.as_str(), h.score))
+        .collect();
+    assert_eq!(ranked[0].0, "close");
+    assert_eq!(ranked[1], ("huge", 0.0));
+    assert!(
+        hits.iter()
+            .all(|h| h.record.embedding.iter().all(|x| x.is_finite()))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rows_written_by_others_never_break_or_leak_recall() {
+    let path = temp_file("foreign-rows");
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    // A file made before ids were AUTOINCREMENT, where SQLite reuses the
+    // largest id after it is deleted.
+    raw.execute_batch(
+        "CREATE TABLE memory (id INTEGER PRIMARY KEY, session TEXT NOT NULL, role TEXT NOT NULL,
+         source TEXT NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL,
+         timestamp INTEGER NOT NULL, embedding BLOB NOT NULL)",
+    )
+    .unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    let insert = |session: &str, text: &str, blob: Vec<u8>| {
+        raw.execute(
+            "INSERT INTO memory (session, role, source, text, metadata, timestamp, embedding) VALUES (?1, 'user', '', ?2, '{}', 1, ?3)",
+            rusqlite::params![session, text, blob],
+        )
+        .unwrap();
+    };
+    // An empty first vector used to set the session's width to 0 and panic
+    // the scan while holding the lock; it is skipped now.
+    insert("a", "empty", Vec::new());
+    store
+        .add(MemoryRecord::new("a", "user", "pasta", vec![1.0, 0.0]))
+        .await
+        .unwrap();
+    let hits = store
+        .recall("a", &[1.0, 0.0], RecallOpts::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.iter()
+            .map(|h| h.record.text.as_str())
+            .collect::<Vec<_>>(),
+        ["pasta"]
+    );
+
+    // A row of session a deleted, its id reused by session b: a's recall
+    // must not serve b's text.
+    raw.execute("DELETE FROM memory WHERE text = 'pasta'", [])
+        .unwrap();
+    insert("b", "b's secret", encode_embedding(&[1.0, 0.0]));
+    let hits = store
+        .recall("a", &[1.0, 0.0], RecallOpts::default())
+        .await
+        .unwrap();
+    assert!(hits.iter().all(|h| h.record.session == "a"), "{hits:?}");
+    assert!(hits.is_empty());
+    // The store keeps working.
+    store
+        .add(MemoryRecord::new("a", "user", "risotto", vec![0.9, 0.1]))
+        .await
+        .unwrap();
+    let hits = store
+        .recall("a", &[1.0, 0.0], RecallOpts::default())
+        .await
+        .unwrap();
+    assert_eq!(hits[0].record.text, "risotto");
+}
