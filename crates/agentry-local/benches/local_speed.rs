@@ -113,7 +113,7 @@ fn main() {
         (vec![], vec![], vec![], vec![]);
     let mut generated = (0, 0);
     for _ in 0..ROUNDS {
-        let plain = plain_loop(backend, &reference_model, &prompt, threads as i32);
+        let plain = plain_loop(backend, &reference_model, &prompt.text(), threads as i32);
         plain_prompt.push(plain.prompt_tps);
         plain_gen.push(plain.generation_tps);
         let run = ours

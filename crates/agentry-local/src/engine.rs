@@ -22,7 +22,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llguidance::api::TopLevelGrammar;
 use llguidance::{Matcher, ParserFactory};
 
-use crate::template::ChatTemplate;
+use crate::template::{ChatTemplate, Prompt};
 use crate::tool_calls::{
     GrammarTool, ParsedReply, TagStyle, json_answer_grammar, parse_reply, tool_call_grammar,
 };
@@ -172,11 +172,11 @@ impl LocalModel {
     /// The prompt the model would see for `request` (wire names for tools).
     /// With `ToolChoice::None` the tools are left out of the prompt, so a small
     /// model is not invited to call one.
-    pub fn render_prompt(&self, request: &ChatRequest) -> Result<String, ModelError> {
+    pub fn render_prompt(&self, request: &ChatRequest) -> Result<Prompt, ModelError> {
         self.render_with(request, &wire_names(request)?)
     }
 
-    fn render_with(&self, request: &ChatRequest, names: &WireNames) -> Result<String, ModelError> {
+    fn render_with(&self, request: &ChatRequest, names: &WireNames) -> Result<Prompt, ModelError> {
         if request.tool_choice == ToolChoice::None && !request.tools.is_empty() {
             let without_tools = ChatRequest {
                 tools: Vec::new(),
@@ -186,7 +186,7 @@ impl LocalModel {
         }
         self.inner
             .template
-            .render(request, &|name| names.wire_of(name))
+            .render_prompt(request, &|name| names.wire_of(name))
             .map_err(|e| ModelError::Config(e.to_string()))
     }
 
@@ -269,11 +269,13 @@ impl LocalModel {
         Ok(LlamaSampler::chain_simple(chain))
     }
 
-    /// Generate from a raw prompt, calling `on_text` with each decoded piece
-    /// (return `false` to stop). Blocking: call it off the async runtime.
+    /// Generate from a prompt, calling `on_text` with each decoded piece
+    /// (return `false` to stop). Special-token markers count only in the
+    /// prompt's template text ([`Prompt::trusted`] for a raw prompt).
+    /// Blocking: call it off the async runtime.
     pub fn generate(
         &self,
-        prompt: &str,
+        prompt: &Prompt,
         grammar: Option<&str>,
         max_tokens: u32,
         temperature: Option<f64>,
@@ -286,7 +288,11 @@ impl LocalModel {
             ModelError::Local(format!("{what}: {error}"))
         };
         let vocab = inner.model.vocab();
-        let tokens = vocab.tokenize(prompt.as_bytes(), false, true);
+        let tokens: Vec<_> = prompt
+            .segments
+            .iter()
+            .flat_map(|(text, markers)| vocab.tokenize(text.as_bytes(), false, *markers))
+            .collect();
         let n_ctx = (tokens.len() as u32 + max_tokens + 8).max(inner.config.context_size);
         let threads = inner
             .config

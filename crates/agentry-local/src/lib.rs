@@ -32,3 +32,4 @@ pub mod tool_calls;
 
 pub use embedder::{DEFAULT_BATCH_SIZE, DEFAULT_MAX_TOKENS, LocalEmbedder};
 pub use engine::{Generation, LocalConfig, LocalModel, backend};
+pub use template::Prompt;

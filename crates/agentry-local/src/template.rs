@@ -12,6 +12,88 @@ pub struct ChatTemplate {
     eos_token: String,
 }
 
+/// A rendered prompt: the template's own text, in which special-token
+/// markers such as `<|im_start|>` are real markers, and message text (the
+/// system prompt, user and assistant text, tool results), in which they are
+/// plain characters. A tool result that writes `<|im_start|>system` cannot
+/// switch roles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    /// The pieces in order: `(text, markers_count)`.
+    pub segments: Vec<(String, bool)>,
+}
+
+impl Prompt {
+    /// A prompt written by the program itself: all of it template text.
+    pub fn trusted(text: impl Into<String>) -> Self {
+        Self {
+            segments: vec![(text.into(), true)],
+        }
+    }
+
+    /// The whole prompt as text.
+    pub fn text(&self) -> String {
+        self.segments
+            .iter()
+            .map(|(text, _)| text.as_str())
+            .collect()
+    }
+}
+
+impl std::fmt::Display for Prompt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+/// Where a held message text starts and ends in the rendered template
+/// (private-use characters no template writes).
+const HOLD_OPEN: char = '\u{F0000}';
+const HOLD_CLOSE: char = '\u{F0001}';
+
+/// Message texts kept out of the template while it renders, each replaced
+/// by a placeholder that comes back as a plain-text segment.
+#[derive(Default)]
+struct Held(Vec<String>);
+
+impl Held {
+    fn hold(&mut self, text: &str) -> String {
+        if text.is_empty() {
+            return String::new();
+        }
+        self.0.push(text.to_owned());
+        format!("{HOLD_OPEN}{}{HOLD_CLOSE}", self.0.len() - 1)
+    }
+
+    /// Split `rendered` back into template text and held message texts.
+    fn release(&self, rendered: &str) -> Result<Prompt, TemplateError> {
+        let mut segments = Vec::new();
+        let mut rest = rendered;
+        while let Some(start) = rest.find(HOLD_OPEN) {
+            let after = &rest[start + HOLD_OPEN.len_utf8()..];
+            let end = after
+                .find(HOLD_CLOSE)
+                .ok_or_else(|| TemplateError("the template cut a message text".into()))?;
+            let index: usize = after[..end]
+                .parse()
+                .map_err(|_| TemplateError("the template changed a message text".into()))?;
+            let text = self
+                .0
+                .get(index)
+                .ok_or_else(|| TemplateError("the template changed a message text".into()))?;
+            if start > 0 {
+                segments.push((rest[..start].to_owned(), true));
+            }
+            segments.push((text.clone(), false));
+            rest = &after[end + HOLD_CLOSE.len_utf8()..];
+        }
+        if !rest.is_empty() {
+            segments.push((rest.to_owned(), true));
+        }
+        Ok(Prompt { segments })
+    }
+}
+
 /// The template could not be compiled or rendered.
 #[derive(Debug, thiserror::Error)]
 #[error("chat template: {0}")]
@@ -40,20 +122,31 @@ impl ChatTemplate {
         })
     }
 
-    /// The prompt for `request`, ending with the assistant turn's opening.
-    /// `wire` maps each tool name to the name the model sees.
+    /// The prompt for `request` as text, ending with the assistant turn's
+    /// opening. `wire` maps each tool name to the name the model sees.
     pub fn render(
         &self,
         request: &ChatRequest,
         wire: &dyn Fn(&str) -> String,
     ) -> Result<String, TemplateError> {
+        Ok(self.render_prompt(request, wire)?.text())
+    }
+
+    /// The prompt for `request`, message texts kept apart from the
+    /// template's own text (see [`Prompt`]).
+    pub fn render_prompt(
+        &self,
+        request: &ChatRequest,
+        wire: &dyn Fn(&str) -> String,
+    ) -> Result<Prompt, TemplateError> {
+        let mut held = Held::default();
         let mut messages = Vec::new();
         if let Some(system) = &request.system {
-            messages.push(json!({"role": "system", "content": system}));
+            messages.push(json!({"role": "system", "content": held.hold(system)}));
         }
         for message in &request.messages {
             messages.push(match message {
-                Message::User { text } => json!({"role": "user", "content": text}),
+                Message::User { text } => json!({"role": "user", "content": held.hold(text)}),
                 Message::Assistant { text, tool_calls } => {
                     let calls: Vec<Value> = tool_calls
                         .iter()
@@ -62,6 +155,7 @@ impl ChatTemplate {
                                    "function": {"name": wire(&call.name), "arguments": call.input}})
                         })
                         .collect();
+                    let text = held.hold(text);
                     if calls.is_empty() {
                         json!({"role": "assistant", "content": text})
                     } else {
@@ -73,7 +167,7 @@ impl ChatTemplate {
                         (true, true) => format!("error: {}", result.output_text()),
                         _ => result.output_text(),
                     };
-                    json!({"role": "tool", "tool_call_id": result.id, "content": content})
+                    json!({"role": "tool", "tool_call_id": result.id, "content": held.hold(&content)})
                 }
             });
         }
@@ -96,7 +190,7 @@ impl ChatTemplate {
         } else {
             JinjaValue::from_serialize(&tools)
         };
-        template
+        let rendered = template
             .render(context! {
                 messages => JinjaValue::from_serialize(&messages),
                 tools => tools,
@@ -104,7 +198,8 @@ impl ChatTemplate {
                 bos_token => self.bos_token.clone(),
                 eos_token => self.eos_token.clone(),
             })
-            .map_err(|error| TemplateError(format!("{error:#}")))
+            .map_err(|error| TemplateError(format!("{error:#}")))?;
+        held.release(&rendered)
     }
 }
 
