@@ -373,8 +373,9 @@ async fn a_read_skill_makes_its_tools_and_its_requirements_tools_callable() {
             ]))
             .reply(final_step("refunded")),
     );
+    // Both skills are trusted to run their tools past the (empty) allow-list.
     let run = Agent::builder(model.clone())
-        .skills([refunds_skill(), orders_skill()])
+        .skills([refunds_skill().trust_tools(), orders_skill().trust_tools()])
         .allow_only(Vec::<String>::new())
         .build()
         .unwrap()
@@ -460,5 +461,119 @@ async fn the_resolver_sees_messages_system_and_model_and_can_serve_unlisted_skil
             .unwrap()
             .ends_with(" - only: The only skill"),
         "the explicit resolver wins over skills"
+    );
+}
+
+#[tokio::test]
+async fn skill_tools_obey_the_allow_list_unless_the_skill_is_trusted() {
+    let script = || {
+        Arc::new(
+            ScriptedModel::new()
+                .reply(tool_step(vec![call(
+                    "c1",
+                    "read_skill",
+                    json!({"name": "refunds"}),
+                )]))
+                .reply(tool_step(vec![
+                    call("c2", "lookup_order", json!({"order": "A1"})),
+                    call("c3", "issue_refund", json!({"order": "A1"})),
+                ]))
+                .reply(final_step("done")),
+        )
+    };
+    // Untrusted: read, yet its tools stay off the (empty) allow-list.
+    let run = Agent::builder(script())
+        .skills([refunds_skill(), orders_skill()])
+        .allow_only(Vec::<String>::new())
+        .build()
+        .unwrap()
+        .run("refund A1")
+        .await;
+    let outputs: Vec<Value> = run.steps[1]
+        .calls
+        .iter()
+        .map(|c| c.result.output.clone())
+        .collect();
+    assert_eq!(
+        outputs,
+        [
+            json!("lookup_order => not allowed"),
+            json!("issue_refund => not allowed")
+        ]
+    );
+    // Trusting one skill lets its tools, and only its, through.
+    let run = Agent::builder(script())
+        .skills([refunds_skill(), orders_skill().trust_tools()])
+        .allow_only(Vec::<String>::new())
+        .build()
+        .unwrap()
+        .run("refund A1")
+        .await;
+    let outputs: Vec<Value> = run.steps[1]
+        .calls
+        .iter()
+        .map(|c| c.result.output.clone())
+        .collect();
+    assert_eq!(
+        outputs,
+        [
+            json!("order A1: shipped"),
+            json!("issue_refund => not allowed")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn only_offered_skills_activate_their_tools() {
+    // A resolver that lists nothing but can read (and search) everything.
+    let resolver = searchable_resolver(vec![refunds_skill(), orders_skill()], Vec::<String>::new());
+    let model = Arc::new(
+        ScriptedModel::new()
+            // Read without being offered: the body comes back, no tool activates.
+            .reply(tool_step(vec![call(
+                "c1",
+                "read_skill",
+                json!({"name": "orders"}),
+            )]))
+            .reply(tool_step(vec![call(
+                "c2",
+                "lookup_order",
+                json!({"order": "A1"}),
+            )]))
+            // Found by search, then read: now it activates.
+            .reply(tool_step(vec![call(
+                "c3",
+                "search_skills",
+                json!({"query": "order"}),
+            )]))
+            .reply(tool_step(vec![call(
+                "c4",
+                "read_skill",
+                json!({"name": "orders"}),
+            )]))
+            .reply(tool_step(vec![call(
+                "c5",
+                "lookup_order",
+                json!({"order": "A1"}),
+            )]))
+            .reply(final_step("done")),
+    );
+    let run = Agent::builder(model)
+        .skill_resolver(resolver)
+        .max_steps(8)
+        .build()
+        .unwrap()
+        .run("where is A1?")
+        .await;
+    assert!(!run.steps[0].calls[0].result.is_error, "reading is allowed");
+    assert!(
+        run.steps[1].calls[0].result.is_error,
+        "{:?}",
+        run.steps[1].calls[0].result
+    );
+    assert!(!run.steps[2].calls[0].result.is_error);
+    assert_eq!(
+        run.steps[4].calls[0].result.output,
+        json!("order A1: shipped")
     );
 }

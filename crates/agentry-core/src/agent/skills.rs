@@ -1,6 +1,9 @@
 //! Per-run skill wiring: the skill index joins the system prompt, the skill
 //! built-ins join the toolbox, and a skill's bundled tools (and those of the
-//! skills it requires) become callable once the model has read it.
+//! skills it requires) become callable once the model has read it — only a
+//! skill the model was offered (listed in the index, or found by
+//! `search_skills`), and only tools the allow-list names, unless the skill
+//! was trusted with [`Skill::trust_tools`](crate::skill::Skill::trust_tools).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -9,7 +12,8 @@ use super::agent::Agent;
 use super::outcome::CallRecord;
 use crate::model::{ChatModel, Message};
 use crate::skill::{
-    APPLY_SKILL, ListContext, READ_SKILL, SkillResolver, build_index, builtins_with_resolver,
+    APPLY_SKILL, ListContext, READ_SKILL, SEARCH_SKILLS, SkillResolver, build_index,
+    builtins_with_resolver,
 };
 use crate::tool::{Tool, ToolSchema, Toolbox};
 
@@ -22,9 +26,11 @@ pub(super) struct RunTools {
     /// The system prompt, skill index included. Fixed for the run.
     pub system: Option<String>,
     resolver: Option<Arc<dyn SkillResolver>>,
-    /// Tools that skills brought (built-ins and bundled tools): callable
-    /// whatever the allow-list says, since the developer configured the skills.
-    from_skills: HashSet<String>,
+    /// Tools callable whatever the allow-list says: the skill built-ins, and
+    /// the tools of skills the developer trusted.
+    exempt: HashSet<String>,
+    /// Skills the model was offered: listed in the index or found by search.
+    offered: HashSet<String>,
     /// Skills whose tools are already active.
     activated: HashSet<String>,
 }
@@ -40,7 +46,8 @@ impl RunTools {
                 advertised: agent.advertised.clone(),
                 system: system.clone(),
                 resolver: None,
-                from_skills: HashSet::new(),
+                exempt: HashSet::new(),
+                offered: HashSet::new(),
                 activated: HashSet::new(),
             };
         };
@@ -62,24 +69,24 @@ impl RunTools {
             advertised: agent.advertised.clone(),
             system,
             resolver: Some(resolver.clone()),
-            from_skills: HashSet::new(),
+            exempt: HashSet::new(),
+            offered: listed.into_iter().map(|skill| skill.name).collect(),
             activated: HashSet::new(),
         };
-        run.add(builtins_with_resolver(
-            resolver,
-            agent.settings.skill_context.clone(),
-        ));
+        let builtins = builtins_with_resolver(resolver, agent.settings.skill_context.clone());
+        run.add(builtins, true);
         run
     }
 
-    /// Whether `tool` may run: brought by a skill, or on the agent's allow-list.
+    /// Whether `tool` may run: exempt (a built-in, or a trusted skill's
+    /// tool), or on the agent's allow-list.
     pub fn allows(&self, allow: Option<&HashSet<String>>, tool: &Tool) -> bool {
-        self.from_skills.contains(&tool.name)
-            || allow.is_none_or(|allow| allow.contains(&tool.name))
+        self.exempt.contains(&tool.name) || allow.is_none_or(|allow| allow.contains(&tool.name))
     }
 
-    /// Add tools (ones whose names are taken are skipped: the agent's own win).
-    fn add(&mut self, tools: Vec<Tool>) {
+    /// Add tools (ones whose names are taken are skipped: the agent's own
+    /// win); `exempt` ones may run whatever the allow-list says.
+    fn add(&mut self, tools: Vec<Tool>, exempt: bool) {
         let new: Vec<Tool> = tools
             .into_iter()
             .filter(|tool| {
@@ -101,39 +108,64 @@ impl RunTools {
                 let mut advertised = self.advertised.as_ref().clone();
                 advertised.extend(new.iter().map(Tool::schema));
                 self.advertised = Arc::new(advertised);
-                self.from_skills
-                    .extend(new.into_iter().map(|tool| tool.name));
+                if exempt {
+                    self.exempt.extend(new.into_iter().map(|tool| tool.name));
+                }
             }
             Err(error) => tracing::warn!(%error, "skill tools could not be added"),
         }
     }
 
-    /// After a step: for each skill the model read or applied successfully,
-    /// make its bundled tools and those of the skills it requires callable.
+    /// After a step: note the skills `search_skills` offered; then for each
+    /// offered skill the model read or applied successfully, make its bundled
+    /// tools and those of the skills it requires callable.
     pub async fn activate(&mut self, records: &[CallRecord]) {
         let Some(resolver) = self.resolver.clone() else {
             return;
         };
+        let succeeded = |record: &&CallRecord, name: &str| {
+            !record.result.is_error
+                && self
+                    .toolbox
+                    .find_for_call(&record.call.name)
+                    .is_some_and(|tool| tool.name == name)
+        };
+        let found: Vec<String> = records
+            .iter()
+            .filter(|record| succeeded(record, SEARCH_SKILLS))
+            .filter_map(|record| record.result.output.as_array())
+            .flatten()
+            .filter_map(|summary| summary["name"].as_str().map(str::to_owned))
+            .collect();
+        self.offered.extend(found);
         let mut queue: Vec<String> = records
             .iter()
-            .filter(|record| !record.result.is_error)
-            .filter(|record| {
-                self.toolbox
-                    .find_for_call(&record.call.name)
-                    .is_some_and(|tool| tool.name == READ_SKILL || tool.name == APPLY_SKILL)
-            })
+            .filter(|record| succeeded(record, READ_SKILL) || succeeded(record, APPLY_SKILL))
             .filter_map(|record| record.call.input.get("name")?.as_str().map(str::to_owned))
+            .filter(|name| {
+                let offered = self.offered.contains(name);
+                if !offered {
+                    tracing::warn!(skill = %name, "a skill the model was not offered is not activated");
+                }
+                offered
+            })
             .collect();
-        let mut tools = Vec::new();
+        let (mut trusted, mut others) = (Vec::new(), Vec::new());
         while let Some(name) = queue.pop() {
             if !self.activated.insert(name.clone()) {
                 continue;
             }
             if let Some(skill) = resolver.read(&name).await {
-                tools.extend(skill.tools.iter().cloned());
+                let tools = skill.tools.iter().cloned();
+                if skill.tools_bypass_allow_list {
+                    trusted.extend(tools);
+                } else {
+                    others.extend(tools);
+                }
                 queue.extend(skill.requires.iter().cloned());
             }
         }
-        self.add(tools);
+        self.add(trusted, true);
+        self.add(others, false);
     }
 }

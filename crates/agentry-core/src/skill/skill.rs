@@ -100,6 +100,10 @@ pub struct Skill {
     /// The folder of an Agent Skills skill: files in it are readable through
     /// `read_skill(name, path)`, and nothing outside it.
     pub root: Option<PathBuf>,
+    /// Let this skill's bundled [`tools`](Self::tools) run even when the
+    /// agent's allow-list does not name them. Off by default: a skill's tools
+    /// obey the allow-list like any other. Capability grants apply either way.
+    pub tools_bypass_allow_list: bool,
 }
 
 impl Skill {
@@ -144,6 +148,13 @@ impl Skill {
         F: Fn(&SkillContext) -> Result<String, SkillError> + Send + Sync + 'static,
     {
         self.body_fn = Some(BodyFn::new(f));
+        self
+    }
+
+    /// Let the bundled tools run whatever the agent's allow-list says (see
+    /// [`tools_bypass_allow_list`](Self::tools_bypass_allow_list)).
+    pub fn trust_tools(mut self) -> Self {
+        self.tools_bypass_allow_list = true;
         self
     }
 
