@@ -29,7 +29,7 @@ struct WireCall<'a> {
 
 mod ours {
     /// Add two integers.
-    #[agentry::tool(name = "add")]
+    #[agentry::tool(name = "add", inline)]
     pub fn add(x: i64, y: i64) -> i64 {
         x + y
     }

@@ -5,7 +5,7 @@ use futures_util::FutureExt;
 
 mod ours {
     /// Add two integers.
-    #[agentry::tool(name = "add")]
+    #[agentry::tool(name = "add", inline)]
     pub fn add(x: i64, y: i64) -> i64 {
         x + y
     }

@@ -40,7 +40,9 @@ use proc_macro::TokenStream;
 /// reach items declared inside a function body.
 ///
 /// Options: `name = "..."`, `description = "..."`, `read_only`, `destructive`,
-/// `idempotent`, `concurrency_safe`, `timeout_ms = N`, the capabilities the tool
+/// `idempotent`, `concurrency_safe`, `inline` (a cheap sync function that never
+/// blocks runs inline, with no deadline; others run on the bounded tool pool
+/// under one), `timeout_ms = N`, the capabilities the tool
 /// needs — `net = "host"`, `fs_read = "dir"`, `fs_write = "dir"`, `env = "NAME"`,
 /// each repeatable — `pass_input` (the one
 /// parameter receives the whole input object), and `crate = "path"` when the

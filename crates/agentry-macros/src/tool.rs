@@ -20,6 +20,7 @@ struct Options {
     destructive: bool,
     idempotent: bool,
     concurrency_safe: bool,
+    inline: bool,
     timeout_ms: Option<LitInt>,
     capabilities: Vec<(&'static str, LitStr)>,
 }
@@ -65,10 +66,12 @@ fn parse_options(attr: TokenStream) -> syn::Result<Options> {
             flag(&mut options.idempotent)
         } else if meta.path.is_ident("concurrency_safe") {
             flag(&mut options.concurrency_safe)
+        } else if meta.path.is_ident("inline") {
+            flag(&mut options.inline)
         } else {
             Err(meta.error(
                 "unknown #[tool] option; expected one of: name, description, read_only, destructive, \
-                 idempotent, concurrency_safe, timeout_ms, pass_input, net, fs_read, fs_write, env, crate",
+                 idempotent, concurrency_safe, inline, timeout_ms, pass_input, net, fs_read, fs_write, env, crate",
             ))
         }
     });
@@ -391,6 +394,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         destructive,
         idempotent,
         concurrency_safe,
+        inline,
         ..
     } = options;
     let timeout = match &options.timeout_ms {
@@ -443,6 +447,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     destructive: #destructive,
                     idempotent: #idempotent,
                     concurrency_safe: #concurrency_safe,
+                    inline: #inline,
                     timeout: #timeout,
                 };
                 tool.capabilities = ::std::vec![#(#capabilities),*];

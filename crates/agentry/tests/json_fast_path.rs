@@ -7,8 +7,9 @@ use agentry::tool::{Tool, ToolCall, ToolContext, Toolbox};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-/// Every kind of parameter the typed route takes.
-#[agentry::tool(name = "mix")]
+/// Every kind of parameter the typed route takes (an `inline` tool: the
+/// typed route is for handlers that run on the dispatching task).
+#[agentry::tool(name = "mix", inline)]
 #[allow(clippy::too_many_arguments)]
 fn mix(
     a: i64,
@@ -80,6 +81,7 @@ fn valid_input() -> impl Strategy<Value = Map<String, Value>> {
 
 fn both_routes(tools: &Toolbox, input: Map<String, Value>) -> (Value, Value) {
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .unwrap();
     let ctx = ToolContext::new();

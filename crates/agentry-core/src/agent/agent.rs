@@ -20,6 +20,9 @@ use crate::tool::{Capabilities, ToolContext, ToolSchema, Toolbox};
 pub const DEFAULT_MAX_STEPS: usize = 8;
 /// How deep agents may nest as each other's tools unless told otherwise.
 pub const DEFAULT_MAX_DEPTH: usize = 3;
+/// Most tool calls one step may run unless told otherwise; the rest get an
+/// error result.
+pub const DEFAULT_MAX_CALLS_PER_STEP: usize = 32;
 
 /// Everything about an agent but its model and tools.
 #[derive(Clone)]
@@ -40,6 +43,7 @@ pub(super) struct Settings {
     pub max_tool_rounds: Option<usize>,
     pub first_tool_choice: ToolChoice,
     pub max_depth: usize,
+    pub max_calls_per_step: usize,
     pub response_format: Option<ResponseFormat>,
 }
 
@@ -62,6 +66,7 @@ impl Default for Settings {
             max_tool_rounds: None,
             first_tool_choice: ToolChoice::Auto,
             max_depth: DEFAULT_MAX_DEPTH,
+            max_calls_per_step: DEFAULT_MAX_CALLS_PER_STEP,
             response_format: None,
         }
     }

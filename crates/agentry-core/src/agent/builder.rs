@@ -245,6 +245,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Most tool calls one step may run (default
+    /// [`DEFAULT_MAX_CALLS_PER_STEP`](super::DEFAULT_MAX_CALLS_PER_STEP)); the
+    /// rest of a step's calls get an error result saying so.
+    pub fn max_calls_per_step(mut self, limit: usize) -> Self {
+        self.settings.max_calls_per_step = limit;
+        self
+    }
+
     /// Make every answer a JSON text that follows `format`'s schema
     /// (providers' structured-output modes; a grammar on the local model).
     /// [`Program`](crate::program::Program) sets this and validates the answers.

@@ -17,7 +17,7 @@ mod run;
 mod skills;
 mod spend;
 
-pub use agent::{Agent, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS};
+pub use agent::{Agent, DEFAULT_MAX_CALLS_PER_STEP, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS};
 pub use builder::{AgentBuilder, AgentError};
 pub use child::CHILD_AGENT_TIMEOUT;
 pub(crate) use child::CallScope;

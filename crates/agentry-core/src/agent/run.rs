@@ -150,9 +150,19 @@ impl Agent {
                     // Child agents charge `spend` themselves, as they go. A step
                     // that spent past the budget gets no tool run at all.
                     let records = if spend.within_budget() {
-                        self.execute(&run_tools, frame, calls, sink, n).await
+                        let mut calls = calls;
+                        let limit = settings.max_calls_per_step;
+                        let extra = calls.split_off(calls.len().min(limit));
+                        let mut records = self.execute(&run_tools, frame, calls, sink, n).await;
+                        let reason = format!(
+                            "a step may make at most {limit} tool calls; make fewer at once"
+                        );
+                        records.extend(self.refuse(extra, &reason, sink, n));
+                        records
                     } else {
-                        self.refuse_over_budget(frame, calls, sink, n)
+                        let spent = spend.usage().total();
+                        let reason = format!("the token budget is spent ({spent} tokens used)");
+                        self.refuse(calls, &reason, sink, n)
                     };
                     run_tools.activate(&records).await;
                     messages.extend(records.iter().map(|r| Message::tool(r.result.clone())));
@@ -213,16 +223,15 @@ impl Agent {
         }
     }
 
-    /// Results for calls of a step that spent past the budget: none runs.
-    fn refuse_over_budget(
+    /// Results for calls that are not run (past the budget, past the
+    /// per-step limit), each recorded and audited as denied for `reason`.
+    fn refuse(
         &self,
-        frame: &Frame,
         calls: Vec<ToolCall>,
+        reason: &str,
         sink: Option<&EventSink>,
         step: usize,
     ) -> Vec<CallRecord> {
-        let spent = frame.spend.usage().total();
-        let reason = format!("the token budget is spent ({spent} tokens used)");
         calls
             .into_iter()
             .map(|call| {
@@ -231,7 +240,7 @@ impl Agent {
                         call_id: call.id.clone(),
                         tool: call.name.clone(),
                         arguments_digest: arguments_digest(&call),
-                        outcome: AuditOutcome::Denied(reason.clone()),
+                        outcome: AuditOutcome::Denied(reason.to_owned()),
                         duration: Duration::ZERO,
                     });
                 }

@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use super::call::{ToolCall, ToolResult};
 use super::context::ToolContext;
 use super::handler::{ToolError, ToolHandler};
+use super::tool::Tool;
 use super::toolbox::{Entry, Toolbox};
 use super::validate::{report, violation_line};
 
@@ -100,15 +101,13 @@ impl Toolbox {
     async fn run(&self, entry: &Entry, input: Value, ctx: &ToolContext) -> Result<Value, String> {
         let tool = &entry.tool;
         check_input(entry, &input)?;
-        let outcome = match (tool.handler.as_sync(), tool.hints.timeout) {
-            (Some(f), None) => {
+        let limit = tool.hints.timeout.unwrap_or(self.default_timeout);
+        let outcome = match tool.handler.as_sync() {
+            Some(f) if runs_inline(tool) => {
                 catch_unwind(AssertUnwindSafe(|| f(input, ctx))).map_err(Failure::Panic)
             }
-            (Some(_), Some(limit)) => run_blocking(&tool.handler, input, ctx, limit).await,
-            (None, limit) => {
-                let limit = limit.unwrap_or(self.default_timeout);
-                run_async(&tool.handler, input, ctx, limit).await
-            }
+            Some(_) => run_blocking(&tool.handler, input, ctx, limit).await,
+            None => run_async(&tool.handler, input, ctx, limit).await,
         };
         finish(entry, outcome)
     }
@@ -258,8 +257,22 @@ async fn run_async(
     }
 }
 
-/// A sync handler with a deadline runs on the blocking pool; on timeout the
-/// caller gets its answer at once while the thread finishes in the background.
+/// True when a tool's sync handler runs inline: marked `inline`, no timeout.
+pub(crate) fn runs_inline(tool: &Tool) -> bool {
+    tool.hints.inline && tool.hints.timeout.is_none() && tool.handler.as_sync().is_some()
+}
+
+/// Most sync tool calls running on threads at once, process-wide. Tokio's
+/// blocking pool is shared with SQLite, llama.cpp and DNS; tool work takes
+/// at most this many of its threads.
+pub const MAX_BLOCKING_TOOLS: usize = 16;
+
+static TOOL_POOL: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_BLOCKING_TOOLS);
+
+/// A sync handler runs on the blocking pool, at most [`MAX_BLOCKING_TOOLS`]
+/// at once, under its deadline (waiting for a thread counts). On timeout the
+/// caller gets its answer at once; the thread finishes in the background and
+/// keeps its place in the pool until it does, so runaway tools cannot pile up.
 async fn run_blocking(
     handler: &ToolHandler,
     input: Value,
@@ -270,9 +283,18 @@ async fn run_blocking(
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return Err(Failure::NoRuntime);
     };
+    let deadline = tokio::time::Instant::now() + limit;
+    let permit = match tokio::time::timeout_at(deadline, TOOL_POOL.acquire()).await {
+        Ok(Ok(permit)) => permit,
+        Ok(Err(_closed)) => return Err(Failure::NoRuntime),
+        Err(_) => return Err(Failure::Timeout(limit)),
+    };
     let ctx = ctx.clone();
-    let task = runtime.spawn_blocking(move || catch_unwind(AssertUnwindSafe(|| f(input, &ctx))));
-    match tokio::time::timeout(limit, task).await {
+    let task = runtime.spawn_blocking(move || {
+        let _place = permit;
+        catch_unwind(AssertUnwindSafe(|| f(input, &ctx)))
+    });
+    match tokio::time::timeout_at(deadline, task).await {
         Ok(Ok(Ok(result))) => Ok(result),
         Ok(Ok(Err(payload))) => Err(Failure::Panic(payload)),
         Ok(Err(join_error)) => Err(Failure::Panic(Box::new(join_error.to_string()))),

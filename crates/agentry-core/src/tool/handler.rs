@@ -84,8 +84,9 @@ impl fmt::Debug for ToolHandler {
 }
 
 impl ToolHandler {
-    /// A synchronous handler. It runs inline on the dispatching task unless its
-    /// tool has a timeout, in which case it runs on Tokio's blocking pool.
+    /// A synchronous handler. It runs on the bounded tool pool under a
+    /// deadline, or inline when its tool is marked
+    /// [`inline`](crate::tool::ToolHints::inline).
     pub fn sync<F>(f: F) -> Self
     where
         F: Fn(Value, &ToolContext) -> Result<Value, ToolError> + Send + Sync + 'static,
@@ -119,8 +120,8 @@ impl ToolHandler {
     /// `run` returns `None` to decline (the text does not decode), and
     /// dispatch then takes the validated path, with its precise messages.
     /// Dispatch uses the entry only while the tool's input schema is still
-    /// `schema` (an overridden schema turns it off) and the tool has no
-    /// timeout and no `pass_input`.
+    /// `schema` (an overridden schema turns it off), the tool runs inline
+    /// (hint `inline`, no timeout) and has no `pass_input`.
     pub fn with_json_fast_path<F>(mut self, schema: Value, run: F) -> Self
     where
         F: Fn(&str, &ToolContext) -> Option<Result<Value, ToolError>> + Send + Sync + 'static,

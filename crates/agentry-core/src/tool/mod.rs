@@ -35,7 +35,7 @@ pub use builder::{BuildError, DEFAULT_NAMESPACE, FunctionBuilder, RESERVED_NAMES
 pub use call::{ToolCall, ToolResult};
 pub use capability::{Capabilities, Capability, normalize_path};
 pub use context::{Identity, Session, ToolContext};
-pub use dispatch::dispatch;
+pub use dispatch::{MAX_BLOCKING_TOOLS, dispatch};
 pub use guard::{CapabilityError, Fs};
 pub use handler::{Arguments, ToolError, ToolHandler, from_input, result_to_output, to_output};
 pub use into_handler::IntoHandler;

@@ -26,8 +26,15 @@ pub struct ToolHints {
     /// The tool may run at the same time as other concurrency-safe calls of the same step.
     #[serde(default, skip_serializing_if = "is_false")]
     pub concurrency_safe: bool,
-    /// Longest a call may run before dispatch gives up on it. `None` uses the toolbox default
-    /// for async handlers and runs sync handlers inline with no deadline.
+    /// A sync handler that is cheap and never blocks (arithmetic, formatting):
+    /// it runs inline on the dispatching task, with no deadline, since none
+    /// could stop it there. Other sync handlers run on the bounded tool pool
+    /// under a deadline. Ignored for async handlers and when `timeout` is set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inline: bool,
+    /// Longest a call may run before dispatch gives up on it. `None` uses the
+    /// toolbox default ([`DEFAULT_TIMEOUT`](crate::tool::DEFAULT_TIMEOUT)); only
+    /// an `inline` sync handler has none.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_ms")]
     pub timeout: Option<Duration>,
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::dispatch::runs_inline;
 use super::handler::RawFn;
 use super::tool::Tool;
 use super::validate::CompiledSchema;
@@ -248,9 +249,7 @@ fn compile_entry(tool: Tool, wire_name: String) -> Result<Entry, ToolboxError> {
     let fast = tool
         .handler
         .json_fast_path()
-        .filter(|fast| {
-            !tool.pass_input && tool.hints.timeout.is_none() && *fast.schema == tool.input_schema
-        })
+        .filter(|fast| !tool.pass_input && runs_inline(&tool) && *fast.schema == tool.input_schema)
         .map(|fast| fast.run.clone());
     Ok(Entry {
         tool,
