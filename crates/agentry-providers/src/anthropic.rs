@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::secret::Secret;
-use crate::transport::{RetryPolicy, malformed, send, sse_events};
+use crate::transport::{RetryPolicy, StreamLimits, default_client, malformed, send_by, sse_events};
 use crate::wire_names::{WireNames, result_text, wire_names};
 
 /// Where requests go when `ANTHROPIC_BASE_URL` is not set.
@@ -77,17 +77,19 @@ pub struct Anthropic {
     api_key: Secret,
     model: String,
     retry: RetryPolicy,
+    limits: StreamLimits,
 }
 
 impl Anthropic {
     /// A provider for `model` with an API key.
     pub fn new(api_key: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
-            client: reqwest::Client::new(),
+            client: default_client(),
             base_url: DEFAULT_ANTHROPIC_BASE_URL.into(),
             api_key: Secret::new(api_key),
             model: model.into(),
             retry: RetryPolicy::default(),
+            limits: StreamLimits::default(),
         }
     }
 
@@ -112,6 +114,12 @@ impl Anthropic {
     /// Send requests to another base URL (a proxy, a test server).
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
         self.base_url = base_url.into().trim_end_matches('/').to_owned();
+        self
+    }
+
+    /// Use other time and size limits for streamed replies (see [`StreamLimits`]).
+    pub fn with_limits(mut self, limits: StreamLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -317,7 +325,8 @@ impl ChatModel for Anthropic {
             let names = wire_names(request)?;
             let body = self.body(request, &names);
             let url = format!("{}/v1/messages", self.base_url);
-            let response = send(&self.retry, || {
+            let deadline = tokio::time::Instant::now() + self.limits.total;
+            let response = send_by(deadline, &self.retry, || {
                 self.client
                     .post(&url)
                     .header("x-api-key", self.api_key.expose())
@@ -325,7 +334,7 @@ impl ChatModel for Anthropic {
                     .json(&body)
             })
             .await?;
-            let mut events = Box::pin(sse_events(response));
+            let mut events = Box::pin(sse_events(response, &self.limits, deadline));
             let mut reason = FinishReason::Stop;
             let mut stopped = false;
             while let Some(event) = events.next().await {

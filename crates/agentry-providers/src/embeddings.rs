@@ -46,7 +46,7 @@ impl OpenAiEmbedder {
         dimensions: usize,
     ) -> Self {
         Self {
-            client: reqwest::Client::new(),
+            client: crate::transport::default_client(),
             base_url: base_url.into().trim_end_matches('/').to_owned(),
             api_key: api_key.map(Secret::new),
             model: model.into(),

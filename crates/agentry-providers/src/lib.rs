@@ -24,4 +24,4 @@ mod wire_names;
 pub use anthropic::{ANTHROPIC_VERSION, Anthropic, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_MAX_TOKENS};
 pub use embeddings::{DEFAULT_EMBEDDING_BATCH, OpenAiEmbedder};
 pub use openai::{DEFAULT_OPENAI_BASE_URL, OpenAiCompatible};
-pub use transport::RetryPolicy;
+pub use transport::{CONNECT_TIMEOUT, RetryPolicy, StreamLimits};

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::secret::Secret;
-use crate::transport::{RetryPolicy, malformed, send, sse_events};
+use crate::transport::{RetryPolicy, StreamLimits, default_client, malformed, send_by, sse_events};
 use crate::wire_names::{WireNames, result_text, wire_names};
 
 /// Where requests go when `OPENAI_BASE_URL` is not set.
@@ -90,6 +90,7 @@ pub struct OpenAiCompatible {
     api_key: Option<Secret>,
     model: String,
     retry: RetryPolicy,
+    limits: StreamLimits,
 }
 
 impl OpenAiCompatible {
@@ -100,11 +101,12 @@ impl OpenAiCompatible {
         model: impl Into<String>,
     ) -> Self {
         Self {
-            client: reqwest::Client::new(),
+            client: default_client(),
             base_url: base_url.into().trim_end_matches('/').to_owned(),
             api_key: api_key.map(Secret::new),
             model: model.into(),
             retry: RetryPolicy::default(),
+            limits: StreamLimits::default(),
         }
     }
 
@@ -113,6 +115,12 @@ impl OpenAiCompatible {
     pub fn from_env(model: impl Into<String>) -> Result<Self, ModelError> {
         let (base, key) = openai_env().map_err(ModelError::Config)?;
         Ok(Self::new(base, key, model))
+    }
+
+    /// Use other time and size limits for streamed replies (see [`StreamLimits`]).
+    pub fn with_limits(mut self, limits: StreamLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Use another retry policy.
@@ -281,7 +289,8 @@ impl ChatModel for OpenAiCompatible {
             let names = wire_names(request)?;
             let body = self.body(request, &names);
             let url = format!("{}/chat/completions", self.base_url);
-            let response = send(&self.retry, || {
+            let deadline = tokio::time::Instant::now() + self.limits.total;
+            let response = send_by(deadline, &self.retry, || {
                 let builder = self.client.post(&url).json(&body);
                 match &self.api_key {
                     Some(key) => builder.bearer_auth(key.expose()),
@@ -289,7 +298,7 @@ impl ChatModel for OpenAiCompatible {
                 }
             })
             .await?;
-            let mut events = Box::pin(sse_events(response));
+            let mut events = Box::pin(sse_events(response, &self.limits, deadline));
             let mut reason: Option<FinishReason> = None;
             let mut done = false;
             while let Some(event) = events.next().await {

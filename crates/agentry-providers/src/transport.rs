@@ -11,6 +11,41 @@ use eventsource_stream::{Event, Eventsource};
 use futures_util::{Stream, StreamExt};
 use reqwest::{RequestBuilder, Response, StatusCode};
 
+/// How long a model call may take, and how large what it sends may be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// Longest wait for the next piece of a streamed reply (a server that
+    /// stops sending without closing the connection).
+    pub idle: Duration,
+    /// Longest a whole step may take, retries and streaming included (a
+    /// server that sends keep-alive pings forever).
+    pub total: Duration,
+    /// Longest line of the event stream, in bytes: more is a protocol error,
+    /// not a buffer that grows without end.
+    pub max_line: usize,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        Self {
+            idle: Duration::from_secs(60),
+            total: Duration::from_secs(600),
+            max_line: 1024 * 1024,
+        }
+    }
+}
+
+/// How long connecting to a provider may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The HTTP client providers use unless given one: connecting times out.
+pub(crate) fn default_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .unwrap_or_default()
+}
+
 /// How failed requests are retried.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -226,19 +261,107 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// The server-sent events of a streaming response. A broken connection ends
-/// the stream with [`ModelError::StreamCut`].
+/// A line of the event stream over the limit.
+#[derive(Debug)]
+struct LineTooLong(usize);
+
+impl std::fmt::Display for LineTooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "an event-stream line is longer than {} bytes", self.0)
+    }
+}
+
+impl std::error::Error for LineTooLong {}
+
+/// Why the byte stream under the event parser stopped.
+#[derive(Debug)]
+enum Bytes {
+    Http(reqwest::Error),
+    TooLong(LineTooLong),
+}
+
+impl std::fmt::Display for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bytes::Http(error) => f.write_str(&error_chain(error)),
+            Bytes::TooLong(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Bytes {}
+
+/// Start a model call that must end by `deadline`: send it (with retries)
+/// within the time left.
+pub(crate) async fn send_by(
+    deadline: tokio::time::Instant,
+    policy: &RetryPolicy,
+    build: impl Fn() -> RequestBuilder,
+) -> Result<Response, ModelError> {
+    match tokio::time::timeout_at(deadline, send(policy, build)).await {
+        Ok(result) => result,
+        Err(_) => Err(ModelError::Timeout(
+            "the model did not answer within the step's time limit".into(),
+        )),
+    }
+}
+
+/// The server-sent events of a streaming response, within `limits` and by
+/// `deadline`. A broken connection ends the stream with
+/// [`ModelError::StreamCut`], silence or a step past its deadline with
+/// [`ModelError::Timeout`], an over-long line with [`ModelError::Protocol`].
 pub(crate) fn sse_events(
     response: Response,
+    limits: &StreamLimits,
+    deadline: tokio::time::Instant,
 ) -> impl Stream<Item = Result<Event, ModelError>> + Send {
-    response.bytes_stream().eventsource().map(|event| {
-        event.map_err(|error| {
-            ModelError::StreamCut(format!(
+    let max_line = limits.max_line;
+    let idle = limits.idle;
+    let mut since_newline = 0usize;
+    let bytes = response.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(Bytes::Http)?;
+        match chunk.iter().rposition(|byte| *byte == b'\n') {
+            Some(last) => since_newline = chunk.len() - last - 1,
+            None => since_newline += chunk.len(),
+        }
+        if since_newline > max_line {
+            return Err(Bytes::TooLong(LineTooLong(max_line)));
+        }
+        Ok(chunk)
+    });
+    let events = bytes.eventsource().map(|event| {
+        event.map_err(|error| match error {
+            eventsource_stream::EventStreamError::Transport(Bytes::TooLong(error)) => {
+                ModelError::Protocol(error.to_string())
+            }
+            error => ModelError::StreamCut(format!(
                 "the connection broke mid-stream: {}",
                 error_chain(&error)
-            ))
+            )),
         })
-    })
+    });
+    futures_util::stream::unfold(
+        (Box::pin(events), false),
+        move |(mut events, done)| async move {
+            if done {
+                return None;
+            }
+            let wait = tokio::time::Instant::now() + idle;
+            let (until, why) = if wait < deadline {
+                (wait, format!("the model sent nothing for {idle:?}"))
+            } else {
+                (deadline, "the step went past its time limit".to_owned())
+            };
+            match tokio::time::timeout_at(until, events.next()).await {
+                Ok(Some(event)) => {
+                    let failed = event.is_err();
+                    Some((event, (events, failed)))
+                }
+                Ok(None) => None,
+                Err(_) => Some((Err(ModelError::Timeout(why)), (events, true))),
+            }
+        },
+    )
 }
 
 /// A malformed-chunk error quoting the start of the chunk.

@@ -274,3 +274,74 @@ async fn a_structured_answer_is_asked_for_with_output_config() {
         "tools stay offered beside the format"
     );
 }
+
+fn limited(base: &str, limits: agentry_providers::StreamLimits) -> Anthropic {
+    provider(base).with_limits(limits)
+}
+
+#[tokio::test]
+async fn a_server_that_pings_forever_hits_the_step_limit() {
+    let ping = "event: ping\ndata: {\"type\": \"ping\"}\n\n".to_owned();
+    let server = serve(vec![Reply::Endless {
+        chunk: ping,
+        every: Duration::from_millis(20),
+    }])
+    .await;
+    let limits = agentry_providers::StreamLimits {
+        total: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let error = limited(&server.base_url, limits)
+        .step(&weather_request())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        ModelError::Timeout("the step went past its time limit".into())
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_server_that_goes_quiet_hits_the_idle_limit() {
+    let start = fixture("anthropic/text.sse")
+        .split_inclusive("\n\n")
+        .next()
+        .unwrap()
+        .to_owned();
+    let server = serve(vec![Reply::Stall { first: start }]).await;
+    let limits = agentry_providers::StreamLimits {
+        idle: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let error = limited(&server.base_url, limits)
+        .step(&weather_request())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        ModelError::Timeout("the model sent nothing for 200ms".into())
+    );
+}
+
+#[tokio::test]
+async fn an_endless_line_is_a_protocol_error_not_a_growing_buffer() {
+    let server = serve(vec![Reply::Endless {
+        chunk: "x".repeat(64 * 1024),
+        every: Duration::ZERO,
+    }])
+    .await;
+    let limits = agentry_providers::StreamLimits {
+        max_line: 256 * 1024,
+        ..Default::default()
+    };
+    let error = limited(&server.base_url, limits)
+        .step(&weather_request())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        ModelError::Protocol("an event-stream line is longer than 262144 bytes".into())
+    );
+}

@@ -38,6 +38,10 @@ pub enum ModelError {
     /// The connection failed (after retries) or broke.
     #[error("transport error: {0}")]
     Transport(String),
+    /// The model took too long: nothing arrived for a while, or the whole
+    /// step went past its time limit.
+    #[error("timed out: {0}")]
+    Timeout(String),
     /// The stream ended before the reply was complete.
     #[error("stream cut: {0}")]
     StreamCut(String),

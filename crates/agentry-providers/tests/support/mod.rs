@@ -27,6 +27,15 @@ pub enum Reply {
     Redirect { code: u16, location: String },
     /// Plain text 200.
     Text(String),
+    /// `200 text/event-stream` that sends `chunk` every `every`, forever
+    /// (until the client goes away): a stream that never finishes.
+    Endless {
+        chunk: String,
+        every: std::time::Duration,
+    },
+    /// `200 text/event-stream` that sends `first`, then nothing, holding the
+    /// connection open.
+    Stall { first: String },
 }
 
 /// A request as received.
@@ -222,6 +231,28 @@ async fn handle(
                 text.len()
             );
             stream.write_all(response.as_bytes()).await?;
+        }
+        Some(Reply::Endless { chunk, every }) => {
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                .await?;
+            loop {
+                stream
+                    .write_all(format!("{:x}\r\n{chunk}\r\n", chunk.len()).as_bytes())
+                    .await?;
+                stream.flush().await?;
+                tokio::time::sleep(every).await;
+            }
+        }
+        Some(Reply::Stall { first }) => {
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                .await?;
+            stream
+                .write_all(format!("{:x}\r\n{first}\r\n", first.len()).as_bytes())
+                .await?;
+            stream.flush().await?;
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
         }
         None => {
             stream
