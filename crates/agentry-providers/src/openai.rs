@@ -340,10 +340,13 @@ impl ChatModel for OpenAiCompatible {
                     yield StreamEvent::Usage { usage: Usage::new(usage.prompt_tokens, usage.completion_tokens) };
                 }
             }
+            // Only `[DONE]` says the stream is whole: a finish reason comes
+            // before the usage chunk, and a stream that ends between them
+            // would be a step with its tokens missing.
             match (done, reason) {
-                (_, Some(reason)) => yield StreamEvent::Finish { reason },
+                (true, Some(reason)) => yield StreamEvent::Finish { reason },
                 (true, None) => yield StreamEvent::Finish { reason: FinishReason::Stop },
-                (false, None) => Err(ModelError::StreamCut("the stream ended before [DONE] or a finish reason".into()))?,
+                (false, _) => Err(ModelError::StreamCut("the stream ended before [DONE]".into()))?,
             }
         })
     }

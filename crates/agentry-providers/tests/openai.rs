@@ -178,7 +178,7 @@ async fn a_stream_cut_midway_is_a_stream_cut_error() {
         .unwrap_err();
     assert_eq!(
         error,
-        ModelError::StreamCut("the stream ended before [DONE] or a finish reason".into())
+        ModelError::StreamCut("the stream ended before [DONE]".into())
     );
 }
 

@@ -36,6 +36,9 @@ pub enum Reply {
     /// `200 text/event-stream` that sends `first`, then nothing, holding the
     /// connection open.
     Stall { first: String },
+    /// `200 text/event-stream` whose connection drops after the first `at`
+    /// bytes of `body` (no end of body is sent).
+    CutAt { body: String, at: usize },
 }
 
 /// A request as received.
@@ -243,6 +246,20 @@ async fn handle(
                 stream.flush().await?;
                 tokio::time::sleep(every).await;
             }
+        }
+        Some(Reply::CutAt { body, at }) => {
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                .await?;
+            let part = &body.as_bytes()[..at];
+            if !part.is_empty() {
+                stream
+                    .write_all(format!("{:x}\r\n", part.len()).as_bytes())
+                    .await?;
+                stream.write_all(part).await?;
+                stream.write_all(b"\r\n").await?;
+            }
+            stream.flush().await?;
         }
         Some(Reply::Stall { first }) => {
             stream
