@@ -156,6 +156,31 @@ impl SqliteStore {
         })
     }
 
+    /// Cap the database file at about `bytes` (a quota; also how a full disk
+    /// is tested). A write past it fails with a [`MemoryError`] and stores
+    /// nothing; records already stored stay readable, and writes work again
+    /// once the cap is raised.
+    pub fn set_max_size(&self, bytes: u64) -> Result<(), MemoryError> {
+        let conn = lock(&self.inner.conn);
+        let page_size: u64 = conn
+            .pragma_query_value(None, "page_size", |row| row.get(0))
+            .map_err(failed)?;
+        conn.pragma_update(None, "max_page_count", (bytes / page_size).max(1))
+            .map_err(failed)
+    }
+
+    /// The database file's size in bytes (pages in use × page size).
+    pub fn size(&self) -> Result<u64, MemoryError> {
+        let conn = lock(&self.inner.conn);
+        let pages: u64 = conn
+            .pragma_query_value(None, "page_count", |row| row.get(0))
+            .map_err(failed)?;
+        let page_size: u64 = conn
+            .pragma_query_value(None, "page_size", |row| row.get(0))
+            .map_err(failed)?;
+        Ok(pages * page_size)
+    }
+
     /// Keep many records in one transaction. A record whose embedding is
     /// empty, not finite, or of another length than its session's refuses
     /// the whole batch (nothing is stored). Embeddings are stored scaled to

@@ -240,3 +240,71 @@ async fn rows_written_by_others_never_break_or_leak_recall() {
         .unwrap();
     assert_eq!(hits[0].record.text, "risotto");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_disk_during_a_chat_turn_is_reported_and_loses_nothing() {
+    use agentry::embed::KeywordEmbedder;
+    use agentry::memory::{Memory, RecentOpts};
+    use agentry::model::{ScriptedModel, Step, Usage};
+    use agentry::tool::{Identity, Session};
+    use agentry::turn::{ChatTurn, TurnConfig, TurnEvent, TurnInput};
+    use std::sync::{Arc, Mutex};
+
+    let store = Arc::new(SqliteStore::open(temp_file("full")).unwrap());
+    let reply = |text: &str| Step::Final {
+        text: text.into(),
+        tokens: Usage::new(5, 2),
+    };
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(reply("Noted."))
+            .reply(reply(&"Still here. ".repeat(1000)))
+            .reply(reply("Saved again.")),
+    );
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let log = events.clone();
+    let config = TurnConfig::new(
+        "chef",
+        model,
+        Memory::new(store.clone(), Arc::new(KeywordEmbedder::new(["pasta"]))),
+    )
+    .on_event(move |event| log.lock().unwrap().push(event.clone()));
+    let turn = |text: &str| TurnInput::new(Session::new("s"), Identity::new("ana"), text);
+    let persisted = |events: &[TurnEvent]| -> Vec<bool> {
+        events
+            .iter()
+            .filter_map(|event| match event {
+                TurnEvent::UserPersisted { ok } | TurnEvent::AssistantPersisted { ok, .. } => {
+                    Some(*ok)
+                }
+                _ => None,
+            })
+            .collect()
+    };
+
+    assert!(ChatTurn::run(&config, turn("I like pasta.")).await.ok);
+    // The disk fills: the turn still answers, and says the writes failed.
+    store.set_max_size(store.size().unwrap()).unwrap();
+    events.lock().unwrap().clear();
+    // Both texts need new pages, which the full file cannot give.
+    let output = ChatTurn::run(&config, turn("Pasta tonight? ".repeat(1000).as_str())).await;
+    assert!(output.ok);
+    assert!(output.text.starts_with("Still here."));
+    assert_eq!(persisted(&events.lock().unwrap()), [false, false]);
+    // Nothing earlier is damaged.
+    let texts =
+        |records: Vec<MemoryRecord>| records.into_iter().map(|r| r.text).collect::<Vec<_>>();
+    assert_eq!(
+        texts(store.recent("s", &RecentOpts::default()).await.unwrap()),
+        ["I like pasta.", "Noted."]
+    );
+    // Space again: the next turn is stored.
+    store.set_max_size(1 << 30).unwrap();
+    events.lock().unwrap().clear();
+    assert!(ChatTurn::run(&config, turn("And now?")).await.ok);
+    assert_eq!(persisted(&events.lock().unwrap()), [true, true]);
+    assert_eq!(
+        texts(store.recent("s", &RecentOpts::default()).await.unwrap()),
+        ["I like pasta.", "Noted.", "And now?", "Saved again."]
+    );
+}
