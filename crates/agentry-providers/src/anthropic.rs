@@ -334,7 +334,21 @@ impl ChatModel for Anthropic {
                     .json(&body)
             })
             .await?;
-            let mut events = Box::pin(sse_events(response, &self.limits, deadline));
+            let replies = reply_events(sse_events(response, &self.limits, deadline), names);
+            for await event in replies {
+                yield event?;
+            }
+        })
+    }
+}
+
+/// The reply a provider streams, read from its server-sent `events`.
+pub(crate) fn reply_events<'a>(
+    events: impl futures_util::Stream<Item = Result<eventsource_stream::Event, ModelError>> + Send + 'a,
+    names: WireNames,
+) -> EventStream<'a> {
+    Box::pin(async_stream::try_stream! {
+            let mut events = Box::pin(events);
             let mut reason = FinishReason::Stop;
             let mut stopped = false;
             while let Some(event) = events.next().await {
@@ -387,6 +401,5 @@ impl ChatModel for Anthropic {
                 Err(ModelError::StreamCut("the stream ended before message_stop".into()))?;
             }
             yield StreamEvent::Finish { reason };
-        })
-    }
+    })
 }

@@ -298,7 +298,21 @@ impl ChatModel for OpenAiCompatible {
                 }
             })
             .await?;
-            let mut events = Box::pin(sse_events(response, &self.limits, deadline));
+            let replies = reply_events(sse_events(response, &self.limits, deadline), names);
+            for await event in replies {
+                yield event?;
+            }
+        })
+    }
+}
+
+/// The reply a provider streams, read from its server-sent `events`.
+pub(crate) fn reply_events<'a>(
+    events: impl futures_util::Stream<Item = Result<eventsource_stream::Event, ModelError>> + Send + 'a,
+    names: WireNames,
+) -> EventStream<'a> {
+    Box::pin(async_stream::try_stream! {
+            let mut events = Box::pin(events);
             let mut reason: Option<FinishReason> = None;
             let mut done = false;
             while let Some(event) = events.next().await {
@@ -348,6 +362,5 @@ impl ChatModel for OpenAiCompatible {
                 (true, None) => yield StreamEvent::Finish { reason: FinishReason::Stop },
                 (false, _) => Err(ModelError::StreamCut("the stream ended before [DONE]".into()))?,
             }
-        })
-    }
+    })
 }

@@ -119,3 +119,21 @@ async fn anthropic_streams_cut_anywhere_never_give_a_half_step() {
         end_after_every_event(&stream, &step, anthropic).await;
     }
 }
+
+#[test]
+fn the_fuzz_entry_points_read_recorded_streams_like_the_network_does() {
+    let openai =
+        agentry_providers::__fuzz::openai_step(fixture("openai/text.sse").as_bytes()).unwrap();
+    assert_eq!(
+        openai,
+        Step::Final {
+            text: "It is sunny in Lima.".into(),
+            tokens: agentry_core::model::Usage::new(57, 6)
+        }
+    );
+    let anthropic =
+        agentry_providers::__fuzz::anthropic_step(fixture("anthropic/text.sse").as_bytes())
+            .unwrap();
+    assert!(matches!(anthropic, Step::Final { .. }));
+    assert!(agentry_providers::__fuzz::openai_step(b"data: {\"choices\": [").is_err());
+}
