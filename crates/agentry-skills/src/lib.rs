@@ -31,3 +31,14 @@ pub use folder::{
 };
 pub use search::{DEFAULT_LEXICAL_WEIGHT, RRF_K, SkillSearch, embedding_text, search_text};
 pub use validate::{FIELDS, MAX_COMPATIBILITY, MAX_DESCRIPTION, MAX_NAME, Problem, name_problems};
+
+/// Entry point for the fuzz target (`fuzz/`): read a `SKILL.md` text found
+/// in a folder called `folder`. Not a stable API.
+#[doc(hidden)]
+pub mod __fuzz {
+    /// Every problem of the text, or the skill's name when it loads.
+    pub fn skill_md(text: &str, folder: &str) -> Result<String, Vec<crate::Problem>> {
+        let (yaml, _body) = crate::split_front_matter(text).map_err(|p| vec![p])?;
+        crate::validate::check_front_matter(yaml, folder).map(|(front, _warnings)| front.name)
+    }
+}
