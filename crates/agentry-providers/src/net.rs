@@ -1,5 +1,10 @@
-//! The HTTP client tools use: it connects only to hosts the tool was granted
-//! (`Capability::Net`), and checks every redirect hop before following it.
+//! The HTTP client tools use. It connects only where the tool was granted
+//! (`Capability::Net`: scheme, host and port), refuses loopback, private and
+//! link-local addresses unless a grant names the address (checked after DNS
+//! resolution, on the addresses actually dialled), and checks every redirect
+//! hop: no grant, no https→http downgrade, and credentials stripped when the
+//! redirect leaves the origin. Every request goes through these checks; there
+//! is no unchecked path.
 //!
 //! ```no_run
 //! use agentry_core::tool::ToolContext;
@@ -15,25 +20,37 @@
 //! # fn main() {}
 //! ```
 
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
 
-use agentry_core::tool::{Capabilities, Capability, ToolContext};
+use agentry_core::tool::{Capabilities, Capability, NetGrant, ToolContext};
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::{Method, Request, Response, StatusCode, Url, header};
+
+mod request;
+pub use request::RequestBuilder;
 
 /// Redirects followed before giving up.
 pub const MAX_REDIRECTS: usize = 10;
 
-static SHARED: LazyLock<reqwest::Client> = LazyLock::new(|| {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("an HTTP client with default settings")
-});
+/// Most distinct grant sets whose clients are kept for connection reuse.
+const CACHED_CLIENTS: usize = 64;
+
+/// Headers removed when a redirect leaves the origin (scheme, host and port),
+/// besides any header marked sensitive ([`header::HeaderValue::set_sensitive`]).
+const CREDENTIAL_HEADERS: [header::HeaderName; 4] = [
+    header::AUTHORIZATION,
+    header::PROXY_AUTHORIZATION,
+    header::COOKIE,
+    header::WWW_AUTHENTICATE,
+];
 
 /// Why a guarded request did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
-    /// The host is not granted to this tool.
+    /// The scheme, host and port are not granted to this tool.
     #[error("{capability} is not granted to this tool (url: {url})")]
     NotGranted {
         /// The capability that would be needed.
@@ -41,7 +58,19 @@ pub enum NetError {
         /// The URL refused.
         url: String,
     },
-    /// A redirect pointed at a host that is not granted.
+    /// A granted host name resolved only to addresses that are not public and
+    /// not granted by address.
+    #[error(
+        "{host} resolves to {}, which is not a public address; grant the address itself to reach it",
+        addresses.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    AddressRefused {
+        /// The host name.
+        host: String,
+        /// What it resolved to.
+        addresses: Vec<IpAddr>,
+    },
+    /// A redirect pointed somewhere that is not granted.
     #[error("redirect from {from} to {to} refused: {capability} is not granted to this tool")]
     RedirectRefused {
         /// Where the redirect came from.
@@ -50,6 +79,14 @@ pub enum NetError {
         to: String,
         /// The capability that would be needed.
         capability: Capability,
+    },
+    /// A redirect from https to plain http.
+    #[error("redirect from {from} to {to} refused: it leaves https for http")]
+    Downgrade {
+        /// Where the redirect came from.
+        from: String,
+        /// Where it pointed.
+        to: String,
     },
     /// The URL could not be used.
     #[error("invalid URL {0:?}")]
@@ -62,7 +99,7 @@ pub enum NetError {
     Http(#[from] reqwest::Error),
 }
 
-/// An HTTP client limited to a tool's granted hosts.
+/// An HTTP client limited to a tool's network grants.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     client: reqwest::Client,
@@ -70,39 +107,64 @@ pub struct HttpClient {
 }
 
 impl HttpClient {
-    /// The client for the current call: hosts granted in `ctx`'s capabilities.
+    /// The client for the current call: the grants in `ctx`'s capabilities.
     pub fn for_context(ctx: &ToolContext) -> Self {
         Self::new(ctx.capabilities().clone())
     }
 
-    /// A client limited to `capabilities`' `Net` hosts.
+    /// A client limited to `capabilities`' `Net` grants. Clients for the same
+    /// grants share connections.
     pub fn new(capabilities: Capabilities) -> Self {
+        static CLIENTS: LazyLock<Mutex<HashMap<Capabilities, reqwest::Client>>> =
+            LazyLock::new(Mutex::default);
+        let mut clients = CLIENTS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if clients.len() >= CACHED_CLIENTS && !clients.contains_key(&capabilities) {
+            clients.clear();
+        }
+        let client = clients
+            .entry(capabilities.clone())
+            .or_insert_with(|| guarded_client(capabilities.clone()))
+            .clone();
         Self {
-            client: SHARED.clone(),
+            client,
             capabilities,
         }
     }
 
+    /// The capability a request to `url` needs, when it is not granted.
     fn check(&self, url: &Url) -> Result<(), Capability> {
-        match url.host_str() {
-            Some(host) if self.capabilities.allows_host(host.trim_matches(['[', ']'])) => Ok(()),
-            host => Err(Capability::net(host.unwrap_or(""))),
+        let host = url.host_str().unwrap_or("");
+        let port = url.port_or_known_default().unwrap_or(0);
+        if self.capabilities.allows_net(url.scheme(), host, port) {
+            return Ok(());
         }
+        Err(match NetGrant::target(url.scheme(), host, port) {
+            Some(target) => Capability::net(target.to_string()),
+            None => Capability::net(url.as_str()),
+        })
     }
 
     /// `GET url`.
     pub async fn get(&self, url: &str) -> Result<Response, NetError> {
-        let url = Url::parse(url).map_err(|_| NetError::InvalidUrl(url.to_owned()))?;
-        self.execute(Request::new(Method::GET, url)).await
+        self.request(Method::GET, url).send().await
     }
 
-    /// A request builder on the underlying client; send it with [`execute`](Self::execute).
-    pub fn request(&self, method: Method, url: &str) -> Result<reqwest::RequestBuilder, NetError> {
-        let url = Url::parse(url).map_err(|_| NetError::InvalidUrl(url.to_owned()))?;
-        Ok(self.client.request(method, url))
+    /// A request to build (headers, body, …) and [`send`](RequestBuilder::send)
+    /// through the same checks as every other request.
+    pub fn request(&self, method: Method, url: &str) -> RequestBuilder {
+        let url = Url::parse(url).map_err(|_| NetError::InvalidUrl(url.to_owned()));
+        RequestBuilder::new(self.clone(), method, url)
     }
 
-    /// Send a request, following redirects only to granted hosts.
+    /// `POST url`, to build and send.
+    pub fn post(&self, url: &str) -> RequestBuilder {
+        self.request(Method::POST, url)
+    }
+
+    /// Send a request, following redirects only where they are granted, never
+    /// from https to http, and without credentials once they leave the origin.
     pub async fn execute(&self, mut request: Request) -> Result<Response, NetError> {
         self.check(request.url())
             .map_err(|capability| NetError::NotGranted {
@@ -112,7 +174,12 @@ impl HttpClient {
         for _ in 0..=MAX_REDIRECTS {
             let retry = request.try_clone();
             let from = request.url().clone();
-            let response = self.client.execute(request).await?;
+            let (method, headers) = (request.method().clone(), request.headers().clone());
+            let response = self
+                .client
+                .execute(request)
+                .await
+                .map_err(refused_address)?;
             let status = response.status();
             let location = response
                 .headers()
@@ -124,23 +191,243 @@ impl HttpClient {
             let to = from
                 .join(location)
                 .map_err(|_| NetError::InvalidUrl(location.to_owned()))?;
-            self.check(&to)
-                .map_err(|capability| NetError::RedirectRefused {
-                    from: from.to_string(),
-                    to: to.to_string(),
-                    capability,
-                })?;
-            request = match (status, retry) {
-                (
-                    StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT,
-                    Some(mut same),
-                ) => {
-                    *same.url_mut() = to;
-                    same
-                }
-                _ => Request::new(Method::GET, to),
+            self.check_redirect(&from, &to)?;
+            request = match next_request(status, method, retry, to.clone()) {
+                Some(next) => next,
+                // A body that cannot be sent again: the redirect is the answer.
+                None => return Ok(response),
             };
+            *request.headers_mut() = redirected_headers(headers, &from, &to, request.body());
         }
         Err(NetError::TooManyRedirects)
+    }
+
+    /// A redirect may go on when it keeps https and its target is granted.
+    fn check_redirect(&self, from: &Url, to: &Url) -> Result<(), NetError> {
+        if from.scheme() == "https" && to.scheme() != "https" {
+            return Err(NetError::Downgrade {
+                from: from.to_string(),
+                to: to.to_string(),
+            });
+        }
+        self.check(to)
+            .map_err(|capability| NetError::RedirectRefused {
+                from: from.to_string(),
+                to: to.to_string(),
+                capability,
+            })
+    }
+}
+
+/// The request a redirect asks for: 307 and 308 repeat it (when its body can
+/// be sent again); 303, and 301 or 302 after a POST, become a GET without a body.
+fn next_request(
+    status: StatusCode,
+    method: Method,
+    retry: Option<Request>,
+    to: Url,
+) -> Option<Request> {
+    let to_get = status == StatusCode::SEE_OTHER && method != Method::HEAD
+        || matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND)
+            && method == Method::POST;
+    if to_get {
+        return Some(Request::new(Method::GET, to));
+    }
+    let mut same = retry?;
+    *same.url_mut() = to;
+    Some(same)
+}
+
+/// The headers that go on to the next hop: the body's own only with a body,
+/// and no credentials once the origin changes.
+fn redirected_headers(
+    mut headers: header::HeaderMap,
+    from: &Url,
+    to: &Url,
+    body: Option<&reqwest::Body>,
+) -> header::HeaderMap {
+    if body.is_none() {
+        for name in [
+            header::CONTENT_TYPE,
+            header::CONTENT_LENGTH,
+            header::CONTENT_ENCODING,
+            header::TRANSFER_ENCODING,
+        ] {
+            headers.remove(name);
+        }
+    }
+    if from.origin() != to.origin() {
+        for name in CREDENTIAL_HEADERS {
+            headers.remove(name);
+        }
+        let sensitive: Vec<_> = headers
+            .iter()
+            .filter(|(_, value)| value.is_sensitive())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in sensitive {
+            headers.remove(name);
+        }
+    }
+    headers
+}
+
+/// A reqwest client that dials only addresses the grants allow, through no proxy
+/// (a proxy would resolve names where they cannot be checked).
+fn guarded_client(capabilities: Capabilities) -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(10))
+        .dns_resolver(Arc::new(GuardedResolver { capabilities }))
+        .build()
+        .expect("an HTTP client with default settings")
+}
+
+/// The system resolver, keeping only the addresses the grants allow.
+struct GuardedResolver {
+    capabilities: Capabilities,
+}
+
+/// Every address a name resolved to was refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{host} resolves only to refused addresses")]
+struct Refused {
+    host: String,
+    addresses: Vec<IpAddr>,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let capabilities = self.capabilities.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let resolved: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = resolved
+                .iter()
+                .copied()
+                .filter(|address| capabilities.allows_address(address.ip()))
+                .collect();
+            if allowed.is_empty() {
+                let addresses = resolved.iter().map(SocketAddr::ip).collect();
+                return Err(Box::new(Refused { host, addresses }) as _);
+            }
+            Ok(Box::new(allowed.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// A refusal by the resolver as [`NetError::AddressRefused`]; other errors as they are.
+fn refused_address(error: reqwest::Error) -> NetError {
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        if let Some(refused) = cause.downcast_ref::<Refused>() {
+            return NetError::AddressRefused {
+                host: refused.host.clone(),
+                addresses: refused.addresses.clone(),
+            };
+        }
+        source = cause.source();
+    }
+    NetError::Http(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(text: &str) -> Url {
+        Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn credentials_stay_within_the_origin() {
+        let mut headers = header::HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, "Bearer secret".parse().unwrap());
+        headers.insert(header::COOKIE, "session=1".parse().unwrap());
+        let mut key: header::HeaderValue = "k-123".parse().unwrap();
+        key.set_sensitive(true);
+        headers.insert("x-api-key", key);
+        headers.insert("x-trace", "t-1".parse().unwrap());
+        let same = redirected_headers(
+            headers.clone(),
+            &url("https://a.example/1"),
+            &url("https://a.example/2"),
+            None,
+        );
+        assert_eq!(same.len(), 4, "same origin keeps everything");
+        for (to, why) in [
+            ("https://b.example/", "another host"),
+            ("https://a.example:8443/", "another port"),
+            ("http://a.example/", "another scheme"),
+        ] {
+            let next =
+                redirected_headers(headers.clone(), &url("https://a.example/"), &url(to), None);
+            let names: Vec<_> = next.keys().map(|n| n.as_str()).collect();
+            assert_eq!(names, ["x-trace"], "{why}");
+        }
+    }
+
+    #[test]
+    fn a_redirect_never_leaves_https_for_http() {
+        let client = HttpClient::new(Capabilities::from([
+            Capability::net("*.example.com"),
+            Capability::net("http://*.example.com:*"),
+        ]));
+        let from = url("https://a.example.com/login");
+        let error = client
+            .check_redirect(&from, &url("http://a.example.com/login"))
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "redirect from https://a.example.com/login to http://a.example.com/login refused: it leaves https for http"
+        );
+        assert!(
+            client
+                .check_redirect(&from, &url("https://b.example.com/"))
+                .is_ok()
+        );
+        let plain = url("http://a.example.com/");
+        assert!(
+            client
+                .check_redirect(&plain, &url("https://a.example.com/"))
+                .is_ok(),
+            "an upgrade is fine"
+        );
+        assert!(matches!(
+            client.check_redirect(&from, &url("https://evil.org/")),
+            Err(NetError::RedirectRefused { .. })
+        ));
+    }
+
+    #[test]
+    fn a_redirect_after_post_becomes_a_bodiless_get() {
+        let to = url("https://a.example/next");
+        let post = || {
+            let mut request = Request::new(Method::POST, url("https://a.example/"));
+            *request.body_mut() = Some("x=1".into());
+            request
+        };
+        for status in [
+            StatusCode::SEE_OTHER,
+            StatusCode::FOUND,
+            StatusCode::MOVED_PERMANENTLY,
+        ] {
+            let next = next_request(status, Method::POST, Some(post()), to.clone()).unwrap();
+            assert_eq!((next.method(), next.body().is_none()), (&Method::GET, true));
+        }
+        for status in [
+            StatusCode::TEMPORARY_REDIRECT,
+            StatusCode::PERMANENT_REDIRECT,
+        ] {
+            let next = next_request(status, Method::POST, Some(post()), to.clone()).unwrap();
+            assert_eq!((next.method(), next.url()), (&Method::POST, &to));
+            assert!(next.body().is_some());
+        }
+        assert!(
+            next_request(StatusCode::TEMPORARY_REDIRECT, Method::POST, None, to).is_none(),
+            "a body that cannot be repeated is not dropped silently"
+        );
     }
 }

@@ -15,7 +15,7 @@ use support::{Reply, fixture, serve};
 static WEATHER_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// Current weather for a city.
-#[agentry::tool(name = "weather::get", net = "127.0.0.1", concurrency_safe)]
+#[agentry::tool(name = "weather::get", net = "http://127.0.0.1:*", concurrency_safe)]
 pub async fn get_weather(ctx: &ToolContext, city: String) -> Result<String, String> {
     let url = format!("{}/{city}", WEATHER_URL.get().unwrap());
     let response = HttpClient::for_context(ctx)
@@ -51,7 +51,7 @@ async fn the_agent_loop_runs_over_a_streaming_provider() {
     );
     let run = Agent::builder(model)
         .toolbox(Toolbox::for_agent([get_weather::tool()]).unwrap())
-        .grant(Capability::net("127.0.0.1"))
+        .grant(Capability::net("http://127.0.0.1:*"))
         .system("You are a weather bot.")
         .build()
         .unwrap()

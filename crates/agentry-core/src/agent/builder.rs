@@ -10,7 +10,9 @@ use super::agent::{Agent, Settings};
 use super::policy::{Approver, AuditSink};
 use crate::model::{ChatModel, ResponseFormat, ToolChoice};
 use crate::skill::{Skill, SkillContext, SkillError, SkillResolver};
-use crate::tool::{Capabilities, Capability, Tool, ToolContext, Toolbox, ToolboxError};
+use crate::tool::{
+    Capabilities, Capability, NetGrantError, Tool, ToolContext, Toolbox, ToolboxError,
+};
 
 /// Why [`AgentBuilder::build`] refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,6 +24,9 @@ pub enum AgentError {
     /// Two skills share a name.
     #[error(transparent)]
     Skills(#[from] SkillError),
+    /// A granted or declared `Net` capability does not read as a grant.
+    #[error(transparent)]
+    Grant(#[from] NetGrantError),
 }
 
 /// Builds an [`Agent`]: its model, tools and limits. Start with [`Agent::builder`].
@@ -283,6 +288,14 @@ impl AgentBuilder {
             Some(timeout) => toolbox.with_default_timeout(timeout),
             None => toolbox,
         };
+        self.settings.grants.check()?;
+        for tool in toolbox.tools() {
+            tool.capabilities
+                .iter()
+                .cloned()
+                .collect::<Capabilities>()
+                .check()?;
+        }
         Ok(Agent::assemble(self.model, toolbox, self.settings))
     }
 }

@@ -6,15 +6,21 @@
 //! more). The handles on [`ToolContext`](super::ToolContext) enforce the result.
 
 use std::fmt;
+use std::net::IpAddr;
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use super::net_grant::NetGrant;
 
 /// One permission.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Capability {
-    /// Connect to a host. A grant of `*.example.com` covers its subdomains; `*` covers every host.
+    /// Connect to a scheme, host and port, written `[scheme://]host[:port]`
+    /// (https on 443 when left out): see [`NetGrant`]. `*.example.com`
+    /// covers its subdomains; `*` every public host; loopback, private and
+    /// link-local addresses only when granted by address.
     Net(String),
     /// Read files under a directory.
     FsRead(PathBuf),
@@ -25,9 +31,15 @@ pub enum Capability {
 }
 
 impl Capability {
-    /// `Net(host)`.
-    pub fn net(host: impl Into<String>) -> Self {
-        Self::Net(host.into().to_ascii_lowercase())
+    /// `Net(grant)`, in [`NetGrant`]'s canonical form when it reads as one
+    /// (`"HTTPS://API.Weather.com:443"` becomes `"api.weather.com"`). A grant
+    /// that does not read allows nothing, and [`Capabilities::check`] reports it.
+    pub fn net(grant: impl Into<String>) -> Self {
+        let grant = grant.into();
+        match NetGrant::parse(&grant) {
+            Ok(parsed) => Self::Net(parsed.to_string()),
+            Err(_) => Self::Net(grant.to_ascii_lowercase()),
+        }
     }
     /// `FsRead(dir)`.
     pub fn fs_read(dir: impl Into<PathBuf>) -> Self {
@@ -46,7 +58,8 @@ impl Capability {
     fn allowed_by(&self, grant: &Capability) -> Option<Capability> {
         match (self, grant) {
             (Capability::Net(need), Capability::Net(granted)) => {
-                host_matches(granted, need).then(|| self.clone())
+                let (need, granted) = (NetGrant::parse(need).ok()?, NetGrant::parse(granted).ok()?);
+                granted.covers(&need).then(|| self.clone())
             }
             (Capability::FsRead(need), Capability::FsRead(granted))
             | (Capability::FsWrite(need), Capability::FsWrite(granted)) => {
@@ -70,23 +83,11 @@ impl Capability {
 impl fmt::Display for Capability {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Capability::Net(host) => write!(f, "net({host:?})"),
+            Capability::Net(grant) => write!(f, "net({grant:?})"),
             Capability::FsRead(dir) => write!(f, "fs_read({:?})", dir.display().to_string()),
             Capability::FsWrite(dir) => write!(f, "fs_write({:?})", dir.display().to_string()),
             Capability::Env(name) => write!(f, "env({name:?})"),
         }
-    }
-}
-
-fn host_matches(grant: &str, host: &str) -> bool {
-    let host = host.to_ascii_lowercase();
-    let grant = grant.to_ascii_lowercase();
-    if grant == "*" || grant == host {
-        return true;
-    }
-    match grant.strip_prefix("*.") {
-        Some(domain) => host.ends_with(&format!(".{domain}")),
-        None => false,
     }
 }
 
@@ -134,7 +135,7 @@ pub fn normalize_path(path: &Path) -> PathBuf {
 }
 
 /// A set of capabilities: what an agent grants, or what a tool may use.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Capabilities(Vec<Capability>);
 
 impl Capabilities {
@@ -189,11 +190,37 @@ impl Capabilities {
         Capabilities(both)
     }
 
-    /// True when connecting to `host` is allowed.
-    pub fn allows_host(&self, host: &str) -> bool {
-        self.0
-            .iter()
-            .any(|c| matches!(c, Capability::Net(grant) if host_matches(grant, host)))
+    /// The network grants, read; those that do not read are left out.
+    pub fn net_grants(&self) -> impl Iterator<Item = NetGrant> + '_ {
+        self.0.iter().filter_map(|c| match c {
+            Capability::Net(grant) => NetGrant::parse(grant).ok(),
+            _ => None,
+        })
+    }
+
+    /// True when a request to `scheme://host:port` is allowed (`host` a name or
+    /// an address). A name may still resolve to an address that is refused:
+    /// see [`allows_address`](Self::allows_address).
+    pub fn allows_net(&self, scheme: &str, host: &str, port: u16) -> bool {
+        self.net_grants()
+            .any(|grant| grant.allows(scheme, host, port))
+    }
+
+    /// True when connecting to `address` is allowed once a granted name
+    /// resolved to it: it is public, or a grant names it.
+    pub fn allows_address(&self, address: IpAddr) -> bool {
+        super::net_grant::is_public(address)
+            || self.net_grants().any(|grant| grant.names_address(address))
+    }
+
+    /// The first malformed capability, if any: a `Net` grant that does not read.
+    pub fn check(&self) -> Result<(), super::net_grant::NetGrantError> {
+        for capability in &self.0 {
+            if let Capability::Net(grant) = capability {
+                NetGrant::parse(grant)?;
+            }
+        }
+        Ok(())
     }
 
     /// True when the environment variable `name` may be read.
@@ -247,9 +274,9 @@ mod tests {
                 Capability::fs_read("/tmp/x/../y"),
             ])
             .unwrap();
-        assert!(effective.allows_host("api.weather.com"));
+        assert!(effective.allows_net("https", "api.weather.com", 443));
         assert!(
-            !effective.allows_host("docs.example.com"),
+            !effective.allows_net("https", "docs.example.com", 443),
             "not declared, so not usable"
         );
         assert!(!effective.allows_env("HOME"));
@@ -257,8 +284,8 @@ mod tests {
             effective.dirs(false),
             vec![normalize_path(Path::new("/tmp/y"))]
         );
-        assert!(granted.allows_host("docs.example.com"));
-        assert!(!granted.allows_host("example.com.evil.org"));
+        assert!(granted.allows_net("https", "docs.example.com", 443));
+        assert!(!granted.allows_net("https", "example.com.evil.org", 443));
     }
 
     #[test]
@@ -276,9 +303,12 @@ mod tests {
             Capability::env("PATH"),
         ]);
         let both = child.intersection(&parent);
-        assert!(both.allows_host("docs.example.com"), "* ∩ *.example.com");
-        assert!(both.allows_host("api.example.com"));
-        assert!(!both.allows_host("evil.org"));
+        assert!(
+            both.allows_net("https", "docs.example.com", 443),
+            "* ∩ *.example.com"
+        );
+        assert!(both.allows_net("https", "api.example.com", 443));
+        assert!(!both.allows_net("https", "evil.org", 443));
         assert_eq!(
             both.dirs(false),
             vec![normalize_path(Path::new("/tmp/child"))]

@@ -23,6 +23,7 @@ mod dispatch;
 mod guard;
 mod handler;
 mod into_handler;
+mod net_grant;
 mod schema;
 mod state;
 #[allow(clippy::module_inception)]
@@ -39,6 +40,7 @@ pub use dispatch::{MAX_BLOCKING_TOOLS, dispatch};
 pub use guard::{CapabilityError, Fs};
 pub use handler::{Arguments, ToolError, ToolHandler, from_input, result_to_output, to_output};
 pub use into_handler::IntoHandler;
+pub use net_grant::{HostPattern, NetGrant, NetGrantError, is_public};
 pub use schema::{
     ObjectSchemaBuilder, SchemaConflict, ToolSchema, normalize as normalize_schema, registry,
     schema_for_type,
