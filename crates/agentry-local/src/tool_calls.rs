@@ -163,12 +163,28 @@ fn call_from_json(text: &str) -> Option<(String, Value)> {
     call_from_value(&serde_json::from_str(text).ok()?)
 }
 
-/// Calls written as bare JSON values, each possibly in its own Markdown fence.
+/// Calls written as bare JSON values, each possibly in its own Markdown
+/// fence. Fences are skipped only between values, never inside one: an
+/// argument may itself contain a fence.
 fn bare_calls(output: &str) -> Option<Vec<(String, Value)>> {
-    let unfenced = output.replace("```json", " ").replace("```", " ");
     let mut calls = Vec::new();
-    for value in serde_json::Deserializer::from_str(&unfenced).into_iter::<Value>() {
-        match value.ok()? {
+    let mut rest = output;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest
+            .strip_prefix("```json")
+            .or_else(|| rest.strip_prefix("```"))
+        {
+            rest = after;
+            continue;
+        }
+        if rest.is_empty() {
+            break;
+        }
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+        let value = values.next()?.ok()?;
+        rest = &rest[values.byte_offset()..];
+        match value {
             Value::Array(items) => calls.extend(
                 items
                     .iter()
@@ -220,6 +236,12 @@ mod tests {
         assert_eq!(
             (plain.text.as_str(), plain.calls.len()),
             ("The answer is 5.", 0)
+        );
+        // A fence inside an argument is part of the argument (found by the fuzzer).
+        let code = "```json\n{\"name\": \"save\", \"arguments\": {\"text\": \"```py\\nx = 1\\n```\"}}\n```";
+        assert_eq!(
+            parse_reply(code).calls,
+            vec![("save".into(), json!({"text": "```py\nx = 1\n```"}))]
         );
         let broken = parse_reply("<tool_call>\n{not json}\n</tool_call>");
         assert_eq!(broken.calls.len(), 0);
