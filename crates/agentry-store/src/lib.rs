@@ -23,6 +23,7 @@
 
 mod postgres;
 mod sqlite;
+mod watched;
 
 pub use postgres::PgStore;
 pub use sqlite::{SqliteStore, decode_embedding, encode_embedding};

@@ -1,17 +1,22 @@
 //! [`SqliteStore`]: memory in one SQLite file (WAL mode), embeddings stored
 //! as half-precision blobs, recall by an exact cosine scan over vectors kept
 //! in RAM and topped up incrementally from the file (so writes by other
-//! processes are seen on the next recall).
+//! processes are seen on the next recall). A database file that goes away
+//! under the store (deleted, moved, its disk unmounted) is an error of every
+//! call until it is back; another file put in its place is an error until the
+//! store is opened again.
 
 use std::collections::{BinaryHeap, HashMap};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use agentry_core::BoxFuture;
 use agentry_core::memory::{
     MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
 };
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+
+use crate::watched::{FileState, WatchedFile};
 
 /// `AUTOINCREMENT`: a deleted row's id is never given to a new row, so the
 /// incremental cache never misses one. (Files made before it keep plain
@@ -37,8 +42,14 @@ pub struct SqliteStore {
 }
 
 struct Inner {
-    conn: Mutex<Connection>,
+    db: Mutex<Db>,
     cache: Mutex<Cache>,
+}
+
+/// The connection and the file it opened (none in memory).
+struct Db {
+    conn: Connection,
+    file: Option<WatchedFile>,
 }
 
 /// Unit vectors of every record seen so far, by session.
@@ -132,28 +143,52 @@ fn unit(mut vector: Vec<f32>) -> Vec<f32> {
 impl SqliteStore {
     /// Open (or create) the store in the file at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
-        Self::with_connection(Connection::open(path).map_err(failed)?)
+        let conn = configured(Connection::open(path).map_err(failed)?)?;
+        // The file SQLite opened, also when `path` is a `file:` URI.
+        let file = match conn.path() {
+            Some(opened) if !opened.is_empty() => {
+                Some(WatchedFile::new(Path::new(opened)).map_err(failed)?)
+            }
+            _ => None,
+        };
+        Ok(Self::with_connection(conn, file))
     }
 
     /// A store in a private in-memory database (for tests).
     pub fn in_memory() -> Result<Self, MemoryError> {
-        Self::with_connection(Connection::open_in_memory().map_err(failed)?)
+        let conn = configured(Connection::open_in_memory().map_err(failed)?)?;
+        Ok(Self::with_connection(conn, None))
     }
 
-    fn with_connection(conn: Connection) -> Result<Self, MemoryError> {
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(failed)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(failed)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(failed)?;
-        conn.execute_batch(SCHEMA).map_err(failed)?;
-        Ok(Self {
+    fn with_connection(conn: Connection, file: Option<WatchedFile>) -> Self {
+        Self {
             inner: Arc::new(Inner {
-                conn: Mutex::new(conn),
+                db: Mutex::new(Db { conn, file }),
                 cache: Mutex::new(Cache::default()),
             }),
-        })
+        }
+    }
+
+    /// The connection, once the file is known to be the one opened: an error
+    /// while it is gone, and when another file took its place.
+    fn db(&self) -> Result<MutexGuard<'_, Db>, MemoryError> {
+        let db = lock(&self.inner.db);
+        let Some(file) = &db.file else {
+            return Ok(db);
+        };
+        match file.state() {
+            FileState::Same => Ok(db),
+            FileState::Gone(error) => Err(MemoryError(format!(
+                "sqlite: the database file {} is gone ({error}): deleted, moved, or on a disk that went away; nothing was read or written",
+                file.path().display()
+            ))),
+            // Reopening could replay this connection's write-ahead log onto
+            // the new file; the caller opens the store again instead.
+            FileState::Replaced => Err(MemoryError(format!(
+                "sqlite: the database file {} was replaced by another file while open; open the store again to use it",
+                file.path().display()
+            ))),
+        }
     }
 
     /// Cap the database file at about `bytes` (a quota; also how a full disk
@@ -161,17 +196,20 @@ impl SqliteStore {
     /// nothing; records already stored stay readable, and writes work again
     /// once the cap is raised.
     pub fn set_max_size(&self, bytes: u64) -> Result<(), MemoryError> {
-        let conn = lock(&self.inner.conn);
-        let page_size: u64 = conn
+        let db = self.db()?;
+        let page_size: u64 = db
+            .conn
             .pragma_query_value(None, "page_size", |row| row.get(0))
             .map_err(failed)?;
-        conn.pragma_update(None, "max_page_count", (bytes / page_size).max(1))
+        db.conn
+            .pragma_update(None, "max_page_count", (bytes / page_size).max(1))
             .map_err(failed)
     }
 
     /// The database file's size in bytes (pages in use × page size).
     pub fn size(&self) -> Result<u64, MemoryError> {
-        let conn = lock(&self.inner.conn);
+        let db = self.db()?;
+        let conn = &db.conn;
         let pages: u64 = conn
             .pragma_query_value(None, "page_count", |row| row.get(0))
             .map_err(failed)?;
@@ -186,10 +224,10 @@ impl SqliteStore {
     /// the whole batch (nothing is stored). Embeddings are stored scaled to
     /// unit length, so no value overflows half precision.
     pub fn add_many_blocking(&self, records: &[MemoryRecord]) -> Result<(), MemoryError> {
-        let mut conn = lock(&self.inner.conn);
+        let mut db = self.db()?;
         {
             let mut cache = lock(&self.inner.cache);
-            refresh(&conn, &mut cache)?;
+            refresh(&db.conn, &mut cache)?;
             let mut dims: HashMap<&str, usize> = HashMap::new();
             for record in records {
                 if let Some(problem) = unusable(&record.embedding) {
@@ -215,7 +253,7 @@ impl SqliteStore {
                 }
             }
         }
-        let tx = conn.transaction().map_err(failed)?;
+        let tx = db.conn.transaction().map_err(failed)?;
         {
             let mut insert = tx
                 .prepare_cached(
@@ -237,7 +275,15 @@ impl SqliteStore {
                     .map_err(failed)?;
             }
         }
-        tx.commit().map_err(failed)
+        tx.commit().map_err(failed)?;
+        // Gone while writing: the commit went to a file no one will open again.
+        match &db.file {
+            Some(file) if !matches!(file.state(), FileState::Same) => Err(MemoryError(format!(
+                "sqlite: the database file {} went away while writing; the records may not be stored",
+                file.path().display()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Recall on the calling thread (blocking).
@@ -250,9 +296,10 @@ impl SqliteStore {
         if let Some(problem) = unusable(query) {
             return Err(MemoryError(format!("sqlite: the query vector {problem}")));
         }
-        let conn = lock(&self.inner.conn);
+        let db = self.db()?;
+        let conn = &db.conn;
         let mut cache = lock(&self.inner.cache);
-        refresh(&conn, &mut cache)?;
+        refresh(conn, &mut cache)?;
         let Some(vectors) = cache.sessions.get(session) else {
             return Ok(Vec::new());
         };
@@ -305,7 +352,8 @@ impl SqliteStore {
         session: &str,
         opts: &RecentOpts,
     ) -> Result<Vec<MemoryRecord>, MemoryError> {
-        let conn = lock(&self.inner.conn);
+        let db = self.db()?;
+        let conn = &db.conn;
         let mut sql = String::from(
             "SELECT session, role, source, text, metadata, timestamp, embedding FROM memory WHERE session = ?",
         );
@@ -355,6 +403,18 @@ impl Ord for Score {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.0.total_cmp(&other.0)
     }
+}
+
+/// A connection in WAL mode with the schema in place.
+fn configured(conn: Connection) -> Result<Connection, MemoryError> {
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(failed)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(failed)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(failed)?;
+    conn.execute_batch(SCHEMA).map_err(failed)?;
+    Ok(conn)
 }
 
 fn read_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<MemoryRecord> {

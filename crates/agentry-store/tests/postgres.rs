@@ -1,6 +1,7 @@
 //! The PostgreSQL + pgvector store against a real server: the shared
 //! behaviour suite, many processes setting up and writing at once, wrong
-//! vector sizes, the database going away, and pgvector running on this CPU.
+//! vector sizes, the database going away during a chat turn and coming
+//! back, and pgvector running on this CPU.
 //!
 //! `AGENTRY_POSTGRES_URL` names the server (`.ci/run` starts one with
 //! `scripts/postgres start`). Without it these tests say so loudly and pass,
@@ -11,6 +12,9 @@ use std::process::Command;
 
 use agentry::memory::{MemoryRecord, MemoryStore, RecallOpts, RecentOpts, conformance};
 use agentry_store::PgStore;
+
+#[path = "support/chat.rs"]
+mod chat;
 
 fn url() -> Option<String> {
     match std::env::var("AGENTRY_POSTGRES_URL") {
@@ -117,54 +121,52 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/postgres")
 }
 
+fn postgres(command: &str, dir: &std::path::Path) -> String {
+    let output = Command::new(script())
+        .args([command, dir.to_str().unwrap()])
+        .output()
+        .expect("scripts/postgres runs");
+    assert!(
+        output.status.success(),
+        "scripts/postgres {command}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn the_database_going_away_is_a_clear_error_not_a_hang() {
+async fn the_database_going_away_during_a_chat_turn_is_reported_and_loses_nothing() {
     if url().is_none() {
         return;
     }
     // A server of our own, so stopping it disturbs no other test.
     let dir = std::env::temp_dir().join(unique("agentry-pg-away"));
-    let started = Command::new(script())
-        .args(["start", dir.to_str().unwrap()])
-        .output()
-        .expect("scripts/postgres runs");
-    assert!(
-        started.status.success(),
-        "{}",
-        String::from_utf8_lossy(&started.stderr)
+    let url = postgres("start", &dir);
+    // KeywordEmbedder(["pasta"]) gives 2-dimension vectors.
+    let store = std::sync::Arc::new(PgStore::connect(&url, 2).await.unwrap());
+    let chef = chat::Chef::new(store.clone(), &["Noted.", "I heard you.", "Saved again."]);
+    assert_eq!(chef.turn("I like pasta.").await.1, [true, true]);
+    // The server dies (immediate shutdown, as a crash or a lost network would
+    // look): the turn still answers, says both writes failed, and does not hang.
+    postgres("pause", &dir);
+    let (reply, persisted) = chef.turn("Pasta tonight?").await;
+    assert_eq!(
+        (reply.as_str(), persisted.as_slice()),
+        ("I heard you.", [false, false].as_slice())
     );
-    let url = String::from_utf8(started.stdout).unwrap().trim().to_owned();
-    let store = PgStore::connect(&url, 3).await.unwrap();
-    store
-        .add(MemoryRecord::new(
-            "s",
-            "user",
-            "before",
-            vec![1.0, 0.0, 0.0],
-        ))
-        .await
-        .unwrap();
-    let stopped = Command::new(script())
-        .args(["stop", dir.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(stopped.success());
-    let error = store
-        .recall("s", &[1.0, 0.0, 0.0], RecallOpts::default())
-        .await
-        .unwrap_err();
+    let error = store.recent("s", &RecentOpts::default()).await.unwrap_err();
     assert!(
         error.to_string().starts_with("memory store: postgres: "),
         "{error}"
     );
-    let error = store
-        .add(MemoryRecord::new("s", "user", "after", vec![1.0, 0.0, 0.0]))
-        .await
-        .unwrap_err();
-    assert!(
-        error.to_string().starts_with("memory store: postgres: "),
-        "{error}"
+    // The server is back: the next turn is stored, and nothing earlier was lost.
+    postgres("resume", &dir);
+    assert_eq!(chef.turn("And now?").await.1, [true, true]);
+    assert_eq!(
+        chat::texts(&*store).await,
+        ["I like pasta.", "Noted.", "And now?", "Saved again."]
     );
+    postgres("stop", &dir);
 }
 
 #[tokio::test(flavor = "multi_thread")]

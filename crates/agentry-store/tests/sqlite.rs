@@ -1,5 +1,6 @@
 //! The SQLite store: the shared behaviour suite, persistence across opens,
-//! writes from another connection, and a file that cannot be written.
+//! writes from another connection, a file that cannot be written, a full
+//! disk, and a file that goes away or is replaced under an open store.
 
 use agentry::memory::{MemoryRecord, MemoryStore, RecallOpts, conformance};
 use agentry_store::{SqliteStore, decode_embedding, encode_embedding};
@@ -241,70 +242,99 @@ async fn rows_written_by_others_never_break_or_leak_recall() {
     assert_eq!(hits[0].record.text, "risotto");
 }
 
+#[path = "support/chat.rs"]
+mod chat;
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_full_disk_during_a_chat_turn_is_reported_and_loses_nothing() {
-    use agentry::embed::KeywordEmbedder;
-    use agentry::memory::{Memory, RecentOpts};
-    use agentry::model::{ScriptedModel, Step, Usage};
-    use agentry::tool::{Identity, Session};
-    use agentry::turn::{ChatTurn, TurnConfig, TurnEvent, TurnInput};
-    use std::sync::{Arc, Mutex};
-
-    let store = Arc::new(SqliteStore::open(temp_file("full")).unwrap());
-    let reply = |text: &str| Step::Final {
-        text: text.into(),
-        tokens: Usage::new(5, 2),
-    };
-    let model = Arc::new(
-        ScriptedModel::new()
-            .reply(reply("Noted."))
-            .reply(reply(&"Still here. ".repeat(1000)))
-            .reply(reply("Saved again.")),
-    );
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let log = events.clone();
-    let config = TurnConfig::new(
-        "chef",
-        model,
-        Memory::new(store.clone(), Arc::new(KeywordEmbedder::new(["pasta"]))),
-    )
-    .on_event(move |event| log.lock().unwrap().push(event.clone()));
-    let turn = |text: &str| TurnInput::new(Session::new("s"), Identity::new("ana"), text);
-    let persisted = |events: &[TurnEvent]| -> Vec<bool> {
-        events
-            .iter()
-            .filter_map(|event| match event {
-                TurnEvent::UserPersisted { ok } | TurnEvent::AssistantPersisted { ok, .. } => {
-                    Some(*ok)
-                }
-                _ => None,
-            })
-            .collect()
-    };
-
-    assert!(ChatTurn::run(&config, turn("I like pasta.")).await.ok);
+    let store = std::sync::Arc::new(SqliteStore::open(temp_file("full")).unwrap());
+    let long = "Still here. ".repeat(1000);
+    let chef = chat::Chef::new(store.clone(), &["Noted.", &long, "Saved again."]);
+    assert_eq!(chef.turn("I like pasta.").await.1, [true, true]);
     // The disk fills: the turn still answers, and says the writes failed.
     store.set_max_size(store.size().unwrap()).unwrap();
-    events.lock().unwrap().clear();
     // Both texts need new pages, which the full file cannot give.
-    let output = ChatTurn::run(&config, turn("Pasta tonight? ".repeat(1000).as_str())).await;
-    assert!(output.ok);
-    assert!(output.text.starts_with("Still here."));
-    assert_eq!(persisted(&events.lock().unwrap()), [false, false]);
+    let (reply, persisted) = chef.turn("Pasta tonight? ".repeat(1000).as_str()).await;
+    assert!(reply.starts_with("Still here."));
+    assert_eq!(persisted, [false, false]);
     // Nothing earlier is damaged.
-    let texts =
-        |records: Vec<MemoryRecord>| records.into_iter().map(|r| r.text).collect::<Vec<_>>();
-    assert_eq!(
-        texts(store.recent("s", &RecentOpts::default()).await.unwrap()),
-        ["I like pasta.", "Noted."]
-    );
+    assert_eq!(chat::texts(&*store).await, ["I like pasta.", "Noted."]);
     // Space again: the next turn is stored.
     store.set_max_size(1 << 30).unwrap();
-    events.lock().unwrap().clear();
-    assert!(ChatTurn::run(&config, turn("And now?")).await.ok);
-    assert_eq!(persisted(&events.lock().unwrap()), [true, true]);
+    assert_eq!(chef.turn("And now?").await.1, [true, true]);
     assert_eq!(
-        texts(store.recent("s", &RecentOpts::default()).await.unwrap()),
+        chat::texts(&*store).await,
         ["I like pasta.", "Noted.", "And now?", "Saved again."]
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_that_disappears_during_a_chat_turn_is_reported_and_loses_nothing() {
+    let path = temp_file("gone");
+    let dir = path.parent().unwrap().to_path_buf();
+    let away = dir.with_extension("unmounted");
+    let _ = std::fs::remove_dir_all(&away);
+    let store = std::sync::Arc::new(SqliteStore::open(&path).unwrap());
+    let chef = chat::Chef::new(store.clone(), &["Noted.", "I heard you.", "Saved again."]);
+    assert_eq!(chef.turn("I like pasta.").await.1, [true, true]);
+    // The disk holding the file goes away (as an unmount would) while the
+    // connection is open: SQLite itself would go on writing into the open file.
+    std::fs::rename(&dir, &away).unwrap();
+    let (reply, persisted) = chef.turn("Pasta tonight?").await;
+    assert_eq!(
+        (reply.as_str(), persisted.as_slice()),
+        ("I heard you.", [false, false].as_slice())
+    );
+    let error = store.recent("s", &Default::default()).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "memory store: sqlite: the database file {} is gone (No such file or directory (os error 2)): deleted, moved, or on a disk that went away; nothing was read or written",
+            path.display()
+        )
+    );
+    // Back again: the next turn is stored, and everything earlier is there.
+    std::fs::rename(&away, &dir).unwrap();
+    assert_eq!(chef.turn("And now?").await.1, [true, true]);
+    let expected = ["I like pasta.", "Noted.", "And now?", "Saved again."];
+    assert_eq!(chat::texts(&*store).await, expected);
+    // Nothing went into the file while it was away: a fresh open sees the same.
+    let reopened = SqliteStore::open(&path).unwrap();
+    assert_eq!(chat::texts(&reopened).await, expected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_replaced_under_an_open_store_is_refused_until_reopened() {
+    let path = temp_file("restored");
+    let store = SqliteStore::open(&path).unwrap();
+    let record = |text: &str| MemoryRecord::new("s", "user", text, vec![1.0, 0.0]);
+    store.add(record("kept in the backup")).await.unwrap();
+    let backup = path.with_extension("backup");
+    let copy = rusqlite::Connection::open(&path).unwrap();
+    copy.execute("VACUUM INTO ?1", [backup.to_str().unwrap()])
+        .unwrap();
+    drop(copy);
+    store.add(record("after the backup")).await.unwrap();
+    // A backup is put in place while the store is open: writing on would go
+    // to the old file (or replay its log onto the new one).
+    std::fs::rename(&backup, &path).unwrap();
+    let error = store.add(record("refused")).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "memory store: sqlite: the database file {} was replaced by another file while open; open the store again to use it",
+            path.display()
+        )
+    );
+    assert!(
+        store
+            .recall("s", &[1.0, 0.0], RecallOpts::default())
+            .await
+            .is_err()
+    );
+    drop(store);
+    let reopened = SqliteStore::open(&path).unwrap();
+    let texts = chat::texts(&reopened).await;
+    assert_eq!(texts[0], "kept in the backup");
+    assert!(!texts.iter().any(|text| text == "refused"), "{texts:?}");
 }
