@@ -14,7 +14,7 @@ use super::policy::{Approver, AuditSink};
 use super::run::Frame;
 use crate::model::{ChatModel, Message, OfflineModel, ResponseFormat, ToolChoice};
 use crate::skill::{Skill, SkillContext, SkillResolver, effective_resolver};
-use crate::tool::{Capabilities, ToolContext, ToolSchema, Toolbox};
+use crate::tool::{Capabilities, ToolContext, ToolSchema, ToolSource, Toolbox};
 
 /// Steps an agent may take unless told otherwise.
 pub const DEFAULT_MAX_STEPS: usize = 8;
@@ -45,6 +45,7 @@ pub(super) struct Settings {
     pub max_depth: usize,
     pub max_calls_per_step: usize,
     pub response_format: Option<ResponseFormat>,
+    pub sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl Default for Settings {
@@ -68,6 +69,7 @@ impl Default for Settings {
             max_depth: DEFAULT_MAX_DEPTH,
             max_calls_per_step: DEFAULT_MAX_CALLS_PER_STEP,
             response_format: None,
+            sources: Vec::new(),
         }
     }
 }

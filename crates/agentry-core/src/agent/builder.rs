@@ -11,7 +11,7 @@ use super::policy::{Approver, AuditSink};
 use crate::model::{ChatModel, ResponseFormat, ToolChoice};
 use crate::skill::{Skill, SkillContext, SkillError, SkillResolver};
 use crate::tool::{
-    Capabilities, Capability, NetGrantError, Tool, ToolContext, Toolbox, ToolboxError,
+    Capabilities, Capability, NetGrantError, Tool, ToolContext, ToolSource, Toolbox, ToolboxError,
 };
 
 /// Why [`AgentBuilder::build`] refused.
@@ -179,6 +179,15 @@ impl AgentBuilder {
     pub fn grant(mut self, capability: Capability) -> Self {
         let grants = self.settings.grants.iter().cloned().chain([capability]);
         self.settings.grants = grants.collect();
+        self
+    }
+
+    /// Take tools from `source` too (an MCP server's): asked when each run
+    /// starts and again between steps when they changed. They obey the
+    /// allow-list like the agent's own tools; a name the agent already has
+    /// stays the agent's.
+    pub fn tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.settings.sources.push(source);
         self
     }
 

@@ -15,6 +15,7 @@ mod outcome;
 mod policy;
 mod run;
 mod skills;
+mod sources;
 mod spend;
 
 pub use agent::{Agent, DEFAULT_MAX_CALLS_PER_STEP, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS};

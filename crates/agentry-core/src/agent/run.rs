@@ -165,6 +165,7 @@ impl Agent {
                         self.refuse(calls, &reason, sink, n)
                     };
                     run_tools.activate(&records).await;
+                    run_tools.refresh_sources(self).await;
                     messages.extend(records.iter().map(|r| Message::tool(r.result.clone())));
                     let record = StepRecord {
                         index: n,

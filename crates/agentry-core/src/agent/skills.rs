@@ -33,6 +33,8 @@ pub(super) struct RunTools {
     offered: HashSet<String>,
     /// Skills whose tools are already active.
     activated: HashSet<String>,
+    /// Names of the tools that came from tool sources, to replace when they change.
+    pub(super) sourced: HashSet<String>,
 }
 
 impl RunTools {
@@ -41,7 +43,7 @@ impl RunTools {
     pub async fn prepare(agent: &Agent, model: &dyn ChatModel, messages: &[Message]) -> Self {
         let system = &agent.settings.system;
         let Some(resolver) = agent.resolver() else {
-            return Self {
+            let mut run = Self {
                 toolbox: agent.toolbox.clone(),
                 advertised: agent.advertised.clone(),
                 system: system.clone(),
@@ -49,7 +51,10 @@ impl RunTools {
                 exempt: HashSet::new(),
                 offered: HashSet::new(),
                 activated: HashSet::new(),
+                sourced: HashSet::new(),
             };
+            run.load_sources(agent).await;
+            return run;
         };
         let listed = resolver
             .list(ListContext {
@@ -72,9 +77,11 @@ impl RunTools {
             exempt: HashSet::new(),
             offered: listed.into_iter().map(|skill| skill.name).collect(),
             activated: HashSet::new(),
+            sourced: HashSet::new(),
         };
         let builtins = builtins_with_resolver(resolver, agent.settings.skill_context.clone());
         run.add(builtins, true);
+        run.load_sources(agent).await;
         run
     }
 
@@ -86,7 +93,7 @@ impl RunTools {
 
     /// Add tools (ones whose names are taken are skipped: the agent's own
     /// win); `exempt` ones may run whatever the allow-list says.
-    fn add(&mut self, tools: Vec<Tool>, exempt: bool) {
+    pub(super) fn add(&mut self, tools: Vec<Tool>, exempt: bool) {
         let new: Vec<Tool> = tools
             .into_iter()
             .filter(|tool| {

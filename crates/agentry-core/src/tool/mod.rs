@@ -25,6 +25,7 @@ mod handler;
 mod into_handler;
 mod net_grant;
 mod schema;
+mod source;
 mod state;
 #[allow(clippy::module_inception)]
 mod tool;
@@ -45,6 +46,7 @@ pub use schema::{
     ObjectSchemaBuilder, SchemaConflict, ToolSchema, normalize as normalize_schema, registry,
     schema_for_type,
 };
+pub use source::ToolSource;
 pub use state::State;
 pub use tool::{Tool, ToolExample, ToolHints};
 pub use toolbox::{DEFAULT_TIMEOUT, Toolbox, ToolboxError, find_by_name, for_agent};

@@ -1,0 +1,73 @@
+//! A run's tools from [`ToolSource`]s: loaded when the run starts, replaced
+//! between steps when a source says they changed.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::agent::Agent;
+use super::skills::RunTools;
+use crate::tool::{Tool, ToolSource, Toolbox};
+
+impl RunTools {
+    /// Add every source's tools that the allow-list lets through.
+    pub(super) async fn load_sources(&mut self, agent: &Agent) {
+        let sources = &agent.settings.sources;
+        if sources.is_empty() {
+            return;
+        }
+        let tools = fetch(sources, agent.settings.allow.as_deref()).await;
+        self.sourced = tools.iter().map(|tool| tool.name.clone()).collect();
+        self.add(tools, false);
+    }
+
+    /// Between steps: when a source's tools changed, replace all sourced tools
+    /// with what the sources offer now.
+    pub(super) async fn refresh_sources(&mut self, agent: &Agent) {
+        let sources = &agent.settings.sources;
+        if !sources.iter().any(|source| source.changed()) {
+            return;
+        }
+        tracing::info!("a tool source changed; its tools are reloaded");
+        let keep: Vec<Tool> = self
+            .toolbox
+            .to_vec()
+            .into_iter()
+            .filter(|tool| !self.sourced.contains(&tool.name))
+            .collect();
+        match Toolbox::for_agent(keep) {
+            Ok(toolbox) => {
+                self.toolbox = toolbox.with_default_timeout(self.toolbox.default_timeout);
+                let advertised = self
+                    .advertised
+                    .iter()
+                    .filter(|schema| !self.sourced.contains(&schema.name))
+                    .cloned()
+                    .collect();
+                self.advertised = Arc::new(advertised);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the tools could not be reloaded");
+                return;
+            }
+        }
+        self.load_sources(agent).await;
+    }
+}
+
+/// Each source's tools, allowed ones only; a source that fails is left out.
+async fn fetch(sources: &[Arc<dyn ToolSource>], allow: Option<&HashSet<String>>) -> Vec<Tool> {
+    let mut all = Vec::new();
+    for source in sources {
+        match source.tools().await {
+            Ok(tools) => all.extend(
+                tools
+                    .into_iter()
+                    .filter(|tool| allow.is_none_or(|allow| allow.contains(&tool.name))),
+            ),
+            Err(error) => {
+                tracing::warn!(source = source.name(), %error, "a tool source gave no tools")
+            }
+        }
+    }
+    all
+}
