@@ -1,0 +1,198 @@
+//! How to reach one MCP server, and how far to trust it.
+
+use std::time::Duration;
+
+/// How long connecting (spawning and the handshake) may take unless told otherwise.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How a server is reached.
+#[derive(Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A child process speaking MCP on its stdin and stdout. Its stderr goes to `tracing`.
+    Stdio {
+        /// The program.
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables.
+        env: Vec<(String, String)>,
+    },
+    /// Streamable HTTP at a URL.
+    Http {
+        /// The endpoint, such as `http://127.0.0.1:3001/mcp`.
+        url: String,
+        /// A bearer token, sent as `Authorization: Bearer …`.
+        bearer: Option<String>,
+        /// Extra headers on every request.
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl std::fmt::Debug for McpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stdio { program, args, .. } => f
+                .debug_struct("Stdio")
+                .field("program", program)
+                .field("args", args)
+                .finish_non_exhaustive(),
+            // Tokens and header values stay out of logs.
+            Self::Http {
+                url,
+                bearer,
+                headers,
+            } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("bearer", &bearer.as_ref().map(|_| "<redacted>"))
+                .field(
+                    "headers",
+                    &headers.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+                )
+                .finish(),
+        }
+    }
+}
+
+/// One MCP server: its name (the namespace of its tools), how to reach it,
+/// whether its tool annotations are believed, and what besides tools it offers.
+#[derive(Debug, Clone)]
+pub struct McpServerConfig {
+    /// The namespace of its tools: `everything` gives `everything.echo`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: McpTransport,
+    /// Believe its tool annotations. Untrusted (the default), every tool is
+    /// taken as destructive and not read-only whatever it claims, so each call
+    /// goes through the agent's approver.
+    pub trusted: bool,
+    /// Offer its prompts as tools (`NAME.prompt_…`).
+    pub prompts: bool,
+    /// Offer its resources as tools (`NAME.list_resources`, `NAME.read_resource`,
+    /// and one `NAME.template_…` per resource template).
+    pub resources: bool,
+    /// Longest a request (a tool call, a listing) may take before it is
+    /// cancelled (`notifications/cancelled`).
+    pub call_timeout: Duration,
+    /// Longest starting the server and the handshake may take.
+    pub connect_timeout: Duration,
+}
+
+impl McpServerConfig {
+    /// A server run as a child process: `command_line` is split into words
+    /// as a POSIX shell would (quotes and backslashes included), without running
+    /// a shell: `npx -y @modelcontextprotocol/server-everything`.
+    pub fn stdio(name: impl Into<String>, command_line: &str) -> Self {
+        let words = shell_words::split(command_line)
+            .unwrap_or_else(|_| command_line.split_whitespace().map(str::to_owned).collect());
+        let mut words = words.into_iter();
+        let program = words.next().unwrap_or_default();
+        Self::command(name, program, words)
+    }
+
+    /// A server run as a child process: `program` with exactly these arguments.
+    pub fn command<I, S>(name: impl Into<String>, program: impl Into<String>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::new(
+            name,
+            McpTransport::Stdio {
+                program: program.into(),
+                args: args.into_iter().map(Into::into).collect(),
+                env: Vec::new(),
+            },
+        )
+    }
+
+    /// A server at a Streamable HTTP endpoint.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::new(
+            name,
+            McpTransport::Http {
+                url: url.into(),
+                bearer: None,
+                headers: Vec::new(),
+            },
+        )
+    }
+
+    fn new(name: impl Into<String>, transport: McpTransport) -> Self {
+        Self {
+            name: name.into(),
+            transport,
+            trusted: false,
+            prompts: false,
+            resources: false,
+            call_timeout: Duration::from_secs(120),
+            connect_timeout: CONNECT_TIMEOUT,
+        }
+    }
+
+    /// `command` or `url`: an `http://` or `https://` URL is a Streamable HTTP
+    /// server, anything else a command line. The name is the server's own
+    /// when `name` is `None` (set once connected).
+    pub fn parse(name: Option<&str>, command_or_url: &str) -> Self {
+        let name = name.unwrap_or("").to_owned();
+        if command_or_url.starts_with("http://") || command_or_url.starts_with("https://") {
+            Self::http(name, command_or_url)
+        } else {
+            Self::stdio(name, command_or_url)
+        }
+    }
+
+    /// Send `Authorization: Bearer token` (HTTP only).
+    pub fn bearer(mut self, token: impl Into<String>) -> Self {
+        if let McpTransport::Http { bearer, .. } = &mut self.transport {
+            *bearer = Some(token.into());
+        }
+        self
+    }
+
+    /// Send a header on every request (HTTP only).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let McpTransport::Http { headers, .. } = &mut self.transport {
+            headers.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    /// Set an environment variable for the child (stdio only).
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let McpTransport::Stdio { env, .. } = &mut self.transport {
+            env.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    /// Believe the server's tool annotations (read-only, destructive, idempotent).
+    pub fn trusted(mut self, trusted: bool) -> Self {
+        self.trusted = trusted;
+        self
+    }
+
+    /// Offer the server's prompts as tools.
+    pub fn with_prompts(mut self) -> Self {
+        self.prompts = true;
+        self
+    }
+
+    /// Offer the server's resources and resource templates as tools.
+    pub fn with_resources(mut self) -> Self {
+        self.resources = true;
+        self
+    }
+
+    /// How long a request may take before it is cancelled.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// How long starting the server and the handshake may take.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+}

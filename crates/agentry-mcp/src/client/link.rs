@@ -1,0 +1,122 @@
+//! The connection to one server: spawned or dialled, the handshake, and
+//! restarts with backoff after the server dies.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use tokio::io::AsyncBufReadExt;
+
+use super::config::{McpServerConfig, McpTransport};
+use super::handler::Handler;
+use crate::McpError;
+
+/// A live session with a server.
+pub(crate) type Session = RunningService<RoleClient, Handler>;
+
+/// Longest wait between restart attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The state of the connection.
+pub(crate) enum Link {
+    /// Connected.
+    Up(Session),
+    /// Down since `since`, after `failures` failed restarts; `error` says why.
+    Down {
+        since: Instant,
+        failures: u32,
+        error: String,
+    },
+}
+
+impl Link {
+    /// How long after going down the next restart may be tried: at once the
+    /// first time, then 1 s, 2 s, 4 s … up to 30 s.
+    pub(crate) fn retry_at(since: Instant, failures: u32) -> Instant {
+        match failures {
+            0 => since,
+            n => since + Duration::from_secs(1 << (n - 1).min(5)).min(MAX_BACKOFF),
+        }
+    }
+}
+
+/// Connect and shake hands, within the configured connect timeout.
+pub(crate) async fn connect(
+    config: &McpServerConfig,
+    handler: Handler,
+) -> Result<Session, McpError> {
+    let server = config.name.clone();
+    let connecting = async {
+        match &config.transport {
+            McpTransport::Stdio { program, args, env } => {
+                let command = tokio::process::Command::new(program).configure(|command| {
+                    command.args(args);
+                    command.envs(env.iter().map(|(k, v)| (k, v)));
+                });
+                let (transport, stderr) = TokioChildProcess::builder(command)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|error| McpError::Spawn {
+                        program: program.clone(),
+                        message: error.to_string(),
+                    })?;
+                if let Some(stderr) = stderr {
+                    tokio::spawn(forward_stderr(server.clone(), stderr));
+                }
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|error| McpError::Handshake(error.to_string()))
+            }
+            McpTransport::Http {
+                url,
+                bearer,
+                headers,
+            } => {
+                let mut extra = HashMap::new();
+                for (name, value) in headers {
+                    let name = http::HeaderName::try_from(name.as_str())
+                        .map_err(|_| McpError::Config(format!("invalid header name {name:?}")))?;
+                    let value = http::HeaderValue::try_from(value.as_str()).map_err(|_| {
+                        McpError::Config(format!("invalid value for header {name}"))
+                    })?;
+                    extra.insert(name, value);
+                }
+                let mut transport_config =
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .custom_headers(extra);
+                if let Some(token) = bearer {
+                    transport_config = transport_config.auth_header(token.clone());
+                }
+                let client = reqwest::Client::builder()
+                    .connect_timeout(Duration::from_secs(10))
+                    .pool_max_idle_per_host(0)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .map_err(|error| McpError::Config(error.to_string()))?;
+                let transport =
+                    StreamableHttpClientTransport::with_client(client, transport_config);
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|error| McpError::Handshake(error.to_string()))
+            }
+        }
+    };
+    let limit = config.connect_timeout;
+    tokio::time::timeout(limit, connecting)
+        .await
+        .map_err(|_| McpError::Handshake(format!("no answer within {limit:?}")))?
+}
+
+/// The child's stderr, line by line, to `tracing` (never to the terminal).
+async fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::info!(target: "agentry_mcp::stderr", server = %server, "{line}");
+    }
+}

@@ -1,0 +1,329 @@
+//! The MCP client: an MCP server's tools (and, opted in, its prompts and
+//! resources) as agentry [`Tool`]s, namespaced by the server's name.
+//!
+//! A server that crashes or hangs never takes the agent down: a call that
+//! times out is cancelled (`notifications/cancelled`) and gives an error
+//! result; a server that died gives error results and is restarted, at once
+//! and then with backoff, on the next call.
+
+mod config;
+mod convert;
+mod extras;
+mod handler;
+mod link;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use agentry_core::BoxFuture;
+use agentry_core::tool::{Tool, ToolError, ToolHandler, ToolSource};
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequestParams, JsonObject, ServerCapabilities};
+use rmcp::service::{Peer, ServiceError};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+pub use config::{CONNECT_TIMEOUT, McpServerConfig, McpTransport};
+
+use crate::McpError;
+use handler::Handler;
+use link::Link;
+
+/// A connection to one MCP server.
+///
+/// ```no_run
+/// use agentry_mcp::{McpClient, McpServerConfig};
+///
+/// # async fn demo() -> Result<(), agentry_mcp::McpError> {
+/// let config = McpServerConfig::stdio("everything", "npx -y @modelcontextprotocol/server-everything");
+/// let client = McpClient::connect(config).await?;
+/// let tools = client.tools().await?;
+/// assert!(tools.iter().any(|tool| tool.name == "everything.echo"));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: McpServerConfig,
+    link: Mutex<Link>,
+    changed: Arc<AtomicBool>,
+    capabilities: ServerCapabilities,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("server", &self.inner.config.name)
+            .field("transport", &self.inner.config.transport)
+            .finish()
+    }
+}
+
+impl McpClient {
+    /// Start (or dial) the server and shake hands. With an empty name, the
+    /// server's own name (lower-cased, `-` for anything but letters and digits)
+    /// becomes the namespace.
+    pub async fn connect(mut config: McpServerConfig) -> Result<Self, McpError> {
+        let changed = Arc::new(AtomicBool::new(false));
+        let handler = Handler {
+            server: Arc::from(config.name.as_str()),
+            changed: changed.clone(),
+        };
+        let session = link::connect(&config, handler).await?;
+        let info = session.peer_info();
+        if config.name.is_empty() {
+            let own = info
+                .as_ref()
+                .and_then(|info| info.server_info.as_ref().map(|server| server.name.clone()));
+            config.name = namespace(own.as_deref().unwrap_or("mcp"));
+        }
+        let capabilities = info
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                link: Mutex::new(Link::Up(session)),
+                changed,
+                capabilities,
+            }),
+        })
+    }
+
+    /// The server's name: the namespace of its tools.
+    pub fn name(&self) -> &str {
+        &self.inner.config.name
+    }
+
+    /// The server's tools as agentry tools (`NAME.tool`), with its prompts
+    /// and resources when the configuration opted in. Every page of
+    /// `tools/list` is read.
+    pub async fn tools(&self) -> Result<Vec<Tool>, McpError> {
+        self.inner.changed.store(false, Ordering::SeqCst);
+        let peer = self.peer().await?;
+        let listed = self.within(peer.list_all_tools()).await?;
+        let mut tools = Vec::with_capacity(listed.len());
+        for remote in listed {
+            match self.tool(remote) {
+                Ok(tool) => tools.push(tool),
+                Err(error) => {
+                    tracing::warn!(server = %self.name(), %error, "an MCP tool is left out")
+                }
+            }
+        }
+        if self.inner.config.prompts && self.inner.capabilities.prompts.is_some() {
+            tools.extend(extras::prompts(self, &peer).await?);
+        }
+        if self.inner.config.resources && self.inner.capabilities.resources.is_some() {
+            tools.extend(extras::resources(self, &peer).await?);
+        }
+        Ok(tools)
+    }
+
+    /// Close the connection (a child process is stopped).
+    pub async fn close(&self) {
+        let mut link = self.inner.link.lock().await;
+        if let Link::Up(session) = &mut *link {
+            let _ = session.close().await;
+        }
+        *link = Link::Down {
+            since: Instant::now(),
+            failures: u32::MAX,
+            error: "closed".into(),
+        };
+    }
+
+    /// One server tool as an agentry tool whose handler calls it.
+    fn tool(&self, remote: rmcp::model::Tool) -> Result<Tool, McpError> {
+        let name = format!("{}.{}", self.name(), remote.name);
+        let input_schema = Value::Object(remote.input_schema.as_ref().clone());
+        jsonschema::validator_for(&input_schema)
+            .map_err(|error| McpError::Schema(format!("{name}: {error}")))?;
+        let output_schema = remote
+            .output_schema
+            .as_ref()
+            .map(|schema| Value::Object(schema.as_ref().clone()));
+        let declares_output = output_schema.is_some();
+        let client = self.clone();
+        let remote_name = remote.name.to_string();
+        let handler = ToolHandler::from_async(move |input: Value, _ctx| {
+            let (client, remote_name) = (client.clone(), remote_name.clone());
+            async move {
+                let result = client.call(&remote_name, input).await?;
+                convert::output(result, declares_output)
+            }
+        });
+        let mut tool = Tool::new(name, input_schema, handler);
+        tool.description = remote.description.map(|d| d.into_owned()).or(remote.title);
+        tool.output_schema = output_schema;
+        tool.pass_input = true;
+        tool.hints = convert::hints(remote.annotations.as_ref(), self.inner.config.trusted);
+        tool.hints.timeout = Some(self.inner.config.call_timeout);
+        Ok(tool)
+    }
+
+    /// Call a server tool by its own name.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<rmcp::model::CallToolResult, ToolError> {
+        let arguments: Option<JsonObject> = match arguments {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                return Err(ToolError::failed(format!(
+                    "MCP tool arguments must be an object, got {other}"
+                )));
+            }
+        };
+        let peer = self.peer().await.map_err(ToolError::failed)?;
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        self.within(peer.call_tool(params))
+            .await
+            .map_err(ToolError::failed)
+    }
+
+    /// The live session's peer, restarting the server first when it is down
+    /// and its backoff has passed.
+    pub(crate) async fn peer(&self) -> Result<Peer<RoleClient>, McpError> {
+        let mut link = self.inner.link.lock().await;
+        if let Link::Up(session) = &*link
+            && !session.is_closed()
+        {
+            return Ok(session.peer().clone());
+        }
+        let (since, failures, error) = match &*link {
+            Link::Up(_) => (Instant::now(), 0, "the connection closed".to_owned()),
+            Link::Down {
+                since,
+                failures,
+                error,
+            } => (*since, *failures, error.clone()),
+        };
+        if failures == u32::MAX {
+            return Err(McpError::Down {
+                server: self.name().to_owned(),
+                reason: error,
+            });
+        }
+        let retry_at = Link::retry_at(since, failures);
+        let now = Instant::now();
+        if now < retry_at {
+            *link = Link::Down {
+                since,
+                failures,
+                error: error.clone(),
+            };
+            return Err(McpError::Down {
+                server: self.name().to_owned(),
+                reason: format!(
+                    "{error}; the next restart is in {} ms",
+                    (retry_at - now).as_millis()
+                ),
+            });
+        }
+        tracing::warn!(server = %self.name(), %error, "restarting the MCP server");
+        let handler = Handler {
+            server: Arc::from(self.name()),
+            changed: self.inner.changed.clone(),
+        };
+        match link::connect(&self.inner.config, handler).await {
+            Ok(session) => {
+                let peer = session.peer().clone();
+                *link = Link::Up(session);
+                // Its tools may differ from the old process's.
+                self.inner.changed.store(true, Ordering::SeqCst);
+                Ok(peer)
+            }
+            Err(restart) => {
+                *link = Link::Down {
+                    since: Instant::now(),
+                    failures: failures + 1,
+                    error: restart.to_string(),
+                };
+                Err(McpError::Down {
+                    server: self.name().to_owned(),
+                    reason: restart.to_string(),
+                })
+            }
+        }
+    }
+
+    /// A request's answer within the call timeout (dropping it on time-out
+    /// sends `notifications/cancelled`).
+    pub(crate) async fn within<T>(
+        &self,
+        request: impl std::future::Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, McpError> {
+        let limit = self.inner.config.call_timeout;
+        match tokio::time::timeout(limit, request).await {
+            Ok(answer) => answer.map_err(|error| self.failed(error)),
+            Err(_) => Err(McpError::Request(format!(
+                "the MCP server {} did not answer within {limit:?}; the request was cancelled",
+                self.name()
+            ))),
+        }
+    }
+
+    /// A failed request as an error; a closed transport also marks the
+    /// server down, to be restarted on the next call.
+    pub(crate) fn failed(&self, error: ServiceError) -> McpError {
+        let gone = matches!(
+            error,
+            ServiceError::TransportClosed | ServiceError::TransportSend(_)
+        );
+        if gone && let Ok(mut link) = self.inner.link.try_lock() {
+            *link = Link::Down {
+                since: Instant::now(),
+                failures: 0,
+                error: error.to_string(),
+            };
+        }
+        match error {
+            ServiceError::McpError(data) => McpError::Server(data.message.to_string()),
+            error if gone => McpError::Down {
+                server: self.name().to_owned(),
+                reason: format!("{error}; it will be restarted on the next call"),
+            },
+            error => McpError::Request(format!("the MCP request failed: {error}")),
+        }
+    }
+}
+
+/// A server's own name as a namespace: lower case, `-` for anything else.
+fn namespace(name: &str) -> String {
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = name.trim_matches('-').to_owned();
+    if name.is_empty() { "mcp".into() } else { name }
+}
+
+impl ToolSource for McpClient {
+    fn name(&self) -> &str {
+        McpClient::name(self)
+    }
+
+    fn tools(&self) -> BoxFuture<'_, Result<Vec<Tool>, String>> {
+        Box::pin(async move { McpClient::tools(self).await.map_err(|e| e.to_string()) })
+    }
+
+    fn changed(&self) -> bool {
+        self.inner.changed.load(Ordering::SeqCst)
+    }
+}
