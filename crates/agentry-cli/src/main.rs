@@ -3,6 +3,7 @@
 
 mod demo_tools;
 mod eval;
+mod mcp;
 mod metatool;
 mod models;
 mod providers;
@@ -68,6 +69,11 @@ enum Command {
         #[command(subcommand)]
         command: skills::SkillsCommand,
     },
+    /// Serve agentry's tools over MCP.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp::McpCommand,
+    },
 }
 
 #[tokio::main]
@@ -78,6 +84,7 @@ async fn main() -> ExitCode {
         Command::Model { command } => models::run(command).await,
         Command::Eval { command } => eval::run(command).await,
         Command::Skills { command } => skills::run(command).await,
+        Command::Mcp { command } => mcp::run(command).await,
     };
     match result {
         Ok(code) => code,

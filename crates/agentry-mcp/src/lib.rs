@@ -33,3 +33,6 @@ pub mod server;
 pub use client::{McpClient, McpServerConfig, McpTransport};
 pub use error::McpError;
 pub use server::McpServer;
+pub use server::{HttpOptions, MCP_PATH};
+/// Stops an HTTP endpoint's streams ([`McpServer::router`]).
+pub use tokio_util::sync::CancellationToken;

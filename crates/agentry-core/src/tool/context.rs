@@ -58,7 +58,23 @@ struct ContextInner {
     state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
     capabilities: Capabilities,
     call_scope: Option<Arc<CallScope>>,
+    progress: Option<ProgressSink>,
 }
+
+/// One progress report from a running tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Work done so far; grows with every report.
+    pub progress: f64,
+    /// The total, when known.
+    pub total: Option<f64>,
+    /// What is happening now.
+    pub message: Option<String>,
+}
+
+/// Where a tool's progress reports go (an MCP server sends them on as
+/// `notifications/progress`).
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// The per-request context handed to tools.
 ///
@@ -155,6 +171,37 @@ impl ToolContext {
         self
     }
 
+    /// Send this call's progress reports to `sink`.
+    pub fn with_progress(mut self, sink: ProgressSink) -> Self {
+        self.inner_mut().progress = Some(sink);
+        self
+    }
+
+    /// Report progress, for callers that listen (an MCP client does); a
+    /// no-op when nobody does.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use agentry_core::tool::{Progress, ToolContext};
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let log = seen.clone();
+    /// let ctx = ToolContext::new().with_progress(Arc::new(move |p: Progress| log.lock().unwrap().push(p.progress)));
+    /// ctx.report_progress(1.0, Some(3.0), "one of three");
+    /// ToolContext::new().report_progress(1.0, None, "nobody listens");
+    /// assert_eq!(*seen.lock().unwrap(), [1.0]);
+    /// ```
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: impl Into<String>) {
+        if let Some(sink) = &self.inner.progress {
+            let message = message.into();
+            sink(Progress {
+                progress,
+                total,
+                message: (!message.is_empty()).then_some(message),
+            });
+        }
+    }
+
     /// Bind the scope of the agent run making this call (child agents read it).
     pub(crate) fn with_call_scope(mut self, scope: Arc<CallScope>) -> Self {
         self.inner_mut().call_scope = Some(scope);
@@ -184,6 +231,9 @@ impl ToolContext {
         }
         for (type_id, value) in &other.state {
             inner.state.entry(*type_id).or_insert_with(|| value.clone());
+        }
+        if let Some(progress) = &other.progress {
+            inner.progress = Some(progress.clone());
         }
         self
     }

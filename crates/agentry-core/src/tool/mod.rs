@@ -36,7 +36,7 @@ pub mod wire;
 pub use builder::{BuildError, DEFAULT_NAMESPACE, FunctionBuilder, RESERVED_NAMES, function};
 pub use call::{ToolCall, ToolResult};
 pub use capability::{Capabilities, Capability, normalize_path};
-pub use context::{Identity, Session, ToolContext};
+pub use context::{Identity, Progress, ProgressSink, Session, ToolContext};
 pub use dispatch::{MAX_BLOCKING_TOOLS, dispatch};
 pub use guard::{CapabilityError, Fs};
 pub use handler::{Arguments, ToolError, ToolHandler, from_input, result_to_output, to_output};

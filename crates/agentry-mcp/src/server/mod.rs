@@ -1,2 +1,275 @@
-//! placeholder
-pub struct McpServer;
+//! The MCP server: a [`Toolbox`] served over stdio or Streamable HTTP, in
+//! both protocol eras rmcp speaks (2025-11-25 with `initialize` and
+//! sessions; the stateless 2026-07-28). `tools/list` is in the toolbox's
+//! order, in pages; calls are validated by agentry's dispatch (a bad argument
+//! is an `isError` result), report progress, and stop when cancelled.
+
+mod convert;
+mod http;
+
+use std::sync::Arc;
+
+use agentry_core::tool::{Progress, ToolCall, ToolContext, Toolbox};
+use rmcp::RoleServer;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, ServiceExt};
+use serde_json::Value;
+
+pub use http::{HttpOptions, MCP_PATH};
+
+use crate::McpError;
+
+/// Tools per `tools/list` page unless told otherwise.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// A toolbox served over MCP.
+///
+/// ```no_run
+/// use agentry_core::tool::{Toolbox, function};
+/// use agentry_mcp::McpServer;
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let add = function("add").namespace("math").arg::<i64>("x", "x").arg::<i64>("y", "y")
+///     .handler(|a: serde_json::Value| Ok::<_, String>(a["x"].as_i64().unwrap_or(0) + a["y"].as_i64().unwrap_or(0)))
+///     .build()?;
+/// McpServer::new(Toolbox::for_agent([add])?).serve_stdio().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    toolbox: Toolbox,
+    /// `(MCP name, agentry name)` in the toolbox's order.
+    names: Vec<(String, String)>,
+    name: String,
+    version: String,
+    instructions: Option<String>,
+    page_size: usize,
+    context: ToolContext,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.inner.name)
+            .field("tools", &self.inner.names.len())
+            .finish()
+    }
+}
+
+impl McpServer {
+    /// Serve `toolbox`. Each tool is published under its own name when MCP
+    /// accepts it (`A-Z a-z 0-9 _ . -`, at most 128), else under its wire name.
+    pub fn new(toolbox: Toolbox) -> Self {
+        let names = toolbox
+            .tools()
+            .map(|tool| {
+                let published = if convert::is_mcp_name(&tool.name) {
+                    tool.name.clone()
+                } else {
+                    toolbox
+                        .wire_name(&tool.name)
+                        .unwrap_or(&tool.name)
+                        .to_owned()
+                };
+                (published, tool.name.clone())
+            })
+            .collect();
+        Self {
+            inner: Arc::new(Inner {
+                toolbox,
+                names,
+                name: "agentry".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                instructions: None,
+                page_size: DEFAULT_PAGE_SIZE,
+                context: ToolContext::default(),
+            }),
+        }
+    }
+
+    fn inner_mut(&mut self) -> &mut Inner {
+        Arc::get_mut(&mut self.inner).expect("configured before serving")
+    }
+
+    /// The name and version the server gives in its handshake.
+    pub fn named(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        let inner = self.inner_mut();
+        inner.name = name.into();
+        inner.version = version.into();
+        self
+    }
+
+    /// Instructions for the host's model.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.inner_mut().instructions = Some(text.into());
+        self
+    }
+
+    /// Tools per `tools/list` page.
+    pub fn page_size(mut self, tools: usize) -> Self {
+        self.inner_mut().page_size = tools.max(1);
+        self
+    }
+
+    /// The context every call gets (state, extras, capabilities).
+    pub fn context(mut self, context: ToolContext) -> Self {
+        self.inner_mut().context = context;
+        self
+    }
+
+    /// The published names, in `tools/list` order.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.inner
+            .names
+            .iter()
+            .map(|(published, _)| published.as_str())
+    }
+
+    /// Serve on this process's stdin and stdout until the client leaves.
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|error| McpError::Serve(error.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|error| McpError::Serve(error.to_string()))?;
+        Ok(())
+    }
+
+    fn lookup(&self, published: &str) -> Option<&str> {
+        self.inner
+            .names
+            .iter()
+            .find(|(name, _)| name == published)
+            .map(|(_, tool)| tool.as_str())
+    }
+
+    fn describe(&self, published: &str, tool: &str) -> Option<rmcp::model::Tool> {
+        let tool = self.inner.toolbox.find_by_name(tool)?;
+        Some(convert::tool(published, tool))
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        let mut config = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(&self.inner.name, &self.inner.version));
+        if let Some(instructions) = &self.inner.instructions {
+            config = config.with_instructions(instructions.clone());
+        }
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let start = match request.and_then(|request| request.cursor) {
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start < self.inner.names.len())
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(format!("invalid cursor {cursor:?}"), None)
+                })?,
+            None => 0,
+        };
+        let end = (start + self.inner.page_size).min(self.inner.names.len());
+        let page = self.inner.names[start..end]
+            .iter()
+            .filter_map(|(published, tool)| self.describe(published, tool))
+            .collect();
+        let mut result = ListToolsResult::with_all_items(page);
+        result.next_cursor = (end < self.inner.names.len()).then(|| end.to_string());
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let tool = self.lookup(name)?;
+        self.describe(name, tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(tool_name) = self.lookup(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {}", request.name),
+                None,
+            ));
+        };
+        let declares_output = self
+            .inner
+            .toolbox
+            .find_by_name(tool_name)
+            .is_some_and(|tool| tool.output_schema.is_some());
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        let id = format!("mcp-{}", context.id);
+        let call = ToolCall::new(id, tool_name, input);
+        let mut ctx = self.inner.context.clone();
+        let mut forwarding = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (sink, done) = progress_sender(context.peer.clone(), token);
+            ctx = ctx.with_progress(sink);
+            forwarding = Some(done);
+        }
+        let toolbox = &self.inner.toolbox;
+        let result = tokio::select! {
+            result = toolbox.dispatch_with(call, &ctx) => result,
+            _ = context.ct.cancelled() => {
+                tracing::info!(tool = %request.name, "an MCP tool call was cancelled");
+                return Err(ErrorData::internal_error("the call was cancelled", None));
+            }
+        };
+        // Every progress report goes out before the result.
+        drop(ctx);
+        if let Some(done) = forwarding {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), done).await;
+        }
+        Ok(convert::result(result, declares_output).into())
+    }
+}
+
+/// A progress sink that sends `notifications/progress` for `token`, in
+/// order, and the task doing it, which ends once every sink is dropped.
+fn progress_sender(
+    peer: rmcp::service::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+) -> (
+    agentry_core::tool::ProgressSink,
+    tokio::task::JoinHandle<()>,
+) {
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    let done = tokio::spawn(async move {
+        while let Some(progress) = receiver.recv().await {
+            let mut params = ProgressNotificationParam::new(token.clone(), progress.progress);
+            if let Some(total) = progress.total {
+                params = params.with_total(total);
+            }
+            if let Some(message) = progress.message {
+                params = params.with_message(message);
+            }
+            if peer.notify_progress(params).await.is_err() {
+                break;
+            }
+        }
+    });
+    let sink: agentry_core::tool::ProgressSink = Arc::new(move |progress| {
+        let _ = sender.send(progress);
+    });
+    (sink, done)
+}
