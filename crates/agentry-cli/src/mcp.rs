@@ -91,8 +91,10 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     match args.http {
         None => server.serve_stdio().await.map_err(|e| e.to_string())?,
         Some(address) => {
-            let mut options = HttpOptions::default();
-            options.bearer = args.token;
+            let mut options = HttpOptions {
+                bearer: args.token,
+                ..HttpOptions::default()
+            };
             options.allowed_hosts.extend(args.allow_hosts);
             options.allowed_origins.extend(args.allow_origins);
             let listener = tokio::net::TcpListener::bind(address)
