@@ -1,16 +1,21 @@
-//! `agentry mcp serve`: agentry's tools for any MCP host, over stdio (the
-//! default) or Streamable HTTP (`--http 127.0.0.1:PORT`): the demo tools,
-//! an Agent Skills folder's skills (`--skills DIR`), and an agent as one
-//! tool, `ask` (`--agent`), so another host can delegate to it.
+//! MCP in the CLI. `agentry mcp serve`: agentry's tools for any MCP host,
+//! over stdio (the default) or Streamable HTTP (`--http 127.0.0.1:PORT`): the
+//! demo tools, an Agent Skills folder's skills (`--skills DIR`), and an agent
+//! as one tool, `ask` (`--agent`), so another host can delegate to it.
+//! `agentry mcp tools SERVER` lists what a server gives an agent, and
+//! `agentry run --mcp SERVER` gives it to one.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agentry::agent::AgentBuilder;
+use std::io::IsTerminal;
+
+use agentry::BoxFuture;
+use agentry::agent::{AgentBuilder, Approval, Approver};
 use agentry::skill::{builtin_list_skills, builtin_read_skill};
-use agentry::tool::{Capabilities, Capability, ToolContext, Toolbox};
-use agentry_mcp::{HttpOptions, McpServer};
+use agentry::tool::{Capabilities, Capability, Tool, ToolCall, ToolContext, Toolbox};
+use agentry_mcp::{HttpOptions, McpClient, McpServer, McpServerConfig};
 
 use crate::ModelArgs;
 
@@ -19,6 +24,68 @@ use crate::ModelArgs;
 pub enum McpCommand {
     /// Serve agentry's tools over MCP.
     Serve(ServeArgs),
+    /// List the tools an MCP server gives an agent, as the agent sees them.
+    Tools {
+        /// `[NAME=]COMMAND_OR_URL`: a command line (run over stdio) or an http(s) URL.
+        server: String,
+        /// Believe the server's tool annotations.
+        #[arg(long)]
+        trusted: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Connect to each `--mcp` server: a command line or an http(s) URL, named
+/// after the server's own name.
+pub async fn connect_all(servers: &[String], trusted: bool) -> Result<Vec<McpClient>, String> {
+    let mut clients = Vec::with_capacity(servers.len());
+    for server in servers {
+        let config = McpServerConfig::parse(server).trusted(trusted);
+        let client = McpClient::connect(config)
+            .await
+            .map_err(|e| format!("MCP server {server:?}: {e}"))?;
+        clients.push(client);
+    }
+    Ok(clients)
+}
+
+/// Approves destructive calls: all of them with `--yes`; otherwise asks on
+/// a terminal, and refuses when there is none to ask on.
+pub struct CliApprover {
+    /// `--yes`.
+    pub yes: bool,
+}
+
+impl Approver for CliApprover {
+    fn review<'a>(&'a self, tool: &'a Tool, call: &'a ToolCall) -> BoxFuture<'a, Approval> {
+        let yes = self.yes;
+        let question = format!(
+            "approve the destructive call {}({})? [y/N] ",
+            tool.name, call.input
+        );
+        Box::pin(async move {
+            if yes {
+                return Approval::Approve;
+            }
+            if !std::io::stdin().is_terminal() {
+                return Approval::Deny(
+                    "destructive calls need approval: the user did not run with --yes".into(),
+                );
+            }
+            let answer = tokio::task::spawn_blocking(move || {
+                eprint!("{question}");
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).map(|_| line)
+            })
+            .await;
+            match answer {
+                Ok(Ok(line)) if matches!(line.trim(), "y" | "Y" | "yes") => Approval::Approve,
+                _ => Approval::Deny("the user declined".into()),
+            }
+        })
+    }
 }
 
 /// Arguments of `agentry mcp serve`.
@@ -53,6 +120,31 @@ pub struct ServeArgs {
 pub async fn run(command: McpCommand) -> Result<ExitCode, String> {
     match command {
         McpCommand::Serve(args) => serve(args).await,
+        McpCommand::Tools {
+            server,
+            trusted,
+            json,
+        } => {
+            let client = connect_all(&[server], trusted).await?.remove(0);
+            let tools = client.tools().await.map_err(|e| e.to_string())?;
+            if json {
+                let listed = serde_json::to_string_pretty(&tools).map_err(|e| e.to_string())?;
+                println!("{listed}");
+            } else {
+                for tool in &tools {
+                    let description = tool.description.as_deref().unwrap_or("");
+                    let first = description.lines().next().unwrap_or("");
+                    let mark = if tool.hints.destructive {
+                        " (destructive)"
+                    } else {
+                        ""
+                    };
+                    println!("{}{mark}: {first}", tool.name);
+                }
+            }
+            client.close().await;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

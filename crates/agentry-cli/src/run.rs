@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use agentry::agent::{AgentBuilder, Outcome, RunOutcome};
 use agentry::tool::Capability;
@@ -38,6 +39,19 @@ pub struct RunArgs {
     /// the system prompt, read on demand with `read_skill`).
     #[arg(long)]
     skills: Option<PathBuf>,
+    /// Give the agent an MCP server's tools: `[NAME=]COMMAND_OR_URL`, a
+    /// command line (run over stdio) or an http(s) URL (Streamable HTTP); the
+    /// tools are named `NAME.tool` (the server's own name by default). Repeatable.
+    #[arg(long = "mcp", value_name = "[NAME=]COMMAND_OR_URL")]
+    mcp: Vec<String>,
+    /// Believe the MCP servers' tool annotations (read-only, destructive).
+    /// Without it every MCP tool is treated as destructive.
+    #[arg(long)]
+    mcp_trusted: bool,
+    /// Approve destructive tool calls without asking (by default they are
+    /// asked about on a terminal, and refused otherwise).
+    #[arg(long)]
+    yes: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -65,7 +79,13 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         let report = crate::skills::load_and_warn(skills_dir)?;
         agent = agent.skills(report.to_skills());
     }
-    let agent = agent.build().map_err(|e| e.to_string())?;
+    for server in crate::mcp::connect_all(&args.mcp, args.mcp_trusted).await? {
+        agent = agent.tool_source(Arc::new(server));
+    }
+    let agent = agent
+        .approver(crate::mcp::CliApprover { yes: args.yes })
+        .build()
+        .map_err(|e| e.to_string())?;
     let outcome = agent.run(&args.question).await;
     if args.json {
         println!(

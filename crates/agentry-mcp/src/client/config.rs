@@ -130,15 +130,35 @@ impl McpServerConfig {
         }
     }
 
-    /// `command` or `url`: an `http://` or `https://` URL is a Streamable HTTP
-    /// server, anything else a command line. The name is the server's own
-    /// when `name` is `None` (set once connected).
-    pub fn parse(name: Option<&str>, command_or_url: &str) -> Self {
-        let name = name.unwrap_or("").to_owned();
-        if command_or_url.starts_with("http://") || command_or_url.starts_with("https://") {
-            Self::http(name, command_or_url)
+    /// A server as written on a command line: `[NAME=]COMMAND_OR_URL`. An
+    /// `http://` or `https://` URL is a Streamable HTTP server, anything else a
+    /// command line. Without `NAME=` (letters, digits, `_`, `-`), the name is
+    /// the server's own, set once connected.
+    ///
+    /// ```
+    /// use agentry_mcp::{McpServerConfig, McpTransport};
+    ///
+    /// let named = McpServerConfig::parse("fs=npx -y @modelcontextprotocol/server-filesystem /tmp");
+    /// assert_eq!(named.name, "fs");
+    /// let remote = McpServerConfig::parse("https://mcp.example.com/mcp");
+    /// assert!(matches!(remote.transport, McpTransport::Http { .. }) && remote.name.is_empty());
+    /// ```
+    pub fn parse(spec: &str) -> Self {
+        let (name, rest) = match spec.split_once('=') {
+            Some((name, rest))
+                if !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
+            {
+                (name, rest)
+            }
+            _ => ("", spec),
+        };
+        if rest.starts_with("http://") || rest.starts_with("https://") {
+            Self::http(name, rest)
         } else {
-            Self::stdio(name, command_or_url)
+            Self::stdio(name, rest)
         }
     }
 

@@ -298,9 +298,15 @@ impl McpClient {
     }
 }
 
-/// A server's own name as a namespace: lower case, `-` for anything else.
+/// A server's own name as a namespace: its last `/`-separated part, lower
+/// case, `-` for anything but letters and digits (`mcp-servers/everything`
+/// gives `everything`).
 fn namespace(name: &str) -> String {
-    let name: String = name
+    let last = name
+        .rsplit('/')
+        .find(|part| !part.trim().is_empty())
+        .unwrap_or("");
+    let name: String = last
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() {
@@ -312,6 +318,16 @@ fn namespace(name: &str) -> String {
         .collect();
     let name = name.trim_matches('-').to_owned();
     if name.is_empty() { "mcp".into() } else { name }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn server_names_become_namespaces() {
+        assert_eq!(super::namespace("mcp-servers/everything"), "everything");
+        assert_eq!(super::namespace("My Server!"), "my-server");
+        assert_eq!(super::namespace("///"), "mcp");
+    }
 }
 
 impl ToolSource for McpClient {

