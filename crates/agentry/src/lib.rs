@@ -91,6 +91,10 @@ pub use agentry_store as store;
 #[cfg(feature = "skill-folders")]
 pub use agentry_skills as skill_folders;
 
+/// MCP: servers' tools as agentry tools, and a toolbox served over MCP (feature `mcp`).
+#[cfg(feature = "mcp")]
+pub use agentry_mcp as mcp;
+
 /// Seed 000's `from-fn(f)`: the [`Tool`](tool::Tool) of a `#[tool]` function,
 /// by path. Same as `f::tool()`; override fields with struct-update syntax.
 ///

@@ -320,16 +320,6 @@ fn namespace(name: &str) -> String {
     if name.is_empty() { "mcp".into() } else { name }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn server_names_become_namespaces() {
-        assert_eq!(super::namespace("mcp-servers/everything"), "everything");
-        assert_eq!(super::namespace("My Server!"), "my-server");
-        assert_eq!(super::namespace("///"), "mcp");
-    }
-}
-
 impl ToolSource for McpClient {
     fn name(&self) -> &str {
         McpClient::name(self)
@@ -341,5 +331,15 @@ impl ToolSource for McpClient {
 
     fn changed(&self) -> bool {
         self.inner.changed.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn server_names_become_namespaces() {
+        assert_eq!(super::namespace("mcp-servers/everything"), "everything");
+        assert_eq!(super::namespace("My Server!"), "my-server");
+        assert_eq!(super::namespace("///"), "mcp");
     }
 }
