@@ -53,3 +53,23 @@ pub fn local_model_present() -> bool {
     );
     false
 }
+
+/// For an example's test: whether the npm peers (`npm ci --prefix npm`) are
+/// there. Without them the test says so loudly and skips, unless
+/// `AGENTRY_REQUIRE_NPM=1` (set by CI).
+
+pub fn npm_peers_present() -> bool {
+    let modules =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../npm/node_modules");
+    if modules
+        .join("@modelcontextprotocol/server-everything/dist/index.js")
+        .exists()
+    {
+        return true;
+    }
+    if std::env::var("AGENTRY_REQUIRE_NPM").as_deref() == Ok("1") {
+        panic!("the npm peers are not installed (npm ci --prefix npm) and AGENTRY_REQUIRE_NPM=1");
+    }
+    eprintln!("\n*** SKIPPED: run `npm ci --prefix npm` to run this example's test ***\n");
+    false
+}
