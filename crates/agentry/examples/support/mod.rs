@@ -57,7 +57,6 @@ pub fn local_model_present() -> bool {
 /// For an example's test: whether the npm peers (`npm ci --prefix npm`) are
 /// there. Without them the test says so loudly and skips, unless
 /// `AGENTRY_REQUIRE_NPM=1` (set by CI).
-
 pub fn npm_peers_present() -> bool {
     let modules =
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../npm/node_modules");
