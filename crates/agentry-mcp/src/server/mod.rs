@@ -5,6 +5,8 @@
 //! is an `isError` result), report progress, and stop when cancelled.
 
 mod convert;
+#[doc(hidden)]
+pub mod fuzz;
 mod http;
 
 use std::sync::Arc;
@@ -176,7 +178,46 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let start = match request.and_then(|request| request.cursor) {
+        self.page(request.and_then(|request| request.cursor))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let tool = self.lookup(name)?;
+        self.describe(name, tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut forwarding = None;
+        let mut progress = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (sink, done) = progress_sender(context.peer.clone(), token);
+            progress = Some(sink);
+            forwarding = Some(done);
+        }
+        let name = request.name.clone();
+        let result = tokio::select! {
+            result = self.call(request, progress) => result?,
+            _ = context.ct.cancelled() => {
+                tracing::info!(tool = %name, "an MCP tool call was cancelled");
+                return Err(ErrorData::internal_error("the call was cancelled", None));
+            }
+        };
+        // Every progress report goes out before the result.
+        if let Some(done) = forwarding {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), done).await;
+        }
+        Ok(result.into())
+    }
+}
+
+impl McpServer {
+    /// One `tools/list` page, from `cursor` (the index of its first tool).
+    pub(crate) fn page(&self, cursor: Option<String>) -> Result<ListToolsResult, ErrorData> {
+        let start = match cursor {
             Some(cursor) => cursor
                 .parse::<usize>()
                 .ok()
@@ -196,16 +237,14 @@ impl ServerHandler for McpServer {
         Ok(result)
     }
 
-    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        let tool = self.lookup(name)?;
-        self.describe(name, tool)
-    }
-
-    async fn call_tool(
+    /// One `tools/call`: dispatched (validated) with the server's context,
+    /// progress going to `progress`; the context and sink are dropped before
+    /// it returns, so every report is sent first.
+    pub(crate) async fn call(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+        progress: Option<agentry_core::tool::ProgressSink>,
+    ) -> Result<rmcp::model::CallToolResult, ErrorData> {
         let Some(tool_name) = self.lookup(&request.name) else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {}", request.name),
@@ -218,29 +257,14 @@ impl ServerHandler for McpServer {
             .find_by_name(tool_name)
             .is_some_and(|tool| tool.output_schema.is_some());
         let input = Value::Object(request.arguments.unwrap_or_default());
-        let id = format!("mcp-{}", context.id);
-        let call = ToolCall::new(id, tool_name, input);
+        let call = ToolCall::new("mcp", tool_name, input);
         let mut ctx = self.inner.context.clone();
-        let mut forwarding = None;
-        if let Some(token) = context.meta.get_progress_token() {
-            let (sink, done) = progress_sender(context.peer.clone(), token);
+        if let Some(sink) = progress {
             ctx = ctx.with_progress(sink);
-            forwarding = Some(done);
         }
-        let toolbox = &self.inner.toolbox;
-        let result = tokio::select! {
-            result = toolbox.dispatch_with(call, &ctx) => result,
-            _ = context.ct.cancelled() => {
-                tracing::info!(tool = %request.name, "an MCP tool call was cancelled");
-                return Err(ErrorData::internal_error("the call was cancelled", None));
-            }
-        };
-        // Every progress report goes out before the result.
+        let result = self.inner.toolbox.dispatch_with(call, &ctx).await;
         drop(ctx);
-        if let Some(done) = forwarding {
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), done).await;
-        }
-        Ok(convert::result(result, declares_output).into())
+        Ok(convert::result(result, declares_output))
     }
 }
 
