@@ -40,10 +40,15 @@ pub(crate) fn tool(name: &str, tool: &Tool) -> rmcp::model::Tool {
     described
 }
 
+/// The key of an output made with [`content`](crate::server::content): MCP
+/// content blocks to send as they are.
+pub(crate) const CONTENT_KEY: &str = "mcp_content";
+
 /// A dispatch result as a `tools/call` result: an error's message with
-/// `isError: true`; an object as `structuredContent` plus its JSON text;
-/// text as text; anything else as its JSON text (and structured, when the
-/// tool declares an output schema).
+/// `isError: true`; MCP content blocks (an output made with
+/// [`content`](crate::server::content)) as they are; an object as
+/// `structuredContent` plus its JSON text; text as text; anything else as its
+/// JSON text (and structured, when the tool declares an output schema).
 pub(crate) fn result(result: ToolResult, declares_output: bool) -> CallToolResult {
     let text = |value: &Value| match value {
         Value::String(text) => text.clone(),
@@ -51,6 +56,9 @@ pub(crate) fn result(result: ToolResult, declares_output: bool) -> CallToolResul
     };
     if result.is_error {
         return CallToolResult::error(vec![ContentBlock::text(text(&result.output))]);
+    }
+    if let Some(blocks) = content_blocks(&result.output) {
+        return CallToolResult::success(blocks);
     }
     match result.output {
         output @ Value::Object(_) => CallToolResult::structured(output),
@@ -61,6 +69,15 @@ pub(crate) fn result(result: ToolResult, declares_output: bool) -> CallToolResul
         }
         output => CallToolResult::success(vec![ContentBlock::text(text(&output))]),
     }
+}
+
+/// The blocks of an output made with [`content`](crate::server::content).
+fn content_blocks(output: &Value) -> Option<Vec<ContentBlock>> {
+    let object = output.as_object()?;
+    if object.len() != 1 {
+        return None;
+    }
+    serde_json::from_value(object.get(CONTENT_KEY)?.clone()).ok()
 }
 
 #[cfg(test)]

@@ -25,6 +25,22 @@ pub use http::{HttpOptions, MCP_PATH};
 
 use crate::McpError;
 
+/// A tool output that the MCP server sends as these content blocks (images,
+/// audio, embedded resources, several texts) instead of as JSON. Inside
+/// agentry it is an object with one key, `mcp_content`.
+///
+/// ```
+/// use agentry_mcp::server::content;
+/// use rmcp::model::ContentBlock;
+///
+/// let output = content(vec![ContentBlock::text("a tiny image"), ContentBlock::image("iVBORw0KGgo=", "image/png")]);
+/// assert_eq!(output["mcp_content"][1]["mimeType"], "image/png");
+/// ```
+pub fn content(blocks: Vec<rmcp::model::ContentBlock>) -> Value {
+    let blocks = serde_json::to_value(blocks).unwrap_or_default();
+    serde_json::json!({ convert::CONTENT_KEY: blocks })
+}
+
 /// Tools per `tools/list` page unless told otherwise.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
 
