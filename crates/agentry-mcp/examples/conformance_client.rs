@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let url = std::env::args().last().unwrap_or_default();
+    let url = std::env::args().next_back().unwrap_or_default();
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     match run(&url, &scenario).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
