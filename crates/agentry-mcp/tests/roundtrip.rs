@@ -1,6 +1,7 @@
 //! agentry's MCP server and client against each other, in process, over
 //! Streamable HTTP: pagination, structured results, validation errors,
-//! progress, cancellation, the bearer token, and the Host and Origin checks.
+//! progress, cancellation, the bearer token, the Host and Origin checks, the
+//! body limit, and 405 for GET and DELETE in the stateless revision.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -220,6 +221,18 @@ async fn the_endpoint_refuses_missing_tokens_foreign_hosts_and_origins() {
             .status(),
         200
     );
+    // The stateless 2026-07-28 revision has no GET stream and no session to delete.
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let response = http
+            .request(method.clone(), &url)
+            .bearer_auth("s3cret")
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "{method}");
+    }
     // Bodies over the limit are refused before they are read.
     let huge = "x".repeat(5 << 20);
     let response = http
