@@ -276,3 +276,39 @@ fn the_local_agent_uses_an_mcp_servers_tool() {
         .unwrap_or_else(|| panic!("the agent called everything.echo: {run}"));
     assert_eq!(echo["result"]["output"], "Echo: hello", "{run}");
 }
+
+#[test]
+fn skills_are_served_as_list_and_read_tools() {
+    let Some(peers) = peers() else { return };
+    let skills = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/skills");
+    let skills = skills.to_str().unwrap();
+    let target = [AGENTRY, "mcp", "serve", "--skills", skills];
+    let listed = json_of(&inspect(&peers, &target, &["--method", "tools/list"]));
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool.as_object().unwrap()["name"].as_str().unwrap())
+        .collect();
+    assert!(names.ends_with(&["list_skills", "read_skill"]), "{names:?}");
+    let read = json_of(&inspect(
+        &peers,
+        &target,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "read_skill",
+            "--tool-arg",
+            "name=brand-guidelines",
+        ],
+    ));
+    assert_eq!(read["isError"], false);
+    assert!(
+        read["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Anthropic Brand Styling"),
+        "{read}"
+    );
+}

@@ -45,7 +45,7 @@ impl ClientHandler for Handler {
             server = %self.server,
             progress = params.progress,
             total = ?params.total,
-            message = params.message.as_deref().unwrap_or(""),
+            detail = params.message.as_deref().unwrap_or(""),
             "MCP progress"
         );
     }
