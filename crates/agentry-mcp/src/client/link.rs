@@ -120,3 +120,19 @@ async fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
         tracing::info!(target: "agentry_mcp::stderr", server = %server, "{line}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restarts_back_off_up_to_thirty_seconds() {
+        let since = Instant::now();
+        let wait = |failures| Link::retry_at(since, failures) - since;
+        assert_eq!(wait(0), Duration::ZERO, "the first restart is at once");
+        assert_eq!(wait(1), Duration::from_secs(1));
+        assert_eq!(wait(3), Duration::from_secs(4));
+        assert_eq!(wait(6), Duration::from_secs(30));
+        assert_eq!(wait(u32::MAX - 1), Duration::from_secs(30));
+    }
+}
