@@ -4,7 +4,7 @@
 //! It connects with `McpClient`, lists the tools as an agent would, and
 //! makes the call the scenario expects.
 
-use agentry_mcp::{McpClient, McpServerConfig};
+use agentry_mcp::{McpClient, McpProtocol, McpServerConfig};
 use serde_json::{Value, json};
 
 #[tokio::main]
@@ -21,7 +21,12 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run(url: &str, scenario: &str) -> Result<(), String> {
-    let client = McpClient::connect(McpServerConfig::http("test", url))
+    let protocol = match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").as_deref() {
+        Ok("2026-07-28") => McpProtocol::Stateless,
+        _ => McpProtocol::Initialize,
+    };
+    let config = McpServerConfig::http("test", url).protocol(protocol);
+    let client = McpClient::connect(config)
         .await
         .map_err(|e| e.to_string())?;
     let tools = client.tools().await.map_err(|e| e.to_string())?;

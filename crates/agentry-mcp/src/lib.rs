@@ -30,7 +30,7 @@ pub mod client;
 mod error;
 pub mod server;
 
-pub use client::{McpClient, McpServerConfig, McpTransport};
+pub use client::{McpClient, McpProtocol, McpServerConfig, McpTransport};
 pub use error::McpError;
 pub use server::McpServer;
 pub use server::{HttpOptions, MCP_PATH};

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentry_core::tool::{Tool, ToolContext, ToolHandler, Toolbox, function};
-use agentry_mcp::{HttpOptions, McpClient, McpServer, McpServerConfig};
+use agentry_mcp::{HttpOptions, McpClient, McpProtocol, McpServer, McpServerConfig};
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -245,4 +245,27 @@ async fn the_endpoint_refuses_missing_tokens_foreign_hosts_and_origins() {
         .await
         .unwrap();
     assert_eq!(response.status(), 413);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn both_protocol_eras_reach_the_same_tools() {
+    let (url, _stop) = serve(HttpOptions::default()).await;
+    for protocol in [
+        McpProtocol::Initialize,
+        McpProtocol::Stateless,
+        McpProtocol::Auto,
+    ] {
+        let config = McpServerConfig::http("agentry", &url).protocol(protocol);
+        let client = McpClient::connect(config).await.unwrap();
+        assert_eq!(client.tools().await.unwrap().len(), 232, "{protocol:?}");
+        let sum = client
+            .call("math.add", json!({"x": 1, "y": 2}))
+            .await
+            .unwrap();
+        assert_eq!(
+            sum.structured_content,
+            Some(json!({"sum": 3})),
+            "{protocol:?}"
+        );
+    }
 }

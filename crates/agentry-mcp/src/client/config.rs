@@ -54,6 +54,20 @@ impl std::fmt::Debug for McpTransport {
     }
 }
 
+/// Which protocol era the client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum McpProtocol {
+    /// 2025-11-25 and earlier: the `initialize` handshake, then a session (the default:
+    /// what every server speaks today).
+    #[default]
+    Initialize,
+    /// 2026-07-28, stateless: `server/discover`, then every request carries its own metadata.
+    Stateless,
+    /// Try 2026-07-28 with `server/discover`; fall back to `initialize` when the
+    /// server does not know it.
+    Auto,
+}
+
 /// One MCP server: its name (the namespace of its tools), how to reach it,
 /// whether its tool annotations are believed, and what besides tools it offers.
 #[derive(Debug, Clone)]
@@ -76,6 +90,8 @@ pub struct McpServerConfig {
     pub call_timeout: Duration,
     /// Longest starting the server and the handshake may take.
     pub connect_timeout: Duration,
+    /// The protocol era to speak.
+    pub protocol: McpProtocol,
 }
 
 impl McpServerConfig {
@@ -127,6 +143,7 @@ impl McpServerConfig {
             resources: false,
             call_timeout: Duration::from_secs(120),
             connect_timeout: CONNECT_TIMEOUT,
+            protocol: McpProtocol::default(),
         }
     }
 
@@ -207,6 +224,12 @@ impl McpServerConfig {
     /// How long a request may take before it is cancelled.
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = timeout;
+        self
+    }
+
+    /// Speak this protocol era.
+    pub fn protocol(mut self, protocol: McpProtocol) -> Self {
+        self.protocol = protocol;
         self
     }
 

@@ -5,13 +5,15 @@ use std::collections::HashMap;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use rmcp::model::ProtocolVersion;
 use rmcp::service::RunningService;
+use rmcp::transport::IntoTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 use tokio::io::AsyncBufReadExt;
 
-use super::config::{McpServerConfig, McpTransport};
+use super::config::{McpProtocol, McpServerConfig, McpTransport};
 use super::handler::Handler;
 use crate::McpError;
 
@@ -67,10 +69,7 @@ pub(crate) async fn connect(
                 if let Some(stderr) = stderr {
                     tokio::spawn(forward_stderr(server.clone(), stderr));
                 }
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|error| McpError::Handshake(error.to_string()))
+                start(handler, transport, config.protocol).await
             }
             McpTransport::Http {
                 url,
@@ -100,10 +99,7 @@ pub(crate) async fn connect(
                     .map_err(|error| McpError::Config(error.to_string()))?;
                 let transport =
                     StreamableHttpClientTransport::with_client(client, transport_config);
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|error| McpError::Handshake(error.to_string()))
+                start(handler, transport, config.protocol).await
             }
         }
     };
@@ -111,6 +107,32 @@ pub(crate) async fn connect(
     tokio::time::timeout(limit, connecting)
         .await
         .map_err(|_| McpError::Handshake(format!("no answer within {limit:?}")))?
+}
+
+/// The handshake of the configured protocol era.
+async fn start<T, E, A>(
+    handler: Handler,
+    transport: T,
+    protocol: McpProtocol,
+) -> Result<Session, McpError>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let lifecycle = match protocol {
+        McpProtocol::Initialize => ClientLifecycleMode::Initialize,
+        McpProtocol::Stateless => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+        McpProtocol::Auto => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        },
+    };
+    handler
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .map_err(|error| McpError::Handshake(error.to_string()))
 }
 
 /// The child's stderr, line by line, to `tracing` (never to the terminal).

@@ -24,7 +24,7 @@ use rmcp::service::{Peer, ServiceError};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-pub use config::{CONNECT_TIMEOUT, McpServerConfig, McpTransport};
+pub use config::{CONNECT_TIMEOUT, McpProtocol, McpServerConfig, McpTransport};
 
 use crate::McpError;
 use handler::Handler;
