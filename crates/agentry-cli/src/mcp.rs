@@ -24,10 +24,13 @@ use crate::ModelArgs;
 pub enum McpCommand {
     /// Serve agentry's tools over MCP.
     Serve(ServeArgs),
-    /// List the tools an MCP server gives an agent, as the agent sees them.
+    /// List the tools MCP servers give an agent, as the agent sees them.
     Tools {
         /// `[NAME=]COMMAND_OR_URL`: a command line (run over stdio) or an http(s) URL.
-        server: String,
+        server: Option<String>,
+        /// The servers of this file's `[mcp.servers.NAME]` tables too.
+        #[arg(long)]
+        config: Option<PathBuf>,
         /// Believe the server's tool annotations.
         #[arg(long)]
         trusted: bool,
@@ -37,15 +40,35 @@ pub enum McpCommand {
     },
 }
 
-/// Connect to each `--mcp` server: a command line or an http(s) URL, named
-/// after the server's own name.
-pub async fn connect_all(servers: &[String], trusted: bool) -> Result<Vec<McpClient>, String> {
+/// The servers to connect: each `--mcp` spec (`[NAME=]COMMAND_OR_URL`, named
+/// after the server's own name by default), then the `[mcp.servers.NAME]`
+/// tables of the `--config` file.
+pub fn server_configs(
+    specs: &[String],
+    trusted: bool,
+    config: Option<&std::path::Path>,
+) -> Result<Vec<McpServerConfig>, String> {
+    let mut servers: Vec<McpServerConfig> = specs
+        .iter()
+        .map(|spec| McpServerConfig::parse(spec).trusted(trusted))
+        .collect();
+    if let Some(path) = config {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let from_file = agentry_mcp::client::servers_from_toml(&text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        servers.extend(from_file);
+    }
+    Ok(servers)
+}
+
+/// Connect to every server.
+pub async fn connect_all(servers: Vec<McpServerConfig>) -> Result<Vec<McpClient>, String> {
     let mut clients = Vec::with_capacity(servers.len());
-    for server in servers {
-        let config = McpServerConfig::parse(server).trusted(trusted);
+    for config in servers {
+        let what = format!("{:?}", config.transport);
         let client = McpClient::connect(config)
             .await
-            .map_err(|e| format!("MCP server {server:?}: {e}"))?;
+            .map_err(|e| format!("MCP server {what}: {e}"))?;
         clients.push(client);
     }
     Ok(clients)
@@ -122,11 +145,22 @@ pub async fn run(command: McpCommand) -> Result<ExitCode, String> {
         McpCommand::Serve(args) => serve(args).await,
         McpCommand::Tools {
             server,
+            config,
             trusted,
             json,
         } => {
-            let client = connect_all(&[server], trusted).await?.remove(0);
-            let tools = client.tools().await.map_err(|e| e.to_string())?;
+            let specs: Vec<String> = server.into_iter().collect();
+            let configs = server_configs(&specs, trusted, config.as_deref())?;
+            if configs.is_empty() {
+                return Err(
+                    "name a server, or a --config file with [mcp.servers.NAME] tables".into(),
+                );
+            }
+            let clients = connect_all(configs).await?;
+            let mut tools = Vec::new();
+            for client in &clients {
+                tools.extend(client.tools().await.map_err(|e| e.to_string())?);
+            }
             if json {
                 let listed = serde_json::to_string_pretty(&tools).map_err(|e| e.to_string())?;
                 println!("{listed}");
@@ -142,7 +176,9 @@ pub async fn run(command: McpCommand) -> Result<ExitCode, String> {
                     println!("{}{mark}: {first}", tool.name);
                 }
             }
-            client.close().await;
+            for client in &clients {
+                client.close().await;
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -44,7 +44,10 @@ pub struct RunArgs {
     /// tools are named `NAME.tool` (the server's own name by default). Repeatable.
     #[arg(long = "mcp", value_name = "[NAME=]COMMAND_OR_URL")]
     mcp: Vec<String>,
-    /// Believe the MCP servers' tool annotations (read-only, destructive).
+    /// Also the MCP servers of this file's `[mcp.servers.NAME]` tables (see `agentry_mcp::client::servers_from_toml`).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Believe the `--mcp` servers' tool annotations (read-only, destructive).
     /// Without it every MCP tool is treated as destructive.
     #[arg(long)]
     mcp_trusted: bool,
@@ -79,7 +82,8 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         let report = crate::skills::load_and_warn(skills_dir)?;
         agent = agent.skills(report.to_skills());
     }
-    for server in crate::mcp::connect_all(&args.mcp, args.mcp_trusted).await? {
+    let servers = crate::mcp::server_configs(&args.mcp, args.mcp_trusted, args.config.as_deref())?;
+    for server in crate::mcp::connect_all(servers).await? {
         agent = agent.tool_source(Arc::new(server));
     }
     let agent = agent

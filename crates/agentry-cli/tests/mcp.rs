@@ -312,3 +312,46 @@ fn skills_are_served_as_list_and_read_tools() {
         "{read}"
     );
 }
+
+#[test]
+fn servers_come_from_a_config_file_with_their_own_allow_list() {
+    let Some(peers) = peers() else { return };
+    let dir = std::env::temp_dir().join(format!("agentry-mcp-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("agentry.toml");
+    let command = format!(
+        "{} {} stdio",
+        peers.node.display(),
+        peers.everything.display()
+    );
+    std::fs::write(
+        &file,
+        format!(
+            "[mcp.servers.ev]\ncommand = {command:?}\nallow = [\"echo\", \"get-sum\"]\ntrusted = true\n"
+        ),
+    )
+    .unwrap();
+    let output = Command::new(AGENTRY)
+        .args(["mcp", "tools", "--config", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let names: Vec<&str> = text
+        .lines()
+        .map(|line| line.split([' ', ':']).next().unwrap())
+        .collect();
+    assert_eq!(names, ["ev.echo", "ev.get-sum"], "{text}");
+    let broken = dir.join("broken.toml");
+    std::fs::write(&broken, "[mcp.servers.x]\ncomand = \"a\"\n").unwrap();
+    let output = Command::new(AGENTRY)
+        .args(["mcp", "tools", "--config", broken.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown field `comand`"));
+}

@@ -92,6 +92,8 @@ pub struct McpServerConfig {
     pub connect_timeout: Duration,
     /// The protocol era to speak.
     pub protocol: McpProtocol,
+    /// Only these of the server's tools, by the server's own names (all when `None`).
+    pub allow: Option<Vec<String>>,
 }
 
 impl McpServerConfig {
@@ -144,6 +146,7 @@ impl McpServerConfig {
             call_timeout: Duration::from_secs(120),
             connect_timeout: CONNECT_TIMEOUT,
             protocol: McpProtocol::default(),
+            allow: None,
         }
     }
 
@@ -224,6 +227,16 @@ impl McpServerConfig {
     /// How long a request may take before it is cancelled.
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = timeout;
+        self
+    }
+
+    /// Offer only these of the server's tools (by the server's own names).
+    pub fn allow<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allow = Some(names.into_iter().map(Into::into).collect());
         self
     }
 

@@ -9,6 +9,7 @@
 mod config;
 mod convert;
 mod extras;
+mod file;
 mod handler;
 mod link;
 
@@ -25,6 +26,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 pub use config::{CONNECT_TIMEOUT, McpProtocol, McpServerConfig, McpTransport};
+pub use file::servers_from_toml;
 
 use crate::McpError;
 use handler::Handler;
@@ -107,7 +109,11 @@ impl McpClient {
         let peer = self.peer().await?;
         let listed = self.within(peer.list_all_tools()).await?;
         let mut tools = Vec::with_capacity(listed.len());
-        for remote in listed {
+        let allowed = |name: &str| {
+            let allow = self.inner.config.allow.as_ref();
+            allow.is_none_or(|allow| allow.iter().any(|a| a == name))
+        };
+        for remote in listed.into_iter().filter(|remote| allowed(&remote.name)) {
             match self.tool(remote) {
                 Ok(tool) => tools.push(tool),
                 Err(error) => {

@@ -1,0 +1,183 @@
+//! MCP servers from a configuration file (`agentry.toml`):
+//!
+//! ```toml
+//! [mcp.servers.everything]
+//! command = "npx -y @modelcontextprotocol/server-everything"
+//! allow = ["echo", "get-sum"]          # only these of its tools (all when left out)
+//!
+//! [mcp.servers.search]
+//! url = "https://mcp.example.com/mcp"
+//! bearer_env = "SEARCH_TOKEN"          # the token is read from this variable
+//! headers = { "X-Team" = "docs" }
+//! trusted = true                       # believe its tool annotations
+//! prompts = true                       # offer its prompts as tools
+//! resources = true                     # and its resources
+//! protocol = "auto"                    # "initialize" (default), "stateless" or "auto"
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::config::{McpProtocol, McpServerConfig};
+use crate::McpError;
+
+/// The file; sections other than `[mcp]` belong to other parts of agentry.
+#[derive(Deserialize)]
+struct File {
+    #[serde(default)]
+    mcp: Option<Section>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Section {
+    #[serde(default)]
+    servers: BTreeMap<String, Server>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Server {
+    command: Option<String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    bearer_env: Option<String>,
+    #[serde(default)]
+    trusted: bool,
+    allow: Option<Vec<String>>,
+    #[serde(default)]
+    prompts: bool,
+    #[serde(default)]
+    resources: bool,
+    #[serde(default)]
+    protocol: Protocol,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+enum Protocol {
+    #[default]
+    Initialize,
+    Stateless,
+    Auto,
+}
+
+/// The servers of the `[mcp.servers.NAME]` tables of a TOML text, in name order.
+/// A bearer token is read from the environment variable `bearer_env` names.
+pub fn servers_from_toml(text: &str) -> Result<Vec<McpServerConfig>, McpError> {
+    let file: File = toml::from_str(text).map_err(|error| McpError::Config(error.to_string()))?;
+    let servers = file.mcp.map(|section| section.servers).unwrap_or_default();
+    servers
+        .into_iter()
+        .map(|(name, server)| {
+            let mut config = match (&server.command, &server.url) {
+                (Some(command), None) => McpServerConfig::stdio(name.clone(), command),
+                (None, Some(url)) => McpServerConfig::http(name.clone(), url.clone()),
+                _ => {
+                    return Err(McpError::Config(format!(
+                        "mcp.servers.{name}: give either `command` or `url`"
+                    )));
+                }
+            };
+            if server.command.is_some()
+                && (!server.headers.is_empty() || server.bearer_env.is_some())
+            {
+                return Err(McpError::Config(format!(
+                    "mcp.servers.{name}: `headers` and `bearer_env` are for `url` servers"
+                )));
+            }
+            for (header, value) in server.headers {
+                config = config.header(header, value);
+            }
+            if let Some(variable) = server.bearer_env {
+                let token = std::env::var(&variable).map_err(|_| {
+                    McpError::Config(format!("mcp.servers.{name}: ${variable} is not set"))
+                })?;
+                config = config.bearer(token);
+            }
+            config.trusted = server.trusted;
+            config.allow = server.allow;
+            config.prompts = server.prompts;
+            config.resources = server.resources;
+            config.protocol = match server.protocol {
+                Protocol::Initialize => McpProtocol::Initialize,
+                Protocol::Stateless => McpProtocol::Stateless,
+                Protocol::Auto => McpProtocol::Auto,
+            };
+            Ok(config)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::McpTransport;
+
+    #[test]
+    fn servers_read_from_toml() {
+        let servers = servers_from_toml(
+            r#"
+            [agent]
+            max_steps = 4
+
+            [mcp.servers.everything]
+            command = "npx -y '@modelcontextprotocol/server-everything'"
+            allow = ["echo"]
+
+            [mcp.servers.remote]
+            url = "http://127.0.0.1:3001/mcp"
+            headers = { "X-Team" = "docs" }
+            trusted = true
+            protocol = "auto"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(servers[0].name, "everything");
+        assert!(
+            matches!(&servers[0].transport, McpTransport::Stdio { program, args, .. }
+            if program == "npx" && args == &["-y", "@modelcontextprotocol/server-everything"])
+        );
+        assert_eq!(servers[0].allow.as_deref(), Some(&["echo".to_owned()][..]));
+        assert!(servers[1].trusted && servers[1].protocol == McpProtocol::Auto);
+        assert!(
+            matches!(&servers[1].transport, McpTransport::Http { headers, .. }
+            if headers == &[("X-Team".to_owned(), "docs".to_owned())])
+        );
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        for (text, message) in [
+            (
+                "[mcp.servers.x]\n",
+                "invalid MCP configuration: mcp.servers.x: give either `command` or `url`",
+            ),
+            (
+                "[mcp.servers.x]\ncommand = \"a\"\nurl = \"http://b\"\n",
+                "invalid MCP configuration: mcp.servers.x: give either `command` or `url`",
+            ),
+            (
+                "[mcp.servers.x]\nurl = \"http://b\"\nbearer_env = \"AGENTRY_TEST_SURELY_UNSET\"\n",
+                "invalid MCP configuration: mcp.servers.x: $AGENTRY_TEST_SURELY_UNSET is not set",
+            ),
+            (
+                "[mcp.servers.x]\ncommand = \"a\"\nheaders = { A = \"b\" }\n",
+                "invalid MCP configuration: mcp.servers.x: `headers` and `bearer_env` are for `url` servers",
+            ),
+        ] {
+            assert_eq!(
+                servers_from_toml(text).unwrap_err().to_string(),
+                message,
+                "{text}"
+            );
+        }
+        let typo = servers_from_toml("[mcp.servers.x]\ncomand = \"a\"\n").unwrap_err();
+        assert!(
+            typo.to_string().contains("unknown field `comand`"),
+            "{typo}"
+        );
+    }
+}
