@@ -18,7 +18,6 @@ const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
 fn no_args(name: &str, description: &str, output: fn() -> Result<Value, String>) -> Tool {
     function(name)
-        .namespace("none")
         .description(description)
         .handler(move |_: Value| output())
         .build()

@@ -62,6 +62,7 @@ pub struct McpServer {
     inner: Arc<Inner>,
 }
 
+#[derive(Clone)]
 struct Inner {
     toolbox: Toolbox,
     /// `(MCP name, agentry name)` in the toolbox's order.
@@ -114,7 +115,7 @@ impl McpServer {
     }
 
     fn inner_mut(&mut self) -> &mut Inner {
-        Arc::get_mut(&mut self.inner).expect("configured before serving")
+        Arc::make_mut(&mut self.inner)
     }
 
     /// The name and version the server gives in its handshake.
