@@ -2,10 +2,12 @@
 //! leg: `conformance client --command "…/conformance_client"` appends the
 //! mock server's URL and names the scenario in `MCP_CONFORMANCE_SCENARIO`.
 //! It connects with `McpClient`, lists the tools as an agent would, and
-//! makes the call the scenario expects.
+//! makes the calls the scenario expects. Questions from the server
+//! (elicitation) are accepted as the form's defaults, as a person pressing
+//! "OK" would.
 
-use agentry_mcp::{McpClient, McpProtocol, McpServerConfig};
-use serde_json::{Value, json};
+use agentry_mcp::{Answer, Elicitor, McpClient, McpProtocol, McpServerConfig};
+use serde_json::{Map, Value, json};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -25,7 +27,10 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
         Ok("2026-07-28") => McpProtocol::Stateless,
         _ => McpProtocol::Initialize,
     };
-    let config = McpServerConfig::http("test", url).protocol(protocol);
+    let accept_defaults = Elicitor::new(|_| async { Answer::Accept(Map::new()) });
+    let config = McpServerConfig::http("test", url)
+        .protocol(protocol)
+        .elicitor(accept_defaults);
     let client = McpClient::connect(config)
         .await
         .map_err(|e| e.to_string())?;
@@ -53,7 +58,53 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        _ => {}
+        "elicitation-sep1034-client-defaults" => {
+            client
+                .call("test_client_elicitation_defaults", json!({}))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        "http-invalid-tool-headers" => {
+            // Tools with malformed x-mcp-header annotations never reach the
+            // list (SEP-2243); every tool that does is called.
+            for tool in &tools {
+                let name = tool.name.trim_start_matches("test.");
+                client
+                    .call(name, json!({"region": "us-west1"}))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        "sep-2322-client-request-state" => {
+            // Two multi-round calls, an unrelated one between them, and one
+            // whose result names no resultType (complete by default).
+            for name in [
+                "test_mrtr_echo_state",
+                "test_mrtr_unrelated",
+                "test_mrtr_no_state",
+                "test_mrtr_no_result_type",
+            ] {
+                client
+                    .call(name, json!({}))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        _ => {
+            // Scenarios that name their calls in MCP_CONFORMANCE_CONTEXT
+            // (`{"toolCalls": [{"name": …, "arguments": …}]}`) get them made.
+            let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+                .ok()
+                .and_then(|text| serde_json::from_str(&text).ok())
+                .unwrap_or_default();
+            for call in context["toolCalls"].as_array().into_iter().flatten() {
+                let name = call["name"].as_str().unwrap_or_default();
+                client
+                    .call(name, call["arguments"].clone())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
     }
     client.close().await;
     Ok(())

@@ -7,8 +7,11 @@
 //!   by the server's name (`everything.echo`), with `pass_input` on. Give an
 //!   agent the client as a [`ToolSource`](agentry_core::tool::ToolSource) and
 //!   a changed tool list is picked up between steps.
+//!   An [`Elicitor`] answers the server's questions.
 //! - [`McpServer`]: a [`Toolbox`](agentry_core::tool::Toolbox) served over
-//!   stdio or Streamable HTTP.
+//!   stdio or Streamable HTTP. A tool that needs the client (elicitation,
+//!   sampling, roots, logging) finds it with
+//!   [`Caller::of`](server::Caller::of), in either protocol era.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -30,7 +33,9 @@ pub mod client;
 mod error;
 pub mod server;
 
-pub use client::{McpClient, McpProtocol, McpServerConfig, McpTransport};
+pub use client::{
+    Answer, Elicitor, McpClient, McpProtocol, McpServerConfig, McpTransport, Question,
+};
 pub use error::McpError;
 pub use server::McpServer;
 pub use server::{HttpOptions, MCP_PATH};

@@ -94,6 +94,9 @@ pub struct McpServerConfig {
     pub protocol: McpProtocol,
     /// Only these of the server's tools, by the server's own names (all when `None`).
     pub allow: Option<Vec<String>>,
+    /// Who answers the server's questions (elicitation). Without one the
+    /// client does not declare the capability, and no server can ask.
+    pub elicitor: Option<super::Elicitor>,
 }
 
 impl McpServerConfig {
@@ -147,7 +150,14 @@ impl McpServerConfig {
             connect_timeout: CONNECT_TIMEOUT,
             protocol: McpProtocol::default(),
             allow: None,
+            elicitor: None,
         }
+    }
+
+    /// Let the server ask the user questions, answered by `elicitor`.
+    pub fn elicitor(mut self, elicitor: super::Elicitor) -> Self {
+        self.elicitor = Some(elicitor);
+        self
     }
 
     /// A server as written on a command line: `[NAME=]COMMAND_OR_URL`. An

@@ -8,10 +8,12 @@
 
 mod config;
 mod convert;
+mod elicit;
 mod extras;
 mod file;
 mod handler;
 mod link;
+mod rounds;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +28,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 pub use config::{CONNECT_TIMEOUT, McpProtocol, McpServerConfig, McpTransport};
+pub use elicit::{Answer, Elicitor, Question};
 pub use file::servers_from_toml;
 
 use crate::McpError;
@@ -71,10 +74,7 @@ impl McpClient {
     /// becomes the namespace.
     pub async fn connect(mut config: McpServerConfig) -> Result<Self, McpError> {
         let changed = Arc::new(AtomicBool::new(false));
-        let handler = Handler {
-            server: Arc::from(config.name.as_str()),
-            changed: changed.clone(),
-        };
+        let handler = Handler::new(&config, changed.clone());
         let session = link::connect(&config, handler).await?;
         let info = session.peer_info();
         if config.name.is_empty() {
@@ -192,8 +192,15 @@ impl McpClient {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        self.within(peer.call_tool(params))
+        let call = rounds::call_tool(
+            &peer,
+            self.name(),
+            self.inner.config.elicitor.as_ref(),
+            params,
+        );
+        self.within(call)
             .await
+            .map_err(ToolError::failed)?
             .map_err(ToolError::failed)
     }
 
@@ -237,10 +244,7 @@ impl McpClient {
             });
         }
         tracing::warn!(server = %self.name(), %error, "restarting the MCP server");
-        let handler = Handler {
-            server: Arc::from(self.name()),
-            changed: self.inner.changed.clone(),
-        };
+        let handler = Handler::new(&self.inner.config, self.inner.changed.clone());
         match link::connect(&self.inner.config, handler).await {
             Ok(session) => {
                 let peer = session.peer().clone();

@@ -1,6 +1,7 @@
 //! Not part of the API: the entry point of the `mcp_request` fuzz target. A
 //! JSON-RPC message from a client, parsed as rmcp parses it, and handled by
-//! the server's own logic (tools/list pages, tools/call through dispatch),
+//! the server's own logic (tools/list pages, `requestState` checks,
+//! tools/call through dispatch),
 //! without a transport.
 
 use std::sync::LazyLock;
@@ -66,7 +67,11 @@ pub fn handle(bytes: &[u8]) {
             let _ = SERVER.page(list.params.and_then(|p| p.cursor));
         }
         ClientRequest::CallToolRequest(call) => {
-            let _ = RUNTIME.block_on(SERVER.call(call.params, None));
+            // An echoed `requestState` is opened (and nearly always refused) first.
+            if let Some(sealed) = call.params.request_state.as_deref() {
+                let _ = SERVER.inner.state.open(sealed, &call.params);
+            }
+            let _ = RUNTIME.block_on(SERVER.call(call.params, None, None));
         }
         _ => {}
     }

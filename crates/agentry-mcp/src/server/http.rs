@@ -84,7 +84,7 @@ impl McpServer {
         let server = self.clone();
         let service: StreamableHttpService<McpServer, LocalSessionManager> =
             StreamableHttpService::new(
-                move || Ok(server.clone()),
+                move || Ok(server.for_session()),
                 Arc::new(LocalSessionManager::default()),
                 config,
             );

@@ -4,23 +4,31 @@
 //! order, in pages; calls are validated by agentry's dispatch (a bad argument
 //! is an `isError` result), report progress, and stop when cancelled.
 
+// MCP logging and roots are deprecated by SEP-2577, yet part of the 2025-11-25
+// protocol this server speaks; they stay until the protocol drops them.
+#![allow(deprecated)]
+
+mod caller;
 mod convert;
 #[doc(hidden)]
 pub mod fuzz;
 mod http;
+mod state;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use agentry_core::tool::{Progress, ToolCall, ToolContext, Toolbox};
 use rmcp::RoleServer;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, ErrorData, Implementation, InputRequiredResult,
+    ListToolsResult, LoggingLevel, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SetLevelRequestParams,
 };
 use rmcp::service::{RequestContext, ServiceExt};
 use serde_json::Value;
 
+pub use caller::{Caller, INPUT_PENDING, elicitation, roots, sampling};
 pub use http::{HttpOptions, MCP_PATH};
 
 use crate::McpError;
@@ -60,6 +68,9 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 #[derive(Clone)]
 pub struct McpServer {
     inner: Arc<Inner>,
+    /// The least severe log level this session's client wants (2025-11-25
+    /// sessions; `logging/setLevel` changes it).
+    log_level: Arc<Mutex<LoggingLevel>>,
 }
 
 #[derive(Clone)]
@@ -72,6 +83,8 @@ struct Inner {
     instructions: Option<String>,
     page_size: usize,
     context: ToolContext,
+    /// Signs the `requestState` of multi-round calls.
+    state: state::StateSeal,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -110,7 +123,18 @@ impl McpServer {
                 instructions: None,
                 page_size: DEFAULT_PAGE_SIZE,
                 context: ToolContext::default(),
+                state: state::StateSeal::random(),
             }),
+            log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
+        }
+    }
+
+    /// A copy for a new client session: the same tools and settings, its own
+    /// log level.
+    pub(crate) fn for_session(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
         }
     }
 
@@ -142,6 +166,15 @@ impl McpServer {
     pub fn context(mut self, context: ToolContext) -> Self {
         self.inner_mut().context = context;
         self
+    }
+
+    /// The key that signs the `requestState` of multi-round calls on the
+    /// stateless revision (at least 32 bytes; a random key per server
+    /// otherwise). Give every instance behind one load balancer the same key,
+    /// so a retry may reach any of them.
+    pub fn request_state_key(mut self, key: impl Into<Vec<u8>>) -> Result<Self, McpError> {
+        self.inner_mut().state = state::StateSeal::new(key.into())?;
+        Ok(self)
     }
 
     /// The published names, in `tools/list` order.
@@ -181,7 +214,10 @@ impl McpServer {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(&self.inner.name, &self.inner.version));
         if let Some(instructions) = &self.inner.instructions {
@@ -216,8 +252,30 @@ impl ServerHandler for McpServer {
             forwarding = Some(done);
         }
         let name = request.name.clone();
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let log_level = if stateless {
+            context.meta.log_level()
+        } else {
+            Some(*self.log_level.lock().unwrap_or_else(|p| p.into_inner()))
+        };
+        let state = match request.request_state.as_deref() {
+            Some(sealed) => Some(self.inner.state.open(sealed, &request)?),
+            None => None,
+        };
+        let caller = Caller::new(
+            context.peer.clone(),
+            stateless,
+            context.client_capabilities().unwrap_or_default(),
+            log_level,
+            request.input_responses.clone().unwrap_or_default(),
+            state,
+        );
+        let mut seal_for = CallToolRequestParams::new(request.name.clone());
+        seal_for.arguments = request.arguments.clone();
         let result = tokio::select! {
-            result = self.call(request, progress) => result?,
+            result = self.call(request, progress, Some(caller.clone())) => result?,
             _ = context.ct.cancelled() => {
                 tracing::info!(tool = %name, "an MCP tool call was cancelled");
                 return Err(ErrorData::internal_error("the call was cancelled", None));
@@ -227,7 +285,26 @@ impl ServerHandler for McpServer {
         if let Some(done) = forwarding {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(1), done).await;
         }
+        let outcome = caller.take_outcome();
+        if let Some(missing) = outcome.missing {
+            return Err(ErrorData::missing_required_client_capability(missing));
+        }
+        if !outcome.pending.is_empty() {
+            let state = outcome
+                .next_state
+                .map(|state| self.inner.state.seal(&state, &seal_for));
+            return Ok(InputRequiredResult::new(Some(outcome.pending), state).into());
+        }
         Ok(result.into())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = request.level;
+        Ok(())
     }
 }
 
@@ -254,13 +331,14 @@ impl McpServer {
         Ok(result)
     }
 
-    /// One `tools/call`: dispatched (validated) with the server's context,
-    /// progress going to `progress`; the context and sink are dropped before
-    /// it returns, so every report is sent first.
+    /// One `tools/call`: dispatched (validated) with the server's context
+    /// and the `caller`, progress going to `progress`; the context and sink
+    /// are dropped before it returns, so every report is sent first.
     pub(crate) async fn call(
         &self,
         request: CallToolRequestParams,
         progress: Option<agentry_core::tool::ProgressSink>,
+        caller: Option<Caller>,
     ) -> Result<rmcp::model::CallToolResult, ErrorData> {
         let Some(tool_name) = self.lookup(&request.name) else {
             return Err(ErrorData::invalid_params(
@@ -278,6 +356,9 @@ impl McpServer {
         let mut ctx = self.inner.context.clone();
         if let Some(sink) = progress {
             ctx = ctx.with_progress(sink);
+        }
+        if let Some(caller) = caller {
+            ctx = ctx.with_state(caller);
         }
         let result = self.inner.toolbox.dispatch_with(call, &ctx).await;
         drop(ctx);

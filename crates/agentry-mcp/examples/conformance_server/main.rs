@@ -5,6 +5,8 @@
 //!
 //! `cargo run -p agentry-mcp --example conformance_server -- --port 3001`
 
+mod asking;
+
 use std::time::Duration;
 
 use agentry_core::tool::{Tool, ToolContext, ToolHandler, Toolbox, function};
@@ -64,7 +66,17 @@ fn toolbox() -> Toolbox {
     .with_description("Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)");
     let mut schema_2020_12 = schema_2020_12;
     schema_2020_12.pass_input = true;
-    Toolbox::for_agent([
+    // SEP-2243: `region` travels in an `Mcp-Param-Region` header as well.
+    let mut region = Tool::new(
+        "test_param_header",
+        json!({"type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            "required": ["region"]}),
+        ToolHandler::sync(|input, _| Ok(json!(format!("region {}", input["region"])))),
+    )
+    .with_description("Echoes a region sent as an Mcp-Param header too.");
+    region.pass_input = true;
+    let basic = [
         no_args(
             "test_simple_text",
             "Returns a simple text response.",
@@ -108,8 +120,9 @@ fn toolbox() -> Toolbox {
         }),
         progress,
         schema_2020_12,
-    ])
-    .expect("valid tools")
+        region,
+    ];
+    Toolbox::for_agent(basic.into_iter().chain(asking::tools())).expect("valid tools")
 }
 
 #[tokio::main]
