@@ -2,6 +2,7 @@
 //! local models, and evaluate tool calling.
 
 mod demo_tools;
+mod elicit;
 mod eval;
 mod mcp;
 mod metatool;

@@ -42,7 +42,8 @@ pub enum McpCommand {
 
 /// The servers to connect: each `--mcp` spec (`[NAME=]COMMAND_OR_URL`, named
 /// after the server's own name by default), then the `[mcp.servers.NAME]`
-/// tables of the `--config` file.
+/// tables of the `--config` file. On a terminal they may ask the user
+/// questions (elicitation).
 pub fn server_configs(
     specs: &[String],
     trusted: bool,
@@ -57,6 +58,13 @@ pub fn server_configs(
         let from_file = agentry_mcp::client::servers_from_toml(&text)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         servers.extend(from_file);
+    }
+    // On a terminal, servers may ask the user questions.
+    if let Some(elicitor) = crate::elicit::terminal() {
+        servers = servers
+            .into_iter()
+            .map(|server| server.elicitor(elicitor.clone()))
+            .collect();
     }
     Ok(servers)
 }
