@@ -233,4 +233,16 @@ impl MemoryStore for PgStore {
             Ok(records)
         })
     }
+
+    fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        Box::pin(async move {
+            let sql = format!("DELETE FROM {} WHERE session = $1", self.table);
+            let done = sqlx::query(AssertSqlSafe(sql))
+                .bind(session)
+                .execute(&self.pool)
+                .await
+                .map_err(failed)?;
+            Ok(done.rows_affected())
+        })
+    }
 }

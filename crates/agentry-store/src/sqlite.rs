@@ -346,6 +346,17 @@ impl SqliteStore {
         Ok(hits)
     }
 
+    /// Delete every record of `session` on the calling thread (blocking).
+    pub fn forget_session_blocking(&self, session: &str) -> Result<u64, MemoryError> {
+        let db = self.db()?;
+        let deleted = db
+            .conn
+            .execute("DELETE FROM memory WHERE session = ?", [session])
+            .map_err(failed)?;
+        lock(&self.inner.cache).sessions.remove(session);
+        Ok(deleted as u64)
+    }
+
     /// The recent window on the calling thread (blocking).
     pub fn recent_blocking(
         &self,
@@ -504,5 +515,10 @@ impl MemoryStore for SqliteStore {
     ) -> BoxFuture<'a, Result<Vec<MemoryRecord>, MemoryError>> {
         let (session, opts) = (session.to_owned(), opts.clone());
         blocking(self, move |store| store.recent_blocking(&session, &opts))
+    }
+
+    fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        let session = session.to_owned();
+        blocking(self, move |store| store.forget_session_blocking(&session))
     }
 }

@@ -143,4 +143,33 @@ pub async fn check_store(store: &dyn MemoryStore, prefix: &str) {
         ["pasta recipes", "weather in Lima"],
         "exclusion wins over inclusion"
     );
+
+    // forget_session: one session's records go, the others stay.
+    assert_eq!(store.forget_session(&b).await.unwrap(), 1);
+    assert!(
+        store
+            .recent(&b, &RecentOpts::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let gone = store
+        .recall(&b, &query, RecallOpts::default())
+        .await
+        .unwrap();
+    assert!(gone.is_empty(), "a forgotten session recalls nothing");
+    assert_eq!(
+        store
+            .recent(&a, &RecentOpts::default())
+            .await
+            .unwrap()
+            .len(),
+        4,
+        "another session is untouched"
+    );
+    assert_eq!(
+        store.forget_session(&b).await.unwrap(),
+        0,
+        "nothing left to forget"
+    );
 }

@@ -29,6 +29,14 @@ impl InMemoryStore {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// A copy of every record, in the order they were added.
+    pub fn records(&self) -> Vec<MemoryRecord> {
+        self.records
+            .read()
+            .map(|records| records.clone())
+            .unwrap_or_default()
+    }
 }
 
 fn poisoned() -> MemoryError {
@@ -85,6 +93,15 @@ impl MemoryStore for InMemoryStore {
                 matching.drain(..skip);
             }
             Ok(matching)
+        })
+    }
+
+    fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        Box::pin(async move {
+            let mut records = self.records.write().map_err(|_| poisoned())?;
+            let before = records.len();
+            records.retain(|record| record.session != session);
+            Ok((before - records.len()) as u64)
         })
     }
 }

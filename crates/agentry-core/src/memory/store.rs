@@ -108,7 +108,8 @@ pub struct MemoryError(pub String);
 ///
 /// Every implementation passes the same behaviour suite: recall ranks by
 /// cosine similarity within one session, applies `limit` and `min_score`,
-/// and `recent` returns the newest records oldest first, filtered by role.
+/// `recent` returns the newest records oldest first, filtered by role, and
+/// `forget_session` deletes one session's records and no others.
 ///
 /// Implementing a store (here a plain `Vec` behind a lock) and proving it
 /// with that suite:
@@ -148,12 +149,19 @@ pub struct MemoryError(pub String);
 ///         let skip = records.len().saturating_sub(opts.limit.unwrap_or(usize::MAX));
 ///         Box::pin(async move { Ok(records.split_off(skip)) })
 ///     }
+///     fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
+///         let mut records = self.0.lock().unwrap();
+///         let before = records.len();
+///         records.retain(|r| r.session != session);
+///         let forgotten = (before - records.len()) as u64;
+///         Box::pin(async move { Ok(forgotten) })
+///     }
 /// }
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = VecStore::default();
 /// conformance::check_store(&store, "doc").await; // panics on any deviation
-/// assert_eq!(store.0.lock().unwrap().len(), 5);
+/// assert_eq!(store.0.lock().unwrap().len(), 4); // session b was forgotten
 /// # });
 /// ```
 pub trait MemoryStore: Send + Sync {
@@ -174,6 +182,13 @@ pub trait MemoryStore: Send + Sync {
         session: &'a str,
         opts: &'a RecentOpts,
     ) -> BoxFuture<'a, Result<Vec<MemoryRecord>, MemoryError>>;
+
+    /// Delete every record of `session`; the number deleted. A store that
+    /// cannot delete says so (the default), and keeps everything.
+    fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        let _ = session;
+        Box::pin(async { Err(MemoryError("this memory store cannot forget".into())) })
+    }
 }
 
 impl<S: MemoryStore + ?Sized> MemoryStore for std::sync::Arc<S> {
@@ -194,5 +209,8 @@ impl<S: MemoryStore + ?Sized> MemoryStore for std::sync::Arc<S> {
         opts: &'a RecentOpts,
     ) -> BoxFuture<'a, Result<Vec<MemoryRecord>, MemoryError>> {
         (**self).recent(session, opts)
+    }
+    fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        (**self).forget_session(session)
     }
 }

@@ -1,9 +1,12 @@
 //! What a chat turn reports as it goes: its lifecycle steps, in seed 002's
-//! order, and the `reply:start` / `reply:delta` / `reply:end` stream.
+//! order, and the `reply:start` / `reply:delta` / `reply:end` stream, with
+//! `tool:call` and `tool:result` between when an agent replies with tools.
 
 use std::sync::Arc;
 
 use serde::Serialize;
+
+use crate::tool::{ToolCall, ToolResult};
 
 /// One event of a turn.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -41,6 +44,29 @@ pub enum TurnEvent {
         /// The piece.
         text: String,
     },
+    /// `tool:call`: the agent replying asked for a tool call (before the
+    /// gate decides whether it runs).
+    #[serde(rename = "tool:call")]
+    ToolCall {
+        /// From the payload.
+        session_id: String,
+        /// From the payload.
+        message_id: String,
+        /// The call as the model made it.
+        call: ToolCall,
+    },
+    /// `tool:result`: a tool call finished or was refused; what the model reads.
+    #[serde(rename = "tool:result")]
+    ToolResult {
+        /// From the payload.
+        session_id: String,
+        /// From the payload.
+        message_id: String,
+        /// The tool called.
+        name: String,
+        /// The result (its `id` is the call's).
+        result: ToolResult,
+    },
     /// `reply:end`: the whole reply.
     #[serde(rename = "reply:end")]
     ReplyEnd {
@@ -69,6 +95,8 @@ impl TurnEvent {
             TurnEvent::ToolContextBound => "tool_context_bound",
             TurnEvent::ReplyStart { .. } => "reply:start",
             TurnEvent::ReplyDelta { .. } => "reply:delta",
+            TurnEvent::ToolCall { .. } => "tool:call",
+            TurnEvent::ToolResult { .. } => "tool:result",
             TurnEvent::ReplyEnd { .. } => "reply:end",
             TurnEvent::AssistantPersisted { .. } => "assistant_persisted",
         }

@@ -10,5 +10,6 @@ pub use input::{
     Attachment, Replier, TurnConfig, TurnInput, bool_default, reply_payload, user_body, user_prompt,
 };
 pub use run::{
-    ChatTurn, TurnOutput, build_system, persist_assistant_turn, persist_user_turn, stream_llm,
+    ChatTurn, STOPPED, TurnOutput, build_system, persist_assistant_turn, persist_user_turn,
+    stream_llm,
 };

@@ -25,6 +25,9 @@ pub struct TurnOutput {
     pub error: Option<String>,
 }
 
+/// The error of a turn stopped by [`ChatTurn::run_until`].
+pub const STOPPED: &str = "stopped";
+
 /// Seed 002's memory-grounded chat turn.
 ///
 /// Two turns on one session: the second turn's system prompt recalls what
@@ -80,6 +83,19 @@ impl ChatTurn {
     ///
     /// Storage failures are logged and swallowed: the reply still goes out.
     pub async fn run(config: &TurnConfig, input: TurnInput) -> TurnOutput {
+        Self::run_until(config, input, std::future::pending()).await
+    }
+
+    /// [`run`](Self::run), stopping the reply when `stop` completes (the
+    /// user pressed Ctrl-C, the client went away): the model call or agent
+    /// loop is dropped, `reply:end` carries the text written so far, and that
+    /// text is stored as the assistant turn (the user turn already is). The
+    /// output then has `ok: false` and the error `stopped`.
+    pub async fn run_until(
+        config: &TurnConfig,
+        input: TurnInput,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> TurnOutput {
         let events = &config.events;
         let system = build_system(config, &input).await;
         events.emit(TurnEvent::SystemBuilt {
@@ -107,8 +123,12 @@ impl ChatTurn {
             message_id: message_id.clone(),
             stream: config.stream_label.clone(),
         });
+        let written = std::sync::Mutex::new(String::new());
         let delta = |text: &str| {
             if !text.is_empty() {
+                if let Ok(mut written) = written.lock() {
+                    written.push_str(text);
+                }
                 events.emit(TurnEvent::ReplyDelta {
                     session_id: session_id.clone(),
                     message_id: message_id.clone(),
@@ -117,20 +137,55 @@ impl ChatTurn {
             }
         };
         let prompt = user_prompt(&input);
-        let reply: Result<String, String> = match (&input.fallback_text, &config.replier) {
-            (Some(fallback), _) => {
-                delta(fallback);
-                Ok(fallback.clone())
+        let reply = async {
+            match (&input.fallback_text, &config.replier) {
+                (Some(fallback), _) => {
+                    delta(fallback);
+                    Ok(fallback.clone())
+                }
+                (None, Replier::Agent(agent)) => {
+                    let tools = |event: AgentEvent| {
+                        let (session_id, message_id) = (session_id.clone(), message_id.clone());
+                        match event {
+                            AgentEvent::ToolCall { call, .. } => events.emit(TurnEvent::ToolCall {
+                                session_id,
+                                message_id,
+                                call,
+                            }),
+                            AgentEvent::ToolResult { record, .. } => {
+                                events.emit(TurnEvent::ToolResult {
+                                    session_id,
+                                    message_id,
+                                    name: record.call.name,
+                                    result: record.result,
+                                })
+                            }
+                            _ => {}
+                        }
+                    };
+                    run_agent(agent, system, context, prompt, &delta, &tools).await
+                }
+                (None, Replier::Model(_)) => stream_llm(config, &system, &prompt, &delta)
+                    .await
+                    .map_err(|e| e.to_string()),
             }
-            (None, Replier::Agent(agent)) => {
-                run_agent(agent, system, context, prompt, &delta).await
-            }
-            (None, Replier::Model(_)) => stream_llm(config, &system, &prompt, &delta)
-                .await
-                .map_err(|e| e.to_string()),
         };
+        let reply: Result<String, String> =
+            match futures_util::future::select(std::pin::pin!(reply), std::pin::pin!(stop)).await {
+                futures_util::future::Either::Left((reply, _)) => reply,
+                futures_util::future::Either::Right(((), _)) => {
+                    tracing::info!(session = %input.session.id, "a chat turn was stopped");
+                    Err(STOPPED.to_owned())
+                }
+            };
+        let stopped = reply.as_ref().err().is_some_and(|error| error == STOPPED);
         let (text, error) = match reply {
             Ok(text) => (text, None),
+            // What was written before the stop is kept.
+            Err(error) if stopped => (
+                written.lock().map(|w| w.clone()).unwrap_or_default(),
+                Some(error),
+            ),
             Err(error) => {
                 tracing::warn!(%error, "the model failed during a chat turn");
                 (String::new(), Some(error))
@@ -246,6 +301,7 @@ async fn run_agent(
     context: ToolContext,
     prompt: String,
     delta: &(dyn Fn(&str) + Sync),
+    tools: &(dyn Fn(AgentEvent) + Sync),
 ) -> Result<String, String> {
     let context = agent.context().clone().merged_with(&context);
     let agent = agent
@@ -259,6 +315,7 @@ async fn run_agent(
     while let Some(event) = events.next().await {
         match event {
             AgentEvent::TextDelta { step, text } => reply.write(step, &text, delta),
+            event @ (AgentEvent::ToolCall { .. } | AgentEvent::ToolResult { .. }) => tools(event),
             AgentEvent::Final { run } => {
                 return match run.outcome {
                     Outcome::ModelError(error) => Err(error.to_string()),

@@ -1,0 +1,118 @@
+//! API keys: `Authorization: Bearer <key>` names the caller, and everything
+//! a caller stores is kept under its key's id, so one key never sees
+//! another's sessions. With no keys configured every request is the same
+//! local user (the CLI then binds loopback only).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+
+/// Who is calling: the id of their key (never the key itself).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Principal {
+    /// A short stable id derived from the key (or `local` without keys).
+    pub id: String,
+}
+
+/// The accepted keys, by their SHA-256, so the keys themselves are not kept
+/// in memory longer than it takes to hash them.
+#[derive(Clone, Default)]
+pub struct ApiKeys {
+    by_hash: Arc<HashMap<[u8; 32], Principal>>,
+}
+
+impl std::fmt::Debug for ApiKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiKeys")
+            .field("count", &self.by_hash.len())
+            .finish()
+    }
+}
+
+impl ApiKeys {
+    /// These keys (empty ones are ignored).
+    pub fn new<I, S>(keys: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let by_hash = keys
+            .into_iter()
+            .filter(|key| !key.as_ref().trim().is_empty())
+            .map(|key| {
+                let hash: [u8; 32] = Sha256::digest(key.as_ref().trim().as_bytes()).into();
+                let id = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+                (hash, Principal { id })
+            })
+            .collect();
+        Self {
+            by_hash: Arc::new(by_hash),
+        }
+    }
+
+    /// Keys from a comma-separated list (`AGENTRY_API_KEYS`).
+    pub fn from_list(list: &str) -> Self {
+        Self::new(list.split(','))
+    }
+
+    /// True when no key is configured (anyone who can connect may call).
+    pub fn is_empty(&self) -> bool {
+        self.by_hash.is_empty()
+    }
+
+    /// The principal of `key`, if it is one of ours.
+    pub fn check(&self, key: &str) -> Option<&Principal> {
+        let hash: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        self.by_hash.get(&hash)
+    }
+}
+
+/// Middleware: find the caller's key, or answer 401. The principal goes into
+/// the request's extensions for the handlers.
+pub(crate) async fn require_key(
+    State(keys): State<ApiKeys>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let principal = if keys.is_empty() {
+        Principal { id: "local".into() }
+    } else {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .map(str::trim);
+        match given.and_then(|key| keys.check(key)) {
+            Some(principal) => principal.clone(),
+            None => return ApiError::unauthorized().into_response(),
+        }
+    };
+    request.extensions_mut().insert(principal);
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_known_by_their_hash_and_get_distinct_ids() {
+        let keys = ApiKeys::from_list("alpha, beta,,");
+        assert!(!keys.is_empty());
+        let alpha = keys.check("alpha").unwrap().clone();
+        let beta = keys.check("beta").unwrap().clone();
+        assert_ne!(alpha, beta);
+        assert_eq!(alpha.id.len(), 16);
+        assert!(keys.check("gamma").is_none() && keys.check("").is_none());
+        assert!(ApiKeys::from_list(" , ").is_empty());
+        assert_eq!(format!("{keys:?}"), "ApiKeys { count: 2 }");
+    }
+}

@@ -1,0 +1,134 @@
+//! API errors: a status and a JSON body in the shape OpenAI clients read,
+//! `{"error": {"message", "type", "code"}}`, so every failure says what to fix.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// A failed request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{status}: {message}")]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// A stable machine-readable code (`unauthorized`, `not_found`, …).
+    pub code: &'static str,
+    /// What went wrong, for a person.
+    pub message: String,
+}
+
+/// The body of every error response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// One error.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// What went wrong.
+    pub message: String,
+    /// The kind of error (`invalid_request_error`, `authentication_error`, …).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// A stable code.
+    pub code: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// 400: the request cannot be understood.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 401: no valid API key.
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid API key is required: send `Authorization: Bearer <key>`",
+        )
+    }
+
+    /// 404: nothing here for this key.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 429: too many turns at once for this key.
+    pub fn too_busy(limit: usize) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            format!("this key already has {limit} requests running; wait for one to finish"),
+        )
+    }
+
+    /// 500: the server failed (a store error); nothing the client can fix.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.status {
+            StatusCode::UNAUTHORIZED => "authentication_error",
+            StatusCode::NOT_FOUND => "not_found_error",
+            StatusCode::TOO_MANY_REQUESTS => "rate_limit_error",
+            status if status.is_server_error() => "server_error",
+            _ => "invalid_request_error",
+        }
+    }
+
+    /// The JSON body of this error.
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                message: self.message.clone(),
+                kind: self.kind().to_owned(),
+                code: self.code.to_owned(),
+            },
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(self.body())).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// A JSON body that did not parse, as an [`ApiError`] naming the problem.
+impl From<axum::extract::rejection::JsonRejection> for ApiError {
+    fn from(rejection: axum::extract::rejection::JsonRejection) -> Self {
+        use axum::extract::rejection::JsonRejection as R;
+        let message = rejection.body_text();
+        match rejection {
+            R::MissingJsonContentType(_) => Self::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send the body as JSON with `Content-Type: application/json`",
+            ),
+            R::BytesRejection(_) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
+            }
+            _ => Self::new(rejection.status(), "invalid_json", message),
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! # agentry-server
+//!
+//! An agentry agent over HTTP, on axum: memory-grounded chat sessions (seed
+//! 002 turns) streamed as server-sent events, an OpenAI-compatible
+//! `/v1/chat/completions`, API keys that keep each caller's sessions their
+//! own, a per-key limit on running requests, a body size limit, request ids,
+//! health checks and an OpenAPI document at `/openapi.json`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agentry_core::agent::Agent;
+//! use agentry_core::embed::KeywordEmbedder;
+//! use agentry_core::memory::{InMemoryStore, Memory};
+//! use agentry_core::model::{ScriptedModel, Step, Usage};
+//! use agentry_server::{AgentServer, ApiKeys};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let model = ScriptedModel::new().reply(Step::Final { text: "Hello!".into(), tokens: Usage::new(5, 2) });
+//! let agent = Agent::builder(model).build().unwrap();
+//! let memory = Memory::new(Arc::new(InMemoryStore::new()), Arc::new(KeywordEmbedder::new(["hello"])));
+//! let server = AgentServer::new("helper", agent, memory).api_keys(ApiKeys::from_list("s3cret"));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+//! let address = listener.local_addr().unwrap();
+//! tokio::spawn(server.serve(listener, std::future::pending()));
+//!
+//! // Any HTTP client: a turn of session "demo", answered as JSON.
+//! let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+//! let body = r#"{"text":"hi"}"#;
+//! let request = format!(
+//!     "POST /v1/sessions/demo/turns HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer s3cret\r\n\
+//!      Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+//!     body.len()
+//! );
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//! stream.write_all(request.as_bytes()).await.unwrap();
+//! let mut response = String::new();
+//! stream.read_to_string(&mut response).await.unwrap();
+//! assert!(response.starts_with("HTTP/1.1 200"));
+//! assert!(response.contains(r#""text":"Hello!""#));
+//! # });
+//! ```
+
+mod auth;
+mod error;
+mod limits;
+mod openai;
+mod openapi;
+mod sessions;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentry_core::agent::Agent;
+use agentry_core::memory::Memory;
+use agentry_core::turn::TurnConfig;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Request, StatusCode};
+use axum::middleware;
+use axum::routing::{delete, get, post};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+pub use auth::{ApiKeys, Principal};
+pub use error::{ApiError, ErrorBody, ErrorDetail};
+pub use openai::{ChatCompletion, ChatCompletionRequest, ChatMessage, ModelList};
+pub use openapi::openapi;
+pub use sessions::{
+    AttachmentBody, MessagesResponse, RecallBody, StoredMessage, ToolCallRecord, TurnRequest,
+    TurnResponse,
+};
+
+/// Largest request body unless told otherwise: 1 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
+/// Requests one key may have running at once unless told otherwise.
+pub const DEFAULT_MAX_RUNNING_PER_KEY: usize = 8;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub(crate) struct App {
+    /// The agent's name: the model name of the OpenAI face.
+    name: String,
+    /// The agent, for chat completions.
+    agent: Arc<Agent>,
+    /// Seed 002's turn configuration (the same agent, and memory), for sessions.
+    turn: TurnConfig,
+    limits: limits::Limits,
+    /// When the server started, in Unix seconds.
+    started: u64,
+}
+
+/// An agent served over HTTP. Build it, then [`router`](Self::router) (to
+/// mount in a larger axum app) or [`serve`](Self::serve).
+pub struct AgentServer {
+    name: String,
+    agent: Agent,
+    memory: Memory,
+    keys: ApiKeys,
+    max_body_bytes: usize,
+    max_running_per_key: usize,
+}
+
+impl std::fmt::Debug for AgentServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentServer")
+            .field("name", &self.name)
+            .field("keys", &self.keys)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_running_per_key", &self.max_running_per_key)
+            .finish()
+    }
+}
+
+impl AgentServer {
+    /// Serve `agent`, named `name` (its model name on the OpenAI face and the
+    /// source of what it stores), with session memory in `memory`. No API
+    /// keys: every caller is the same local user.
+    pub fn new(name: impl Into<String>, agent: Agent, memory: Memory) -> Self {
+        Self {
+            name: name.into(),
+            agent,
+            memory,
+            keys: ApiKeys::default(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_running_per_key: DEFAULT_MAX_RUNNING_PER_KEY,
+        }
+    }
+
+    /// Require one of these keys on every route but `/healthz`, `/readyz`
+    /// and `/openapi.json`.
+    pub fn api_keys(mut self, keys: ApiKeys) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    /// Largest request body, in bytes (413 beyond).
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Requests one key may have running at once (429 beyond).
+    pub fn max_running_per_key(mut self, requests: usize) -> Self {
+        self.max_running_per_key = requests;
+        self
+    }
+
+    /// The HTTP API as an axum router.
+    pub fn router(self) -> Router {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        let turn = TurnConfig::for_agent(self.name.clone(), self.agent.clone(), self.memory);
+        let app = App {
+            name: self.name,
+            agent: Arc::new(self.agent),
+            turn,
+            limits: limits::Limits::new(self.max_running_per_key),
+            started,
+        };
+        let private = Router::new()
+            .route("/v1/sessions/{id}/turns", post(sessions::post_turn))
+            .route("/v1/sessions/{id}/messages", get(sessions::get_messages))
+            .route("/v1/sessions/{id}", delete(sessions::delete_session))
+            .route("/v1/chat/completions", post(openai::chat_completions))
+            .route("/v1/models", get(openai::list_models))
+            .route_layer(middleware::from_fn_with_state(self.keys, auth::require_key));
+        let request_id = HeaderName::from_static("x-request-id");
+        Router::new()
+            .route("/healthz", get(|| async { "ok" }))
+            .route("/readyz", get(readyz))
+            .route("/openapi.json", get(|| async { axum::Json(openapi()) }))
+            .merge(private)
+            .fallback(|| async { ApiError::not_found("no such route") })
+            .with_state(app)
+            .layer(DefaultBodyLimit::max(self.max_body_bytes))
+            .layer(PropagateRequestIdLayer::new(request_id.clone()))
+            .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                let id = request
+                    .headers()
+                    .get("x-request-id")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)
+            }))
+            .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+    }
+
+    /// Serve on `listener` until `shutdown` completes; running requests
+    /// (streams included) are finished first.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}
+
+/// Ready when the memory store answers.
+async fn readyz(
+    axum::extract::State(app): axum::extract::State<App>,
+) -> (StatusCode, &'static str) {
+    let opts = agentry_core::memory::RecentOpts {
+        limit: Some(1),
+        ..Default::default()
+    };
+    let probe = app.turn.memory.store().recent("agentry/readyz", &opts);
+    match tokio::time::timeout(Duration::from_secs(5), probe).await {
+        Ok(Ok(_)) => (StatusCode::OK, "ready"),
+        _ => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the memory store does not answer",
+        ),
+    }
+}

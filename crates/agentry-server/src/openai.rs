@@ -1,0 +1,296 @@
+//! The OpenAI-compatible face: `POST /v1/chat/completions` (streaming and
+//! not) and `GET /v1/models`, so any OpenAI client library can talk to the
+//! agent. The agent's loop runs on the server, tools included; the client
+//! sees the answer. The conversation is the request's (nothing is stored);
+//! the client's system messages are added to the agent's own prompt.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use agentry_core::agent::{Agent, AgentEvent, Outcome, RunOutcome};
+use agentry_core::model::Message;
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Extension, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use utoipa::ToSchema;
+
+use crate::App;
+use crate::auth::Principal;
+use crate::error::{ApiError, ErrorBody};
+
+/// A chat completion request. Fields OpenAI defines and agentry does not use
+/// (temperature, tools, …) are accepted and ignored.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ChatCompletionRequest {
+    /// The model: the agent's name (see `GET /v1/models`).
+    pub model: String,
+    /// The conversation.
+    pub messages: Vec<ChatMessage>,
+    /// Stream the answer as `chat.completion.chunk` events.
+    #[serde(default)]
+    pub stream: bool,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ChatMessage {
+    /// `system`, `developer`, `user` or `assistant` (`tool` messages are ignored: tools run here).
+    pub role: String,
+    /// Text, or a list of parts of which the `text` ones are read.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub content: Value,
+}
+
+/// The answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChatCompletion {
+    /// `chatcmpl-…`.
+    pub id: String,
+    /// `chat.completion`.
+    pub object: &'static str,
+    /// Unix seconds.
+    pub created: u64,
+    /// The agent's name.
+    pub model: String,
+    /// One choice.
+    #[schema(value_type = Vec<Object>)]
+    pub choices: Vec<Value>,
+    /// Tokens used by the whole agent run.
+    #[schema(value_type = Object)]
+    pub usage: Value,
+}
+
+/// The models: the one agent this server runs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ModelList {
+    /// `list`.
+    pub object: &'static str,
+    /// The agent, as a model.
+    #[schema(value_type = Vec<Object>)]
+    pub data: Vec<Value>,
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+/// The text of a message's content: a string, or its `text` parts joined.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The models this server offers.
+#[utoipa::path(
+    get,
+    path = "/v1/models",
+    responses(
+        (status = 200, description = "The agent, as a model", body = ModelList),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub(crate) async fn list_models(State(app): State<App>) -> Json<ModelList> {
+    Json(ModelList {
+        object: "list",
+        data: vec![json!({
+            "id": app.name,
+            "object": "model",
+            "created": app.started,
+            "owned_by": "agentry",
+        })],
+    })
+}
+
+/// Answer a conversation with the agent.
+#[utoipa::path(
+    post,
+    path = "/v1/chat/completions",
+    request_body = ChatCompletionRequest,
+    responses(
+        (status = 200, description = "The completion; with `stream: true`, `chat.completion.chunk` server-sent events ending with `[DONE]`", body = ChatCompletion),
+        (status = 400, description = "No user message", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "Unknown model", body = ErrorBody),
+        (status = 422, description = "JSON of the wrong shape", body = ErrorBody),
+        (status = 429, description = "Too many requests running for this key", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub(crate) async fn chat_completions(
+    State(app): State<App>,
+    Extension(principal): Extension<Principal>,
+    body: Result<Json<ChatCompletionRequest>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(request) = body?;
+    if request.model != app.name {
+        return Err(ApiError::not_found(format!(
+            "the model {:?} does not exist; this server's model is {:?}",
+            request.model, app.name
+        )));
+    }
+    let mut system = Vec::new();
+    let mut messages = Vec::new();
+    for message in &request.messages {
+        let text = text_of(&message.content);
+        match message.role.as_str() {
+            "system" | "developer" => system.push(text),
+            "user" => messages.push(Message::user(text)),
+            "assistant" => messages.push(Message::assistant(text)),
+            _ => {}
+        }
+    }
+    if !messages.iter().any(|m| matches!(m, Message::User { .. })) {
+        return Err(ApiError::bad_request(
+            "`messages` needs at least one user message",
+        ));
+    }
+    let agent: Arc<Agent> = if system.is_empty() {
+        app.agent.clone()
+    } else {
+        let base = app.agent.system().unwrap_or_default();
+        let prompt = format!("{base}\n\n{}", system.join("\n\n"))
+            .trim()
+            .to_owned();
+        let built = app.agent.to_builder().system(prompt).build();
+        Arc::new(built.map_err(|error| ApiError::bad_request(error.to_string()))?)
+    };
+    let permit = app.limits.acquire(&principal)?;
+    let (sender, receiver) = mpsc::unbounded_channel::<AgentEvent>();
+    let span = tracing::info_span!("chat_completion", key = %principal.id);
+    tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            let mut events = std::pin::pin!(agent.stream_messages(messages));
+            loop {
+                tokio::select! {
+                    event = events.next() => match event {
+                        Some(event) => if sender.send(event).is_err() { break },
+                        None => break,
+                    },
+                    // The client went away: stop the run.
+                    () = sender.closed() => break,
+                }
+            }
+            drop(permit);
+        },
+        span,
+    ));
+    let id = format!("chatcmpl-{}", crate::sessions::new_id());
+    let created = now();
+    if request.stream {
+        let chunk = {
+            let (id, model) = (id.clone(), app.name.clone());
+            move |delta: Value, finish: Option<&str>| {
+                json!({
+                    "id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                })
+            }
+        };
+        let first = chunk(json!({"role": "assistant", "content": ""}), None);
+        let mut steps_seen = None;
+        let body = UnboundedReceiverStream::new(receiver).filter_map(move |event| {
+            let data = match event {
+                AgentEvent::TextDelta { step, text } => {
+                    // A blank line between the texts of different steps.
+                    let text = match steps_seen.replace(step) {
+                        Some(previous) if previous != step => format!("\n\n{text}"),
+                        _ => text,
+                    };
+                    Some(vec![chunk(json!({"content": text}), None).to_string()])
+                }
+                AgentEvent::Final { run } => Some(match &run.outcome {
+                    Outcome::ModelError(error) => vec![
+                        json!({"error": {"message": error.to_string(), "type": "server_error", "code": "model_error"}}).to_string(),
+                        "[DONE]".to_owned(),
+                    ],
+                    outcome => vec![
+                        chunk(json!({}), Some(finish_reason(outcome))).to_string(),
+                        "[DONE]".to_owned(),
+                    ],
+                }),
+                _ => None,
+            };
+            async move { data }
+        });
+        let body = futures_util::stream::iter([vec![first.to_string()]])
+            .chain(body)
+            .flat_map(futures_util::stream::iter)
+            .map(|data| Ok::<_, Infallible>(Event::default().data(data)));
+        return Ok(Sse::new(body)
+            .keep_alive(KeepAlive::default())
+            .into_response());
+    }
+    let mut receiver = receiver;
+    let mut run: Option<Box<RunOutcome>> = None;
+    while let Some(event) = receiver.recv().await {
+        if let AgentEvent::Final { run: done } = event {
+            run = Some(done);
+        }
+    }
+    let run = run.ok_or_else(|| ApiError::internal("the agent's run ended without an answer"))?;
+    if let Outcome::ModelError(error) = &run.outcome {
+        return Err(ApiError::internal(format!("the model failed: {error}")));
+    }
+    Ok(Json(ChatCompletion {
+        id,
+        object: "chat.completion",
+        created,
+        model: app.name.clone(),
+        choices: vec![json!({
+            "index": 0,
+            "message": {"role": "assistant", "content": run.text()},
+            "finish_reason": finish_reason(&run.outcome),
+        })],
+        usage: json!({
+            "prompt_tokens": run.usage.input_tokens,
+            "completion_tokens": run.usage.output_tokens,
+            "total_tokens": run.usage.total(),
+        }),
+    })
+    .into_response())
+}
+
+/// `stop` for an answer, `length` when the run hit its step or token limit.
+fn finish_reason(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Final(_) => "stop",
+        _ => "length",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_is_text_or_the_text_parts() {
+        assert_eq!(text_of(&json!("hi")), "hi");
+        assert_eq!(
+            text_of(
+                &json!([{"type": "text", "text": "a"}, {"type": "image_url"}, {"type": "text", "text": "b"}])
+            ),
+            "a\nb"
+        );
+        assert_eq!(text_of(&Value::Null), "");
+    }
+}

@@ -1,0 +1,462 @@
+//! Chat sessions over HTTP: each `POST /v1/sessions/{id}/turns` runs one
+//! seed 002 turn (memory recalled into the prompt, both sides stored) and
+//! streams its events as server-sent events, or answers once as JSON.
+//! Sessions belong to the API key that made them: another key gets 404.
+
+use std::convert::Infallible;
+
+use agentry_core::memory::RecentOpts;
+use agentry_core::tool::{Identity, Session, ToolCall, ToolResult};
+use agentry_core::turn::{Attachment, ChatTurn, TurnEvent, TurnEvents, TurnInput, TurnOutput};
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::App;
+use crate::auth::Principal;
+use crate::error::{ApiError, ErrorBody};
+
+/// One user message: the fields of seed 002's `TurnInput` a client may set.
+/// The session comes from the path and the sender from the API key; the
+/// request context for tools is the server's.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnRequest {
+    /// The user's message.
+    pub text: String,
+    /// Files that came with it (described to the model, not uploaded).
+    #[serde(default)]
+    pub attachments: Vec<AttachmentBody>,
+    /// Forwarded on every reply event: `message_id` (generated when absent).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub payload: Option<Map<String, Value>>,
+    /// Recall options (default `{limit: 5, min_score: 0.3}`).
+    #[serde(default)]
+    pub recall_opts: Option<RecallBody>,
+    /// Heading of the memory block in the prompt (default `## Memory`).
+    #[serde(default)]
+    pub memory_heading: Option<String>,
+    /// Store the user's message (default true).
+    #[serde(default)]
+    pub persist_user: Option<bool>,
+    /// Store the reply (default true).
+    #[serde(default)]
+    pub persist_assistant: Option<bool>,
+    /// Metadata stored with the user's message.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub user_metadata: Option<Map<String, Value>>,
+    /// Metadata stored with the reply.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub assistant_metadata: Option<Map<String, Value>>,
+    /// Reply with this text instead of asking the model.
+    #[serde(default)]
+    pub fallback_text: Option<String>,
+}
+
+/// A file that came with a message.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentBody {
+    /// File name.
+    pub name: String,
+    /// MIME type.
+    #[serde(default)]
+    pub mime_type: Option<String>,
+    /// Where it can be fetched.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Size in bytes.
+    #[serde(default)]
+    pub size: Option<u64>,
+}
+
+/// How much memory to recall into the prompt.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecallBody {
+    /// Most records (default 5).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Lowest similarity (default 0.3).
+    #[serde(default)]
+    pub min_score: Option<f32>,
+}
+
+/// The answer to a turn asked for as JSON.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TurnResponse {
+    /// The session (as the client named it).
+    pub session_id: String,
+    /// The reply's message id.
+    pub message_id: String,
+    /// False when the model failed (the user's message is still stored).
+    pub ok: bool,
+    /// The reply.
+    pub text: String,
+    /// Why the model failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The tool calls the agent made, in order, with their results.
+    pub tool_calls: Vec<ToolCallRecord>,
+}
+
+/// One tool call and what it returned.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ToolCallRecord {
+    /// The call.
+    #[schema(value_type = Object)]
+    pub call: ToolCall,
+    /// Its result (absent if the turn stopped first).
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<ToolResult>,
+}
+
+/// A stored message of a session.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StoredMessage {
+    /// `user` or `assistant`.
+    pub role: String,
+    /// What was said.
+    pub text: String,
+    /// When, in Unix seconds.
+    pub timestamp: i64,
+    /// Its metadata.
+    #[schema(value_type = Object)]
+    pub metadata: Map<String, Value>,
+}
+
+/// A session's stored messages, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MessagesResponse {
+    /// The session.
+    pub session_id: String,
+    /// The messages.
+    pub messages: Vec<StoredMessage>,
+}
+
+/// `?limit=N`: only the newest N messages.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct MessagesQuery {
+    /// The newest N messages only.
+    pub limit: Option<usize>,
+}
+
+/// The memory session of `id` for `principal`: the client's id, checked,
+/// under the key's own prefix.
+pub(crate) fn owned_session(principal: &Principal, id: &str) -> Result<String, ApiError> {
+    let valid = (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    if !valid {
+        return Err(ApiError::bad_request(format!(
+            "invalid session id {id:?}: use 1 to 128 of A-Z a-z 0-9 - _ . :"
+        )));
+    }
+    Ok(format!("{}/{id}", principal.id))
+}
+
+/// A fresh message id.
+pub(crate) fn new_id() -> String {
+    let mut bytes = [0u8; 12];
+    getrandom::fill(&mut bytes).expect("the operating system provides random bytes");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the turn task reports.
+enum Report {
+    Event(TurnEvent),
+    Done(TurnOutput),
+}
+
+/// Run one turn of session `id`.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions/{id}/turns",
+    params(("id" = String, Path, description = "The session (1-128 of A-Z a-z 0-9 - _ . :)")),
+    request_body = TurnRequest,
+    responses(
+        (status = 200, description = "The turn: server-sent events (`reply:start`, `reply:delta`, `tool:call`, `tool:result`, `reply:end`, `turn:end`, and `error` when the model failed) with `Accept: text/event-stream`, else one JSON answer", body = TurnResponse),
+        (status = 400, description = "Invalid session id or body", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "JSON of the wrong shape", body = ErrorBody),
+        (status = 429, description = "Too many requests running for this key", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub(crate) async fn post_turn(
+    State(app): State<App>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Result<Json<TurnRequest>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let session = owned_session(&principal, &id)?;
+    let Json(request) = body?;
+    if request.text.trim().is_empty() && request.attachments.is_empty() {
+        return Err(ApiError::bad_request("`text` must not be empty"));
+    }
+    let permit = app.limits.acquire(&principal)?;
+    let mut payload = request.payload.unwrap_or_default();
+    payload.insert("session_id".into(), json!(id));
+    let message_id = match payload.get("message_id").and_then(Value::as_str) {
+        Some(given) => given.to_owned(),
+        None => new_id(),
+    };
+    payload.insert("message_id".into(), json!(message_id));
+    let mut input = TurnInput::new(
+        Session::new(session),
+        Identity::new(principal.id.clone()),
+        request.text,
+    );
+    input.attachments = request
+        .attachments
+        .into_iter()
+        .map(|a| Attachment {
+            name: a.name,
+            mime_type: a.mime_type,
+            url: a.url,
+            size: a.size,
+        })
+        .collect();
+    input.payload = Some(payload);
+    input.recall_opts = request.recall_opts.map(|r| {
+        let defaults = agentry_core::memory::RecallOpts::default();
+        agentry_core::memory::RecallOpts {
+            limit: r.limit.unwrap_or(defaults.limit),
+            min_score: r.min_score.unwrap_or(defaults.min_score),
+        }
+    });
+    input.memory_heading = request.memory_heading;
+    input.persist_user = request.persist_user;
+    input.persist_assistant = request.persist_assistant;
+    input.user_metadata = request.user_metadata;
+    input.assistant_metadata = request.assistant_metadata;
+    input.fallback_text = request.fallback_text;
+
+    let (sender, receiver) = mpsc::unbounded_channel::<Report>();
+    let events = sender.clone();
+    let mut config = app.turn.clone();
+    config.events = TurnEvents::new(move |event| {
+        let _ = events.send(Report::Event(event.clone()));
+    });
+    let span = tracing::info_span!("turn", session = %id, key = %principal.id, %message_id);
+    let streaming = wants_events(&headers);
+    // The turn runs on its own task: it ends when the reply does, or when
+    // a streaming client goes away (what was said so far is stored).
+    let task = tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            let gone = sender.clone();
+            let stop = async move {
+                if streaming {
+                    gone.closed().await
+                } else {
+                    std::future::pending().await
+                }
+            };
+            let output = ChatTurn::run_until(&config, input, stop).await;
+            drop(permit);
+            let _ = sender.send(Report::Done(output));
+        },
+        span,
+    ));
+    if streaming {
+        let stream = UnboundedReceiverStream::new(receiver)
+            .filter_map(|report| async move { sse_events(report) })
+            .flat_map(futures_util::stream::iter)
+            .map(Ok::<_, Infallible>);
+        return Ok(Sse::new(stream)
+            .keep_alive(KeepAlive::default())
+            .into_response());
+    }
+    let _ = task.await;
+    let mut tool_calls: Vec<ToolCallRecord> = Vec::new();
+    let mut output = None;
+    let mut receiver = receiver;
+    while let Some(report) = receiver.recv().await {
+        match report {
+            Report::Event(TurnEvent::ToolCall { call, .. }) => {
+                tool_calls.push(ToolCallRecord { call, result: None })
+            }
+            Report::Event(TurnEvent::ToolResult { result, .. }) => {
+                if let Some(record) = tool_calls
+                    .iter_mut()
+                    .rev()
+                    .find(|r| r.call.id == result.id && r.result.is_none())
+                {
+                    record.result = Some(result);
+                }
+            }
+            Report::Event(_) => {}
+            Report::Done(done) => output = Some(done),
+        }
+    }
+    let output = output.ok_or_else(|| ApiError::internal("the turn ended without an answer"))?;
+    Ok(Json(TurnResponse {
+        session_id: id,
+        message_id,
+        ok: output.ok,
+        text: output.text,
+        error: output.error,
+        tool_calls,
+    })
+    .into_response())
+}
+
+/// True when the client asked for server-sent events.
+fn wants_events(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains("text/event-stream"))
+}
+
+/// The SSE events of one report: reply and tool events by their names; at
+/// the end an `error` event if the model failed, then `turn:end`.
+fn sse_events(report: Report) -> Option<Vec<Event>> {
+    let event =
+        |name: &str, data: &dyn erased::Data| Event::default().event(name).data(data.json());
+    match report {
+        Report::Event(
+            turn @ (TurnEvent::ReplyStart { .. }
+            | TurnEvent::ReplyDelta { .. }
+            | TurnEvent::ReplyEnd { .. }
+            | TurnEvent::ToolCall { .. }
+            | TurnEvent::ToolResult { .. }),
+        ) => Some(vec![event(turn.name(), &turn)]),
+        Report::Event(_) => None,
+        Report::Done(output) => {
+            let mut events = Vec::new();
+            if let Some(error) = output.error.as_deref().filter(|_| !output.ok) {
+                events.push(event("error", &json!({"message": error})));
+            }
+            events.push(event("turn:end", &output));
+            Some(events)
+        }
+    }
+}
+
+mod erased {
+    /// Anything serialisable, as JSON text.
+    pub(super) trait Data {
+        fn json(&self) -> String;
+    }
+    impl<T: serde::Serialize> Data for T {
+        fn json(&self) -> String {
+            serde_json::to_string(self).unwrap_or_else(|_| "null".into())
+        }
+    }
+}
+
+/// The stored messages of session `id`.
+#[utoipa::path(
+    get,
+    path = "/v1/sessions/{id}/messages",
+    params(("id" = String, Path, description = "The session"), MessagesQuery),
+    responses(
+        (status = 200, description = "The session's messages, oldest first", body = MessagesResponse),
+        (status = 400, description = "Invalid session id", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such session for this key", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub(crate) async fn get_messages(
+    State(app): State<App>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+    Query(query): Query<MessagesQuery>,
+) -> Result<Json<MessagesResponse>, ApiError> {
+    let session = owned_session(&principal, &id)?;
+    let opts = RecentOpts {
+        include_roles: vec!["user".into(), "assistant".into()],
+        limit: query.limit,
+        ..RecentOpts::default()
+    };
+    let records = app
+        .turn
+        .memory
+        .store()
+        .recent(&session, &opts)
+        .await
+        .map_err(|error| ApiError::internal(format!("the memory store failed: {error}")))?;
+    if records.is_empty() {
+        return Err(ApiError::not_found(format!("no session {id:?}")));
+    }
+    Ok(Json(MessagesResponse {
+        session_id: id,
+        messages: records
+            .into_iter()
+            .map(|record| StoredMessage {
+                role: record.role,
+                text: record.text,
+                timestamp: record.timestamp,
+                metadata: record.metadata,
+            })
+            .collect(),
+    }))
+}
+
+/// Delete session `id` and everything stored in it.
+#[utoipa::path(
+    delete,
+    path = "/v1/sessions/{id}",
+    params(("id" = String, Path, description = "The session")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, description = "Invalid session id", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such session for this key", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub(crate) async fn delete_session(
+    State(app): State<App>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let session = owned_session(&principal, &id)?;
+    let deleted = app
+        .turn
+        .memory
+        .store()
+        .forget_session(&session)
+        .await
+        .map_err(|error| ApiError::internal(format!("the memory store failed: {error}")))?;
+    if deleted == 0 {
+        return Err(ApiError::not_found(format!("no session {id:?}")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_live_under_their_key_and_bad_ids_are_refused() {
+        let alice = Principal { id: "a1".into() };
+        assert_eq!(owned_session(&alice, "trip-2026").unwrap(), "a1/trip-2026");
+        for bad in ["", "a/b", "x y", &"z".repeat(129)] {
+            let error = owned_session(&alice, bad).unwrap_err();
+            assert_eq!(error.status, StatusCode::BAD_REQUEST, "{bad:?}");
+        }
+        assert_eq!(new_id().len(), 24);
+        assert_ne!(new_id(), new_id());
+    }
+}

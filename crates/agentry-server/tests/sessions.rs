@@ -1,0 +1,182 @@
+//! The sessions API over real HTTP: streamed and JSON turns, stored
+//! messages, deletion, and the isolation between API keys.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{DripModel, serve, sse};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_streams_its_events_and_both_sides_are_stored() {
+    let server = serve(DripModel::new("Paris is lovely in spring.", 5), |s| s).await;
+    let response = server
+        .http
+        .post(format!("{}/v1/sessions/trip/turns", server.url))
+        .bearer_auth("alice-key")
+        .header("Accept", "text/event-stream")
+        .json(&json!({"text": "Where should I go?", "payload": {"message_id": "m-1"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    assert!(response.headers().contains_key("x-request-id"));
+    let events = sse(&response.text().await.unwrap());
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "reply:start",
+            "reply:delta",
+            "reply:delta",
+            "reply:delta",
+            "reply:delta",
+            "reply:delta",
+            "reply:end",
+            "turn:end"
+        ]
+    );
+    assert_eq!(events[0].1["session_id"], "trip");
+    assert_eq!(events[0].1["message_id"], "m-1");
+    assert_eq!(events[0].1["stream"], "helper");
+    let deltas: String = events[1..6]
+        .iter()
+        .map(|(_, d)| d["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, "Paris is lovely in spring.");
+    assert_eq!(events[6].1["text"], "Paris is lovely in spring.");
+    assert_eq!(
+        events[7].1,
+        json!({"ok": true, "text": "Paris is lovely in spring."})
+    );
+
+    let messages: Value = server
+        .http
+        .get(format!("{}/v1/sessions/trip/messages", server.url))
+        .bearer_auth("alice-key")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let said: Vec<(&str, &str)> = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap(), m["text"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("user", "Where should I go?"),
+            ("assistant", "Paris is lovely in spring.")
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_json_turn_answers_once_with_the_whole_reply() {
+    let server = serve(DripModel::new("Noted.", 0), |s| s).await;
+    let turn = |text: &'static str| {
+        server
+            .http
+            .post(format!("{}/v1/sessions/s1/turns", server.url))
+            .bearer_auth("bob-key")
+            .json(&json!({"text": text}))
+            .send()
+    };
+    let first: Value = turn("I love Rome.").await.unwrap().json().await.unwrap();
+    assert_eq!(first["ok"], true);
+    assert_eq!(first["text"], "Noted.");
+    assert_eq!(first["session_id"], "s1");
+    assert_eq!(
+        first["message_id"].as_str().unwrap().len(),
+        24,
+        "a generated id"
+    );
+    assert_eq!(first["tool_calls"], json!([]));
+    // Records are stored under bob's key, not under the bare session id.
+    let stored = server.store.len();
+    assert_eq!(stored, 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keys_see_only_their_own_sessions() {
+    let server = serve(DripModel::new("Hi.", 0), |s| s).await;
+    let url = |path: &str| format!("{}{path}", server.url);
+    let made = server
+        .http
+        .post(url("/v1/sessions/private/turns"))
+        .bearer_auth("alice-key")
+        .json(&json!({"text": "my secret plan"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 200);
+    // Bob cannot read or delete Alice's session: it does not exist for him.
+    for request in [
+        server.http.get(url("/v1/sessions/private/messages")),
+        server.http.delete(url("/v1/sessions/private")),
+    ] {
+        let response = request.bearer_auth("bob-key").send().await.unwrap();
+        assert_eq!(response.status(), 404);
+        let body = response.text().await.unwrap();
+        assert!(!body.contains("secret"), "{body}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).unwrap()["error"]["code"],
+            "not_found"
+        );
+    }
+    // No key, or a wrong one: 401 everywhere but health and the document.
+    for (path, method) in [
+        ("/v1/sessions/private/messages", "GET"),
+        ("/v1/sessions/private", "DELETE"),
+        ("/v1/sessions/private/turns", "POST"),
+        ("/v1/models", "GET"),
+        ("/v1/chat/completions", "POST"),
+    ] {
+        for key in [None, Some("mallory-key")] {
+            let mut request = server
+                .http
+                .request(method.parse().unwrap(), url(path))
+                .json(&json!({"text": "x"}));
+            if let Some(key) = key {
+                request = request.bearer_auth(key);
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 401, "{method} {path} with {key:?}");
+            assert_eq!(response.headers()["www-authenticate"], "Bearer");
+        }
+    }
+    for path in ["/healthz", "/readyz", "/openapi.json"] {
+        assert_eq!(
+            server.http.get(url(path)).send().await.unwrap().status(),
+            200,
+            "{path}"
+        );
+    }
+    // Alice deletes her session; then it is gone for her too.
+    let deleted = server
+        .http
+        .delete(url("/v1/sessions/private"))
+        .bearer_auth("alice-key")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    assert!(server.store.is_empty());
+    let again = server
+        .http
+        .get(url("/v1/sessions/private/messages"))
+        .bearer_auth("alice-key")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 404);
+}

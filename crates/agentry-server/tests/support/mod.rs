@@ -1,0 +1,122 @@
+//! A server on a free port with a model that streams its reply in pieces,
+//! and the helpers the HTTP tests share.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentry_core::agent::Agent;
+use agentry_core::embed::KeywordEmbedder;
+use agentry_core::memory::{InMemoryStore, Memory, MemoryStore};
+use agentry_core::model::{
+    ChatModel, ChatRequest, EventStream, FinishReason, ModelError, StreamEvent, Usage,
+};
+use agentry_server::{AgentServer, ApiKeys};
+use futures_util::stream;
+use serde_json::Value;
+
+/// Streams `pieces` one at a time, `gap` apart; then fails if `fail_after`
+/// is set (after that many pieces) instead of finishing.
+pub struct DripModel {
+    pub pieces: Vec<String>,
+    pub gap: Duration,
+    pub fail_after: Option<usize>,
+}
+
+impl DripModel {
+    pub fn new(text: &str, gap_ms: u64) -> Self {
+        Self {
+            pieces: text.split_inclusive(' ').map(str::to_owned).collect(),
+            gap: Duration::from_millis(gap_ms),
+            fail_after: None,
+        }
+    }
+}
+
+impl ChatModel for DripModel {
+    fn model_id(&self) -> &str {
+        "drip"
+    }
+
+    fn stream<'a>(&'a self, _request: &'a ChatRequest) -> EventStream<'a> {
+        let count = self.fail_after.unwrap_or(self.pieces.len());
+        let mut events: Vec<Result<StreamEvent, ModelError>> = self.pieces[..count]
+            .iter()
+            .map(|text| Ok(StreamEvent::TextDelta { text: text.clone() }))
+            .collect();
+        if self.fail_after.is_some() {
+            events.push(Err(ModelError::StreamCut(
+                "the connection to the model dropped".into(),
+            )));
+        } else {
+            events.push(Ok(StreamEvent::Usage {
+                usage: Usage::new(7, count as u64),
+            }));
+            events.push(Ok(StreamEvent::Finish {
+                reason: FinishReason::Stop,
+            }));
+        }
+        let gap = self.gap;
+        Box::pin(stream::unfold(
+            events.into_iter(),
+            move |mut events| async move {
+                let next = events.next()?;
+                tokio::time::sleep(gap).await;
+                Some((next, events))
+            },
+        ))
+    }
+}
+
+/// A running server and what the tests look at.
+pub struct Running {
+    pub url: String,
+    pub store: Arc<InMemoryStore>,
+    pub http: reqwest::Client,
+}
+
+/// Serve `model` as agent `helper` with keys `alice-key` and `bob-key`.
+pub async fn serve(
+    model: impl ChatModel + 'static,
+    tune: impl FnOnce(AgentServer) -> AgentServer,
+) -> Running {
+    let agent = Agent::builder(model).system("You help.").build().unwrap();
+    let store = Arc::new(InMemoryStore::new());
+    let memory = Memory::new(
+        store.clone() as Arc<dyn MemoryStore>,
+        Arc::new(KeywordEmbedder::new(["paris", "rome"])),
+    );
+    let server = tune(
+        AgentServer::new("helper", agent, memory).api_keys(ApiKeys::from_list("alice-key,bob-key")),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(server.serve(listener, std::future::pending()));
+    Running {
+        url,
+        store,
+        http: reqwest::Client::new(),
+    }
+}
+
+/// `(event, data)` pairs of a server-sent event body.
+pub fn sse(body: &str) -> Vec<(String, Value)> {
+    let mut events = Vec::new();
+    for block in body.split("\n\n") {
+        let mut name = String::from("message");
+        let mut data = String::new();
+        for line in block.lines() {
+            if let Some(value) = line.strip_prefix("event:") {
+                name = value.trim().to_owned();
+            } else if let Some(value) = line.strip_prefix("data:") {
+                data.push_str(value.trim_start());
+            }
+        }
+        if !data.is_empty() {
+            let value = serde_json::from_str(&data).unwrap_or(Value::String(data));
+            events.push((name, value));
+        }
+    }
+    events
+}
