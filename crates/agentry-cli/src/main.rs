@@ -9,6 +9,7 @@ mod metatool;
 mod models;
 mod providers;
 mod run;
+mod serve;
 mod skills;
 
 use std::path::PathBuf;
@@ -70,6 +71,8 @@ enum Command {
         #[command(subcommand)]
         command: skills::SkillsCommand,
     },
+    /// Serve the agent over HTTP: chat sessions with memory (SSE), an OpenAI-compatible API.
+    Serve(serve::ServeArgs),
     /// Serve agentry's tools over MCP.
     Mcp {
         #[command(subcommand)]
@@ -85,6 +88,7 @@ async fn main() -> ExitCode {
         Command::Model { command } => models::run(command).await,
         Command::Eval { command } => eval::run(command).await,
         Command::Skills { command } => skills::run(command).await,
+        Command::Serve(args) => serve::run(args).await,
         Command::Mcp { command } => mcp::run(command).await,
     };
     match result {

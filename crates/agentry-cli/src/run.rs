@@ -67,25 +67,22 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         .dir
         .canonicalize()
         .map_err(|e| format!("{}: {e}", args.dir.display()))?;
-    let mut agent = AgentBuilder::new(model)
-        .tools(crate::demo_tools::all(&dir))
-        .system(SYSTEM)
-        .grant(Capability::fs_read(&dir))
-        .max_steps(args.max_steps)
-        .token_budget(args.budget)
-        .max_tokens(512)
-        .max_tool_rounds(args.tool_rounds.unwrap_or(match args.model.provider {
-            crate::ProviderKind::Local => 1,
-            _ => 4,
-        }));
-    if let Some(skills_dir) = &args.skills {
-        let report = crate::skills::load_and_warn(skills_dir)?;
-        agent = agent.skills(report.to_skills());
-    }
-    let servers = crate::mcp::server_configs(&args.mcp, args.mcp_trusted, args.config.as_deref())?;
-    for server in crate::mcp::connect_all(servers).await? {
-        agent = agent.tool_source(Arc::new(server));
-    }
+    let agent = demo_agent(
+        model,
+        &dir,
+        args.max_steps,
+        args.budget,
+        args.tool_rounds,
+        args.model.provider,
+    );
+    let agent = with_skills_and_mcp(
+        agent,
+        args.skills.as_deref(),
+        &args.mcp,
+        args.mcp_trusted,
+        args.config.as_deref(),
+    )
+    .await?;
     let agent = agent
         .approver(crate::mcp::CliApprover { yes: args.yes })
         .build()
@@ -103,6 +100,48 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
         Outcome::ModelError(_) => ExitCode::FAILURE,
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// The demo agent: the built-in tools (files read from `dir` only), the
+/// demo prompt, and the step, token and tool-round limits.
+pub fn demo_agent(
+    model: Arc<dyn agentry::model::ChatModel>,
+    dir: &std::path::Path,
+    max_steps: usize,
+    budget: u64,
+    tool_rounds: Option<usize>,
+    provider: crate::ProviderKind,
+) -> AgentBuilder {
+    AgentBuilder::new(model)
+        .tools(crate::demo_tools::all(dir))
+        .system(SYSTEM)
+        .grant(Capability::fs_read(dir))
+        .max_steps(max_steps)
+        .token_budget(budget)
+        .max_tokens(512)
+        .max_tool_rounds(tool_rounds.unwrap_or(match provider {
+            crate::ProviderKind::Local => 1,
+            _ => 4,
+        }))
+}
+
+/// `agent` with a skills folder's skills and MCP servers' tools.
+pub async fn with_skills_and_mcp(
+    mut agent: AgentBuilder,
+    skills: Option<&std::path::Path>,
+    mcp: &[String],
+    mcp_trusted: bool,
+    config: Option<&std::path::Path>,
+) -> Result<AgentBuilder, String> {
+    if let Some(skills_dir) = skills {
+        let report = crate::skills::load_and_warn(skills_dir)?;
+        agent = agent.skills(report.to_skills());
+    }
+    let servers = crate::mcp::server_configs(mcp, mcp_trusted, config)?;
+    for server in crate::mcp::connect_all(servers).await? {
+        agent = agent.tool_source(Arc::new(server));
+    }
+    Ok(agent)
 }
 
 fn as_json(run: &RunOutcome) -> serde_json::Value {

@@ -95,6 +95,11 @@ pub use agentry_skills as skill_folders;
 #[cfg(feature = "mcp")]
 pub use agentry_mcp as mcp;
 
+/// The HTTP API: chat sessions streamed as server-sent events, an
+/// OpenAI-compatible API, API keys (feature `server`).
+#[cfg(feature = "server")]
+pub use agentry_server as server;
+
 /// Seed 000's `from-fn(f)`: the [`Tool`](tool::Tool) of a `#[tool]` function,
 /// by path. Same as `f::tool()`; override fields with struct-update syntax.
 ///

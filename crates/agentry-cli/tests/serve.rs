@@ -1,0 +1,245 @@
+//! `agentry serve` as a user runs it, talked to by peers nobody here wrote:
+//! the official OpenAI Python client (pinned in `python/requirements.txt`,
+//! installed by `scripts/setup` into `.venv`) with the offline model and
+//! with the local model; plus the loopback-only rule without keys, and a
+//! SIGTERM during a turn, which finishes the turn before the server exits.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+const AGENTRY: &str = env!("CARGO_BIN_EXE_agentry");
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The Python with the `openai` package, or `None` (loudly) when setup has not run.
+fn python() -> Option<PathBuf> {
+    let python = repo().join(".venv/bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    if std::env::var("AGENTRY_REQUIRE_PYTHON").as_deref() == Ok("1") {
+        panic!(".venv is missing and AGENTRY_REQUIRE_PYTHON=1: run scripts/setup");
+    }
+    eprintln!(
+        "\n*** SKIPPED: run scripts/setup to install the OpenAI Python client into .venv ***\n"
+    );
+    None
+}
+
+/// True when the MiniLM embedder (and, with `chat`, the local chat model) is installed.
+fn models_present(chat: bool) -> bool {
+    let embedder =
+        agentry_local::fetch::installed_embedding(&agentry_local::fetch::MINILM).is_some();
+    let qwen = !chat || agentry_local::fetch::installed(&agentry_local::fetch::QWEN).is_some();
+    if embedder && qwen {
+        return true;
+    }
+    if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
+        panic!("the local models are not installed and AGENTRY_REQUIRE_MODEL=1");
+    }
+    eprintln!(
+        "\n*** SKIPPED: run `agentry model pull` (and all-minilm-l6-v2) to serve the agent ***\n"
+    );
+    false
+}
+
+/// A running `agentry serve`, stopped (SIGKILL) when dropped.
+struct Served {
+    child: Child,
+    url: String,
+    _dir: tempdir::Dir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+mod tempdir {
+    /// A fresh directory, removed when dropped.
+    pub struct Dir(pub std::path::PathBuf);
+    impl Dir {
+        pub fn new(tag: &str) -> Self {
+            let path =
+                std::env::temp_dir().join(format!("agentry-serve-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&path);
+            std::fs::create_dir_all(&path).unwrap();
+            Self(path)
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Start `agentry serve` with `args` on a free port; wait for its banner.
+fn serve(tag: &str, args: &[&str]) -> Served {
+    let dir = tempdir::Dir::new(tag);
+    let memory = dir.0.join("memory.db");
+    let mut child = Command::new(AGENTRY)
+        .args(["serve", "--listen", "127.0.0.1:0", "--memory"])
+        .arg(&memory)
+        .args(args)
+        .env("AGENTRY_API_KEYS", "test-key-1,test-key-2")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("agentry serve exited before listening")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix("agentry serve: http://") {
+            break format!("http://{}", rest.split_whitespace().next().unwrap());
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Served {
+        child,
+        url,
+        _dir: dir,
+    }
+}
+
+fn openai_check(python: &PathBuf, served: &Served, expect: Option<&str>) -> Value {
+    let mut command = Command::new(python);
+    command
+        .arg(repo().join("python/openai_client_check.py"))
+        .arg(format!("{}/v1", served.url))
+        .args(["test-key-2", "agentry"]);
+    if let Some(expect) = expect {
+        command.arg(expect);
+    }
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+#[test]
+fn the_openai_python_client_talks_to_the_offline_agent() {
+    let Some(python) = python() else { return };
+    if !models_present(false) {
+        return;
+    }
+    let served = serve("offline", &["--provider", "offline"]);
+    let seen = openai_check(&python, &served, Some("[no llm provider]"));
+    assert_eq!(seen["models"], serde_json::json!(["agentry"]));
+    assert_eq!(seen["finish_reason"], "stop");
+    assert_eq!(seen["stream_finish_reason"], "stop");
+    assert_eq!(seen["unknown_model"], 404);
+    assert_eq!(seen["wrong_key"], 401);
+}
+
+#[test]
+fn the_openai_python_client_talks_to_the_local_agent() {
+    let Some(python) = python() else { return };
+    if !models_present(true) {
+        return;
+    }
+    let served = serve("local", &["--provider", "local"]);
+    let seen = openai_check(&python, &served, None);
+    // A real model answered, through the agent's loop, both ways.
+    let answer = seen["answer"].as_str().unwrap();
+    let streamed = seen["streamed"].as_str().unwrap();
+    assert!(answer.contains("84"), "{seen}");
+    assert!(streamed.contains("84"), "{seen}");
+    assert!(seen["usage"].as_u64().unwrap() > 0, "{seen}");
+}
+
+#[test]
+fn without_keys_only_loopback_may_listen() {
+    let output = Command::new(AGENTRY)
+        .args(["serve", "--provider", "offline", "--listen", "0.0.0.0:0"])
+        .env_remove("AGENTRY_API_KEYS")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim(),
+        "error: refusing to listen on 0.0.0.0:0 without API keys: set AGENTRY_API_KEYS (or --api-keys), or listen on 127.0.0.1"
+    );
+}
+
+#[test]
+fn sigterm_during_a_turn_finishes_the_turn_then_exits() {
+    if !models_present(true) {
+        return;
+    }
+    let mut served = serve("sigterm", &["--provider", "local"]);
+    let url = served.url.clone();
+    let pid = served.child.id().to_string();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let body = runtime.block_on(async {
+        use futures_util::StreamExt;
+        let http = reqwest::Client::new();
+        let response = http
+            .post(format!("{url}/v1/sessions/s/turns"))
+            .bearer_auth("test-key-1")
+            .header("Accept", "text/event-stream")
+            .json(&serde_json::json!({"text": "Say hello in five words."}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let mut stream = response.bytes_stream();
+        let mut body = String::new();
+        // The turn has started (the local model takes seconds): now SIGTERM.
+        while !body.contains("event: reply:start") {
+            body.push_str(&String::from_utf8_lossy(
+                &stream.next().await.unwrap().unwrap(),
+            ));
+        }
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        while let Some(chunk) = stream.next().await {
+            body.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        }
+        body
+    });
+    assert!(
+        body.contains("event: turn:end"),
+        "the turn finished: {body}"
+    );
+    assert!(body.contains(r#""ok":true"#), "{body}");
+    // Then the process exits on its own, successfully.
+    let mut status = None;
+    for _ in 0..200 {
+        if let Some(done) = served.child.try_wait().unwrap() {
+            status = Some(done);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        status
+            .expect("agentry serve did not exit after SIGTERM")
+            .success()
+    );
+}
