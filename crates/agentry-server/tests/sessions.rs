@@ -180,3 +180,196 @@ async fn keys_see_only_their_own_sessions() {
         .unwrap();
     assert_eq!(again.status(), 404);
 }
+
+/// The OpenAPI document describes every route, and real answers match it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_openapi_document_describes_what_the_server_answers() {
+    let server = serve(DripModel::new("Fine.", 0), |s| s).await;
+    let document: Value = server
+        .http
+        .get(format!("{}/openapi.json", server.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    let routes: Vec<String> = document["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .unwrap()
+                .keys()
+                .map(move |method| format!("{} {path}", method.to_uppercase()))
+        })
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            "POST /v1/chat/completions",
+            "GET /v1/models",
+            "DELETE /v1/sessions/{id}",
+            "GET /v1/sessions/{id}/messages",
+            "POST /v1/sessions/{id}/turns",
+        ]
+    );
+    assert_eq!(
+        document["components"]["securitySchemes"]["api_key"],
+        json!({"type": "http", "scheme": "bearer"})
+    );
+    // Each answer validates against its schema in the document.
+    let check = |schema: &str, instance: &Value| {
+        let mut root = document.clone();
+        root["$ref"] = json!(format!("#/components/schemas/{schema}"));
+        let validator = jsonschema::validator_for(&root).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(instance)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{schema}: {errors:?} in {instance}");
+    };
+    let turn: Value = server
+        .http
+        .post(format!("{}/v1/sessions/doc/turns", server.url))
+        .bearer_auth("alice-key")
+        .json(&json!({"text": "How are you?"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    check("TurnResponse", &turn);
+    let messages: Value = server
+        .http
+        .get(format!("{}/v1/sessions/doc/messages", server.url))
+        .bearer_auth("alice-key")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    check("MessagesResponse", &messages);
+    let missing: Value = server
+        .http
+        .get(format!("{}/v1/sessions/nobody/messages", server.url))
+        .bearer_auth("alice-key")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    check("ErrorBody", &missing);
+    let completion: Value = server
+        .http
+        .post(format!("{}/v1/chat/completions", server.url))
+        .bearer_auth("alice-key")
+        .json(&json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    check("ChatCompletion", &completion);
+    assert_eq!(completion["choices"][0]["message"]["content"], "Fine.");
+    let models: Value = server
+        .http
+        .get(format!("{}/v1/models", server.url))
+        .bearer_auth("alice-key")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    check("ModelList", &models);
+    assert_eq!(models["data"][0]["id"], "helper");
+}
+
+/// An agent with tools: each call and its result stream between the deltas.
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_calls_stream_as_events_and_come_back_in_json() {
+    use agentry_core::agent::Agent;
+    use agentry_core::model::{ScriptedModel, Step, Usage};
+    use agentry_core::tool::{ToolCall, function};
+
+    let add = function("add")
+        .arg::<i64>("x", "x")
+        .arg::<i64>("y", "y")
+        .handler(|a: Value| Ok::<_, String>(a["x"].as_i64().unwrap() + a["y"].as_i64().unwrap()))
+        .build()
+        .unwrap();
+    let script = || {
+        ScriptedModel::new()
+            .reply(Step::Tool {
+                calls: vec![ToolCall::new("c1", "utils.add", json!({"x": 2, "y": 40}))],
+                text: String::new(),
+                tokens: Usage::new(10, 5),
+            })
+            .reply(Step::Final {
+                text: "It is 42.".into(),
+                tokens: Usage::new(12, 4),
+            })
+    };
+    let agent = |model| Agent::builder(model).tool(add.clone()).build().unwrap();
+    let server = support::serve_agent(agent(script()), |s| s).await;
+    let body = server
+        .http
+        .post(format!("{}/v1/sessions/math/turns", server.url))
+        .bearer_auth("alice-key")
+        .header("Accept", "text/event-stream")
+        .json(&json!({"text": "2 + 40?"}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let events = sse(&body);
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "reply:start",
+            "tool:call",
+            "tool:result",
+            "reply:delta",
+            "reply:end",
+            "turn:end"
+        ]
+    );
+    assert_eq!(
+        events[1].1["call"],
+        json!({"id": "c1", "name": "utils.add", "input": {"x": 2, "y": 40}})
+    );
+    assert_eq!(events[2].1["name"], "utils.add");
+    assert_eq!(
+        events[2].1["result"],
+        json!({"id": "c1", "output": 42, "is_error": false})
+    );
+
+    let server = support::serve_agent(agent(script()), |s| s).await;
+    let answer: Value = server
+        .http
+        .post(format!("{}/v1/sessions/math/turns", server.url))
+        .bearer_auth("alice-key")
+        .json(&json!({"text": "2 + 40?"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["text"], "It is 42.");
+    assert_eq!(
+        answer["tool_calls"],
+        json!([{"call": {"id": "c1", "name": "utils.add", "input": {"x": 2, "y": 40}},
+                "result": {"id": "c1", "output": 42, "is_error": false}}])
+    );
+}

@@ -72,9 +72,15 @@ fn print_event(event: &TurnEvent) {
         } => println!("4. reply:start {session_id}/{message_id}"),
         TurnEvent::ReplyDelta { text, .. } => println!("   reply:delta {text:?}"),
         TurnEvent::ReplyEnd { text, .. } => println!("   reply:end {text:?}"),
+        TurnEvent::ToolCall { call, .. } => println!("   tool:call {}({})", call.name, call.input),
+        TurnEvent::ToolResult { name, result, .. } => {
+            println!("   tool:result {name} => {}", result.output)
+        }
         TurnEvent::AssistantPersisted { ok, skipped } => {
             println!("5. assistant turn stored: {ok} (skipped: {skipped})")
         }
+        // Events added in later versions.
+        _ => {}
     }
 }
 

@@ -11,6 +11,7 @@ use crate::tool::{ToolCall, ToolResult};
 /// One event of a turn.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TurnEvent {
     /// Step 1: the system prompt, built from memory as it stood before this turn.
     SystemBuilt {

@@ -82,6 +82,11 @@ pub async fn serve(
     tune: impl FnOnce(AgentServer) -> AgentServer,
 ) -> Running {
     let agent = Agent::builder(model).system("You help.").build().unwrap();
+    serve_agent(agent, tune).await
+}
+
+/// Serve `agent` as `helper` with keys `alice-key` and `bob-key`.
+pub async fn serve_agent(agent: Agent, tune: impl FnOnce(AgentServer) -> AgentServer) -> Running {
     let store = Arc::new(InMemoryStore::new());
     let memory = Memory::new(
         store.clone() as Arc<dyn MemoryStore>,
