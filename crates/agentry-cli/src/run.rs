@@ -23,6 +23,21 @@ pub struct RunArgs {
     question: String,
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    agent: AgentArgs,
+    /// Approve destructive tool calls without asking (by default they are
+    /// asked about on a terminal, and refused otherwise).
+    #[arg(long)]
+    yes: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The demo agent's definition, shared by `agentry run` and `agentry serve`:
+/// its file directory, limits, skills and MCP servers.
+#[derive(clap::Args)]
+pub struct AgentArgs {
     /// Directory the file reader may read (and nothing outside it).
     #[arg(long, default_value = ".")]
     dir: PathBuf,
@@ -51,38 +66,43 @@ pub struct RunArgs {
     /// Without it every MCP tool is treated as destructive.
     #[arg(long)]
     mcp_trusted: bool,
-    /// Approve destructive tool calls without asking (by default they are
-    /// asked about on a terminal, and refused otherwise).
-    #[arg(long)]
-    yes: bool,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    json: bool,
+}
+
+impl AgentArgs {
+    /// The demo agent over `model` (answering through `provider`), with its
+    /// skills and MCP servers' tools; the caller adds the approver.
+    pub async fn builder(
+        &self,
+        model: Arc<dyn agentry::model::ChatModel>,
+        provider: crate::ProviderKind,
+    ) -> Result<AgentBuilder, String> {
+        let dir = self
+            .dir
+            .canonicalize()
+            .map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        let agent = demo_agent(
+            model,
+            &dir,
+            self.max_steps,
+            self.budget,
+            self.tool_rounds,
+            provider,
+        );
+        with_skills_and_mcp(
+            agent,
+            self.skills.as_deref(),
+            &self.mcp,
+            self.mcp_trusted,
+            self.config.as_deref(),
+        )
+        .await
+    }
 }
 
 /// Run the demo agent.
 pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
     let model = crate::providers::chat_model(&args.model).await?;
-    let dir = args
-        .dir
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", args.dir.display()))?;
-    let agent = demo_agent(
-        model,
-        &dir,
-        args.max_steps,
-        args.budget,
-        args.tool_rounds,
-        args.model.provider,
-    );
-    let agent = with_skills_and_mcp(
-        agent,
-        args.skills.as_deref(),
-        &args.mcp,
-        args.mcp_trusted,
-        args.config.as_deref(),
-    )
-    .await?;
+    let agent = args.agent.builder(model, args.model.provider).await?;
     let agent = agent
         .approver(crate::mcp::CliApprover { yes: args.yes })
         .build()

@@ -4,7 +4,6 @@
 //! `--api-keys` or `AGENTRY_API_KEYS`; without any, only loopback may listen.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -32,30 +31,8 @@ pub struct ServeArgs {
     /// user and the server listens on loopback only.
     #[arg(long = "api-keys", env = "AGENTRY_API_KEYS", hide_env_values = true)]
     api_keys: Option<String>,
-    /// Directory the file reader may read (and nothing outside it).
-    #[arg(long, default_value = ".")]
-    dir: PathBuf,
-    /// Most model calls per turn.
-    #[arg(long, default_value_t = 6)]
-    max_steps: usize,
-    /// Token budget per turn.
-    #[arg(long, default_value_t = 20_000)]
-    budget: u64,
-    /// Steps with tool calls before the model must answer in text.
-    #[arg(long)]
-    tool_rounds: Option<usize>,
-    /// Give the agent the Agent Skills folders in this directory.
-    #[arg(long)]
-    skills: Option<PathBuf>,
-    /// Give the agent an MCP server's tools (`[NAME=]COMMAND_OR_URL`). Repeatable.
-    #[arg(long = "mcp", value_name = "[NAME=]COMMAND_OR_URL")]
-    mcp: Vec<String>,
-    /// Also the MCP servers of this file's `[mcp.servers.NAME]` tables.
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Believe the MCP servers' tool annotations.
-    #[arg(long)]
-    mcp_trusted: bool,
+    #[command(flatten)]
+    agent: crate::run::AgentArgs,
     /// Largest request body, in bytes.
     #[arg(long, default_value_t = agentry_server::DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
@@ -74,26 +51,7 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         ));
     }
     let model = crate::providers::chat_model(&args.model).await?;
-    let dir = args
-        .dir
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", args.dir.display()))?;
-    let agent = crate::run::demo_agent(
-        model,
-        &dir,
-        args.max_steps,
-        args.budget,
-        args.tool_rounds,
-        args.model.provider,
-    );
-    let agent = crate::run::with_skills_and_mcp(
-        agent,
-        args.skills.as_deref(),
-        &args.mcp,
-        args.mcp_trusted,
-        args.config.as_deref(),
-    )
-    .await?;
+    let agent = args.agent.builder(model, args.model.provider).await?;
     // Nobody is at a terminal to approve a destructive call: it is refused.
     let agent = agent
         .approver(crate::mcp::CliApprover { yes: false })
