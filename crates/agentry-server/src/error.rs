@@ -114,6 +114,13 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// A memory store failure: a 500 that names the store, never the client's fault.
+impl From<agentry_core::memory::MemoryError> for ApiError {
+    fn from(error: agentry_core::memory::MemoryError) -> Self {
+        Self::internal(format!("the memory store failed: {error}"))
+    }
+}
+
 /// A JSON body that did not parse, as an [`ApiError`] naming the problem.
 impl From<axum::extract::rejection::JsonRejection> for ApiError {
     fn from(rejection: axum::extract::rejection::JsonRejection) -> Self {

@@ -329,8 +329,6 @@ fn wants_events(headers: &HeaderMap) -> bool {
 /// The SSE events of one report: reply and tool events by their names; at
 /// the end an `error` event if the model failed, then `turn:end`.
 fn sse_events(report: Report) -> Option<Vec<Event>> {
-    let event =
-        |name: &str, data: &dyn erased::Data| Event::default().event(name).data(data.json());
     match report {
         Report::Event(
             turn @ (TurnEvent::ReplyStart { .. }
@@ -351,16 +349,10 @@ fn sse_events(report: Report) -> Option<Vec<Event>> {
     }
 }
 
-mod erased {
-    /// Anything serialisable, as JSON text.
-    pub(super) trait Data {
-        fn json(&self) -> String;
-    }
-    impl<T: serde::Serialize> Data for T {
-        fn json(&self) -> String {
-            serde_json::to_string(self).unwrap_or_else(|_| "null".into())
-        }
-    }
+/// One server-sent event: `name`, with `data` as JSON.
+fn event(name: &str, data: &impl Serialize) -> Event {
+    let json = serde_json::to_string(data).unwrap_or_else(|_| "null".into());
+    Event::default().event(name).data(json)
 }
 
 /// The stored messages of session `id`.
@@ -388,13 +380,7 @@ pub(crate) async fn get_messages(
         limit: query.limit,
         ..RecentOpts::default()
     };
-    let records = app
-        .turn
-        .memory
-        .store()
-        .recent(&session, &opts)
-        .await
-        .map_err(|error| ApiError::internal(format!("the memory store failed: {error}")))?;
+    let records = app.turn.memory.store().recent(&session, &opts).await?;
     if records.is_empty() {
         return Err(ApiError::not_found(format!("no session {id:?}")));
     }
@@ -431,13 +417,7 @@ pub(crate) async fn delete_session(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let session = owned_session(&principal, &id)?;
-    let deleted = app
-        .turn
-        .memory
-        .store()
-        .forget_session(&session)
-        .await
-        .map_err(|error| ApiError::internal(format!("the memory store failed: {error}")))?;
+    let deleted = app.turn.memory.store().forget_session(&session).await?;
     if deleted == 0 {
         return Err(ApiError::not_found(format!("no session {id:?}")));
     }
