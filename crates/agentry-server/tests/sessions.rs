@@ -55,16 +55,9 @@ async fn a_turn_streams_its_events_and_both_sides_are_stored() {
         json!({"ok": true, "text": "Paris is lovely in spring."})
     );
 
-    let messages: Value = server
-        .http
-        .get(format!("{}/v1/sessions/trip/messages", server.url))
-        .bearer_auth("alice-key")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let messages = server
+        .get_json("/v1/sessions/trip/messages", "alice-key")
+        .await;
     let said: Vec<(&str, &str)> = messages["messages"]
         .as_array()
         .unwrap()
@@ -231,63 +224,32 @@ async fn the_openapi_document_describes_what_the_server_answers() {
             .collect();
         assert!(errors.is_empty(), "{schema}: {errors:?} in {instance}");
     };
-    let turn: Value = server
-        .http
-        .post(format!("{}/v1/sessions/doc/turns", server.url))
-        .bearer_auth("alice-key")
-        .json(&json!({"text": "How are you?"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let turn = server
+        .post_json(
+            "/v1/sessions/doc/turns",
+            "alice-key",
+            &json!({"text": "How are you?"}),
+        )
+        .await;
     check("TurnResponse", &turn);
-    let messages: Value = server
-        .http
-        .get(format!("{}/v1/sessions/doc/messages", server.url))
-        .bearer_auth("alice-key")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let messages = server
+        .get_json("/v1/sessions/doc/messages", "alice-key")
+        .await;
     check("MessagesResponse", &messages);
-    let missing: Value = server
-        .http
-        .get(format!("{}/v1/sessions/nobody/messages", server.url))
-        .bearer_auth("alice-key")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let missing = server
+        .get_json("/v1/sessions/nobody/messages", "alice-key")
+        .await;
     check("ErrorBody", &missing);
-    let completion: Value = server
-        .http
-        .post(format!("{}/v1/chat/completions", server.url))
-        .bearer_auth("alice-key")
-        .json(&json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let completion = server
+        .post_json(
+            "/v1/chat/completions",
+            "alice-key",
+            &json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .await;
     check("ChatCompletion", &completion);
     assert_eq!(completion["choices"][0]["message"]["content"], "Fine.");
-    let models: Value = server
-        .http
-        .get(format!("{}/v1/models", server.url))
-        .bearer_auth("alice-key")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let models = server.get_json("/v1/models", "alice-key").await;
     check("ModelList", &models);
     assert_eq!(models["data"][0]["id"], "helper");
 }
@@ -355,17 +317,13 @@ async fn tool_calls_stream_as_events_and_come_back_in_json() {
     );
 
     let server = support::serve_agent(agent(script()), |s| s).await;
-    let answer: Value = server
-        .http
-        .post(format!("{}/v1/sessions/math/turns", server.url))
-        .bearer_auth("alice-key")
-        .json(&json!({"text": "2 + 40?"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let answer = server
+        .post_json(
+            "/v1/sessions/math/turns",
+            "alice-key",
+            &json!({"text": "2 + 40?"}),
+        )
+        .await;
     assert_eq!(answer["text"], "It is 42.");
     assert_eq!(
         answer["tool_calls"],

@@ -105,6 +105,28 @@ pub async fn serve_agent(agent: Agent, tune: impl FnOnce(AgentServer) -> AgentSe
     }
 }
 
+impl Running {
+    /// `GET path` with `key`, its body as JSON.
+    pub async fn get_json(&self, path: &str, key: &str) -> Value {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(key)
+            .send();
+        response.await.unwrap().json().await.unwrap()
+    }
+
+    /// `POST path` of `body` as JSON with `key`, the answer as JSON.
+    pub async fn post_json(&self, path: &str, key: &str, body: &Value) -> Value {
+        let request = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(key)
+            .json(body);
+        request.send().await.unwrap().json().await.unwrap()
+    }
+}
+
 /// `(event, data)` pairs of a server-sent event body.
 pub fn sse(body: &str) -> Vec<(String, Value)> {
     let mut events = Vec::new();
