@@ -1,11 +1,18 @@
 //! A server whose tools change mid-run: its `notifications/tools/list_changed`
 //! makes the agent reload the tools between steps.
+//!
+//! The notification travels on the session's standalone stream, apart from
+//! the call's answer, so nothing orders the two. The test server therefore
+//! answers `swap` only once the client has seen the notification: that is
+//! the case the agent promises to handle (a change known before the next
+//! step), without depending on which of two streams wins.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use agentry_core::agent::Agent;
 use agentry_core::model::{ScriptedModel, Step, Usage};
-use agentry_core::tool::ToolCall;
+use agentry_core::tool::{ToolCall, ToolSource};
 use agentry_mcp::{McpClient, McpServerConfig};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
@@ -22,6 +29,8 @@ use serde_json::json;
 #[derive(Clone)]
 struct Changing {
     names: Arc<Mutex<Vec<&'static str>>>,
+    /// The test's client, to wait for until it has seen the notification.
+    client: Arc<OnceLock<McpClient>>,
 }
 
 impl ServerHandler for Changing {
@@ -57,6 +66,12 @@ impl ServerHandler for Changing {
         if request.name == "swap" {
             *self.names.lock().unwrap() = vec!["second", "swap"];
             let _ = context.peer.notify_tool_list_changed().await;
+            for _ in 0..1000 {
+                if self.client.get().is_some_and(|client| client.changed()) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         }
         Ok(
             CallToolResult::success(vec![ContentBlock::text(format!("ran {}", request.name))])
@@ -75,8 +90,10 @@ fn call(id: &str, name: &str) -> Step {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_changed_tool_list_is_picked_up_between_steps() {
+    let client_cell = Arc::new(OnceLock::new());
     let server = Changing {
         names: Arc::new(Mutex::new(vec!["first", "swap"])),
+        client: client_cell.clone(),
     };
     let service: StreamableHttpService<Changing, LocalSessionManager> = StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -94,6 +111,7 @@ async fn a_changed_tool_list_is_picked_up_between_steps() {
     let client = McpClient::connect(McpServerConfig::http("dyn", &url).trusted(true))
         .await
         .unwrap();
+    assert!(client_cell.set(client.clone()).is_ok());
     let model = Arc::new(
         ScriptedModel::new()
             .reply(call("1", "dyn.first"))
