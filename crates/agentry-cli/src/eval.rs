@@ -141,7 +141,8 @@ async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
             .map(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
             .collect::<Result<_, _>>()?
     };
-    let model = crate::providers::chat_model(&args.model).await?;
+    let choice = args.model.choose(&crate::config::Loaded::default());
+    let model = crate::providers::chat_model(&choice).await?;
     let limit = args.limit.unwrap_or(questions.len()).min(questions.len());
     let started = Instant::now();
     let mut outcomes = Vec::new();
@@ -222,9 +223,9 @@ async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
     let report = json!({
         "benchmark": "bfcl",
         "category": args.category,
-        "provider": format!("{:?}", args.model.provider).to_lowercase(),
+        "provider": format!("{:?}", choice.provider).to_lowercase(),
         "model": model.model_id(),
-        "grammar": !args.model.no_grammar,
+        "grammar": choice.grammar,
         "questions": total,
         "passed": passed,
         "accuracy": if total > 0 { passed as f64 / total as f64 } else { 0.0 },

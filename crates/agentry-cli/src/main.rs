@@ -1,6 +1,9 @@
 //! `agentry`: run an agent (offline on a local model by default), manage
 //! local models, and evaluate tool calling.
 
+mod chat;
+mod config;
+mod definition;
 mod demo_tools;
 mod elicit;
 mod eval;
@@ -26,7 +29,8 @@ struct Cli {
 }
 
 /// Which model answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// The in-process llama.cpp model (default; pulled on first use).
     Local,
@@ -41,9 +45,9 @@ pub enum ProviderKind {
 /// Options shared by commands that talk to a model.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ModelArgs {
-    /// Which model answers.
-    #[arg(long, value_enum, default_value_t = ProviderKind::Local)]
-    provider: ProviderKind,
+    /// Which model answers [default: local].
+    #[arg(long, value_enum)]
+    provider: Option<ProviderKind>,
     /// Local: a GGUF path or a known model id. Remote: the model name.
     #[arg(long)]
     model: Option<String>,
@@ -71,8 +75,19 @@ enum Command {
         #[command(subcommand)]
         command: skills::SkillsCommand,
     },
+    /// Chat with the agent in the terminal; sessions are remembered.
+    Chat(chat::ChatArgs),
     /// Serve the agent over HTTP: chat sessions with memory (SSE), an OpenAI-compatible API.
     Serve(serve::ServeArgs),
+    /// Write a commented starter `agentry.toml`.
+    Init {
+        /// Where to write it.
+        #[arg(default_value = config::DEFAULT_FILE)]
+        path: PathBuf,
+        /// Overwrite an existing file.
+        #[arg(long)]
+        force: bool,
+    },
     /// Serve agentry's tools over MCP.
     Mcp {
         #[command(subcommand)]
@@ -89,7 +104,9 @@ async fn main() -> ExitCode {
         Command::Eval { command } => eval::run(command).await,
         Command::Skills { command } => skills::run(command).await,
         Command::Serve(args) => serve::run(args).await,
+        Command::Chat(args) => chat::run(args).await,
         Command::Mcp { command } => mcp::run(command).await,
+        Command::Init { path, force } => config::init(&path, force),
     };
     match result {
         Ok(code) => code,

@@ -47,15 +47,14 @@ pub enum McpCommand {
 pub fn server_configs(
     specs: &[String],
     trusted: bool,
-    config: Option<&std::path::Path>,
+    config: &crate::config::Loaded,
 ) -> Result<Vec<McpServerConfig>, String> {
     let mut servers: Vec<McpServerConfig> = specs
         .iter()
         .map(|spec| McpServerConfig::parse(spec).trusted(trusted))
         .collect();
-    if let Some(path) = config {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let from_file = agentry_mcp::client::servers_from_toml(&text)
+    if let Some(path) = &config.path {
+        let from_file = agentry_mcp::client::servers_from_toml(&config.text)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         servers.extend(from_file);
     }
@@ -158,7 +157,11 @@ pub async fn run(command: McpCommand) -> Result<ExitCode, String> {
             json,
         } => {
             let specs: Vec<String> = server.into_iter().collect();
-            let configs = server_configs(&specs, trusted, config.as_deref())?;
+            let loaded = match &config {
+                Some(path) => crate::config::Loaded::read(path)?,
+                None => crate::config::Loaded::default(),
+            };
+            let configs = server_configs(&specs, trusted, &loaded)?;
             if configs.is_empty() {
                 return Err(
                     "name a server, or a --config file with [mcp.servers.NAME] tables".into(),
@@ -204,7 +207,8 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         tools.push(builtin_read_skill(skills));
     }
     if args.agent {
-        let model = crate::providers::chat_model(&args.model).await?;
+        let choice = args.model.choose(&crate::config::Loaded::default());
+        let model = crate::providers::chat_model(&choice).await?;
         let agent = AgentBuilder::new(model)
             .tools(crate::demo_tools::all(&dir))
             .system(crate::run::SYSTEM)

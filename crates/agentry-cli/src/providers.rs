@@ -8,10 +8,11 @@ use agentry_local::fetch::{self, Progress};
 use agentry_local::{LocalConfig, LocalModel};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::{ModelArgs, ProviderKind};
+use crate::ProviderKind;
+use crate::definition::ModelChoice;
 
 /// The chat model the arguments select; a missing local model is pulled first.
-pub async fn chat_model(args: &ModelArgs) -> Result<Arc<dyn ChatModel>, String> {
+pub async fn chat_model(args: &ModelChoice) -> Result<Arc<dyn ChatModel>, String> {
     Ok(match args.provider {
         ProviderKind::Offline => Arc::new(OfflineModel),
         ProviderKind::Openai => {
@@ -35,7 +36,7 @@ pub async fn chat_model(args: &ModelArgs) -> Result<Arc<dyn ChatModel>, String> 
 }
 
 /// Load the local model named by `--model` (a path or an id), pulling it if needed.
-pub async fn local_model(args: &ModelArgs) -> Result<LocalModel, String> {
+pub async fn local_model(args: &ModelChoice) -> Result<LocalModel, String> {
     let wanted = args
         .model
         .clone()
@@ -55,7 +56,7 @@ pub async fn local_model(args: &ModelArgs) -> Result<LocalModel, String> {
         None => std::path::PathBuf::from(&wanted),
     };
     let config = LocalConfig {
-        constrained: !args.no_grammar,
+        constrained: args.grammar,
         ..LocalConfig::default()
     };
     tokio::task::spawn_blocking(move || LocalModel::load_with(&path, config))

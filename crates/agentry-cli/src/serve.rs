@@ -5,80 +5,98 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use agentry::embed::Embedder;
-use agentry::memory::{Memory, MemoryStore};
 use agentry_server::{AgentServer, ApiKeys};
 
 use crate::ModelArgs;
+use crate::definition::{AgentArgs, MemoryArgs};
 
 /// Arguments of `agentry serve`.
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// Listen on this address.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    listen: SocketAddr,
+    /// Listen on this address [default: 127.0.0.1:8080].
+    #[arg(long)]
+    listen: Option<SocketAddr>,
     #[command(flatten)]
     model: ModelArgs,
-    /// The agent's name: its model name on `/v1/models`, and the source of what it stores.
-    #[arg(long, default_value = "agentry")]
-    name: String,
-    /// Where session memory lives: a SQLite file, or a `postgres://` URL (pgvector).
-    #[arg(long, default_value = "agentry.db")]
-    memory: String,
-    /// API keys, comma-separated. Without any, every caller is one local
-    /// user and the server listens on loopback only.
+    /// The agent's name: its model name on `/v1/models`, and the source of what it stores [default: agentry].
+    #[arg(long)]
+    name: Option<String>,
+    #[command(flatten)]
+    memory: MemoryArgs,
+    /// API keys, comma-separated (added to the file's `server.api_keys`).
+    /// Without any, every caller is one local user and the server listens
+    /// on loopback only.
     #[arg(long = "api-keys", env = "AGENTRY_API_KEYS", hide_env_values = true)]
     api_keys: Option<String>,
     #[command(flatten)]
-    agent: crate::run::AgentArgs,
-    /// Largest request body, in bytes.
-    #[arg(long, default_value_t = agentry_server::DEFAULT_MAX_BODY_BYTES)]
-    max_body_bytes: usize,
-    /// Requests one key may have running at once.
-    #[arg(long, default_value_t = agentry_server::DEFAULT_MAX_RUNNING_PER_KEY)]
-    max_running_per_key: usize,
+    agent: AgentArgs,
+    /// Largest request body, in bytes [default: 1048576].
+    #[arg(long)]
+    max_body_bytes: Option<usize>,
+    /// Requests one key may have running at once [default: 8].
+    #[arg(long)]
+    max_running_per_key: Option<usize>,
+    /// Requests one key may start per minute [default: no limit].
+    #[arg(long)]
+    requests_per_minute: Option<u32>,
 }
 
 /// Serve until SIGTERM or Ctrl-C; running turns finish first.
 pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
-    let keys = ApiKeys::from_list(args.api_keys.as_deref().unwrap_or_default());
-    if keys.is_empty() && !args.listen.ip().is_loopback() {
+    let loaded = args.agent.load()?;
+    let section = &loaded.file.server;
+    let mut keys = loaded.api_keys()?;
+    keys.extend(
+        args.api_keys
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|key| !key.is_empty())
+            .map(str::to_owned),
+    );
+    let keys = ApiKeys::from_list(&keys.join(","));
+    let listen = args
+        .listen
+        .or(section.listen)
+        .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
+    if keys.is_empty() && !listen.ip().is_loopback() {
         return Err(format!(
-            "refusing to listen on {} without API keys: set AGENTRY_API_KEYS (or --api-keys), or listen on 127.0.0.1",
-            args.listen
+            "refusing to listen on {listen} without API keys: set AGENTRY_API_KEYS (or --api-keys, or server.api_keys), or listen on 127.0.0.1"
         ));
     }
-    let model = crate::providers::chat_model(&args.model).await?;
-    let agent = args.agent.builder(model, args.model.provider).await?;
+    let choice = args.model.choose(&loaded);
+    let model = crate::providers::chat_model(&choice).await?;
+    let agent = args.agent.builder(&loaded, model, choice.provider).await?;
     // Nobody is at a terminal to approve a destructive call: it is refused.
     let agent = agent
         .approver(crate::mcp::CliApprover { yes: false })
         .build()
         .map_err(|e| e.to_string())?;
-    let embedder: Arc<dyn Embedder> = Arc::new(
-        agentry_local::LocalEmbedder::minilm()
-            .await
-            .map_err(|e| format!("the embedding model: {e}"))?,
-    );
-    let store: Arc<dyn MemoryStore> =
-        if args.memory.starts_with("postgres://") || args.memory.starts_with("postgresql://") {
-            Arc::new(
-                agentry_store::PgStore::connect(&args.memory, embedder.dimensions())
-                    .await
-                    .map_err(|e| e.to_string())?,
-            )
-        } else {
-            Arc::new(agentry_store::SqliteStore::open(&args.memory).map_err(|e| e.to_string())?)
-        };
-    let server = AgentServer::new(args.name, agent, Memory::new(store, embedder))
+    let memory = args.memory.open(&loaded).await?;
+    let name = args
+        .name
+        .or_else(|| loaded.file.name.clone())
+        .unwrap_or_else(|| "agentry".into());
+    let mut server = AgentServer::new(name, agent, memory)
         .api_keys(keys.clone())
-        .max_body_bytes(args.max_body_bytes)
-        .max_running_per_key(args.max_running_per_key);
-    let listener = tokio::net::TcpListener::bind(args.listen)
+        .max_body_bytes(
+            args.max_body_bytes
+                .or(section.max_body_bytes)
+                .unwrap_or(agentry_server::DEFAULT_MAX_BODY_BYTES),
+        )
+        .max_running_per_key(
+            args.max_running_per_key
+                .or(section.max_running_per_key)
+                .unwrap_or(agentry_server::DEFAULT_MAX_RUNNING_PER_KEY),
+        );
+    if let Some(rate) = args.requests_per_minute.or(section.requests_per_minute) {
+        server = server.requests_per_minute(rate);
+    }
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .map_err(|e| format!("{}: {e}", args.listen))?;
+        .map_err(|e| format!("{listen}: {e}"))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     let auth = if keys.is_empty() {
         "no API keys: loopback only".to_owned()

@@ -17,6 +17,8 @@ pub struct ApiError {
     pub code: &'static str,
     /// What went wrong, for a person.
     pub message: String,
+    /// When to try again, in seconds (sent as `Retry-After`).
+    pub retry_after_secs: Option<u64>,
 }
 
 /// The body of every error response.
@@ -44,6 +46,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after_secs: None,
         }
     }
 
@@ -73,6 +76,22 @@ impl ApiError {
             "too_many_requests",
             format!("this key already has {limit} requests running; wait for one to finish"),
         )
+    }
+
+    /// 429: this key started its `per_minute` requests in the last minute;
+    /// the next may start in `wait`.
+    pub fn rate_limited(per_minute: u32, wait: std::time::Duration) -> Self {
+        let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+        Self {
+            retry_after_secs: Some(seconds),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!(
+                    "this key may start {per_minute} requests a minute; try again in {seconds} s"
+                ),
+            )
+        }
     }
 
     /// 500: the server failed (a store error); nothing the client can fix.
@@ -109,6 +128,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(seconds) = self.retry_after_secs {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }

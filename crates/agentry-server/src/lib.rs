@@ -3,8 +3,9 @@
 //! An agentry agent over HTTP, on axum: memory-grounded chat sessions (seed
 //! 002 turns) streamed as server-sent events, an OpenAI-compatible
 //! `/v1/chat/completions`, API keys that keep each caller's sessions their
-//! own, a per-key limit on running requests, a body size limit, request ids,
-//! health checks and an OpenAPI document at `/openapi.json`.
+//! own, per-key limits on running requests and on requests per minute, a body
+//! size limit, request ids, health checks, Prometheus metrics at `/metrics`,
+//! an OpenAPI document at `/openapi.json`, and a web chat page at `/`.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -43,8 +44,10 @@
 mod auth;
 mod error;
 mod limits;
+mod metrics;
 mod openai;
 mod openapi;
+mod page;
 mod sessions;
 
 use std::sync::Arc;
@@ -85,6 +88,7 @@ pub(crate) struct App {
     /// Seed 002's turn configuration (the same agent, and memory), for sessions.
     turn: TurnConfig,
     limits: limits::Limits,
+    metrics: metrics::Metrics,
     /// When the server started, in Unix seconds.
     started: u64,
 }
@@ -98,6 +102,7 @@ pub struct AgentServer {
     keys: ApiKeys,
     max_body_bytes: usize,
     max_running_per_key: usize,
+    requests_per_minute: Option<u32>,
 }
 
 impl std::fmt::Debug for AgentServer {
@@ -107,6 +112,7 @@ impl std::fmt::Debug for AgentServer {
             .field("keys", &self.keys)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_running_per_key", &self.max_running_per_key)
+            .field("requests_per_minute", &self.requests_per_minute)
             .finish()
     }
 }
@@ -123,6 +129,7 @@ impl AgentServer {
             keys: ApiKeys::default(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_running_per_key: DEFAULT_MAX_RUNNING_PER_KEY,
+            requests_per_minute: None,
         }
     }
 
@@ -145,6 +152,13 @@ impl AgentServer {
         self
     }
 
+    /// Requests one key may start per minute, in a burst or spread out
+    /// (429 with `Retry-After` beyond). Unlimited unless set.
+    pub fn requests_per_minute(mut self, requests: u32) -> Self {
+        self.requests_per_minute = Some(requests);
+        self
+    }
+
     /// The HTTP API as an axum router.
     pub fn router(self) -> Router {
         let started = std::time::SystemTime::now()
@@ -156,7 +170,8 @@ impl AgentServer {
             name: self.name,
             agent: Arc::new(self.agent),
             turn,
-            limits: limits::Limits::new(self.max_running_per_key),
+            limits: limits::Limits::new(self.max_running_per_key, self.requests_per_minute),
+            metrics: metrics::Metrics::new(),
             started,
         };
         let private = Router::new()
@@ -165,13 +180,22 @@ impl AgentServer {
             .route("/v1/sessions/{id}", delete(sessions::delete_session))
             .route("/v1/chat/completions", post(openai::chat_completions))
             .route("/v1/models", get(openai::list_models))
+            .route("/metrics", get(metrics::metrics))
+            .route_layer(middleware::from_fn_with_state(
+                app.limits.clone(),
+                limits::rate_limit,
+            ))
             .route_layer(middleware::from_fn_with_state(self.keys, auth::require_key));
         let request_id = HeaderName::from_static("x-request-id");
         Router::new()
+            .route("/", get(page::index))
+            .route("/page/chat.js", get(page::script))
+            .route("/page/chat.css", get(page::style))
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
             .route("/openapi.json", get(|| async { axum::Json(openapi()) }))
             .merge(private)
+            .route_layer(middleware::from_fn_with_state(app.clone(), metrics::record))
             .fallback(|| async { ApiError::not_found("no such route") })
             .with_state(app)
             .layer(DefaultBodyLimit::max(self.max_body_bytes))

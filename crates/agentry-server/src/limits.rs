@@ -1,28 +1,57 @@
-//! How many requests each API key may have running at once: one more is
-//! answered 429 at once rather than queued, so a busy key cannot starve
-//! the others.
+//! What each API key may do: how many requests it may have running at once
+//! (one more is answered 429 at once rather than queued, so a busy key cannot
+//! starve the others), and how many it may start per minute (a token bucket
+//! per key from `governor`; 429 with `Retry-After` beyond).
 
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::Principal;
 use crate::error::ApiError;
 
-/// Requests running per key.
+/// Requests running per key, and started per minute.
 #[derive(Clone)]
 pub(crate) struct Limits {
     per_key: usize,
     running: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+    rate: Option<(NonZeroU32, Arc<DefaultKeyedRateLimiter<String>>)>,
 }
 
 impl Limits {
-    pub(crate) fn new(per_key: usize) -> Self {
+    /// `per_key` requests running at once, and `per_minute` started per minute (any when `None`).
+    pub(crate) fn new(per_key: usize, per_minute: Option<u32>) -> Self {
+        let rate = per_minute.and_then(NonZeroU32::new).map(|per_minute| {
+            (
+                per_minute,
+                Arc::new(RateLimiter::keyed(Quota::per_minute(per_minute))),
+            )
+        });
         Self {
             per_key: per_key.max(1),
             running: Arc::default(),
+            rate,
         }
+    }
+
+    /// Count one request of `principal` against its rate; 429 when it has none left.
+    pub(crate) fn check_rate(&self, principal: &Principal) -> Result<(), ApiError> {
+        let Some((per_minute, limiter)) = &self.rate else {
+            return Ok(());
+        };
+        limiter.check_key(&principal.id).map_err(|not_until| {
+            ApiError::rate_limited(
+                per_minute.get(),
+                not_until.wait_time_from(DefaultClock::default().now()),
+            )
+        })
     }
 
     /// A slot for one request of `principal`, held until dropped; 429 when
@@ -41,13 +70,50 @@ impl Limits {
     }
 }
 
+/// Middleware after the key check: the caller's rate.
+pub(crate) async fn rate_limit(
+    State(limits): State<Limits>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let checked = match request.extensions().get::<Principal>() {
+        Some(principal) => limits.check_rate(principal),
+        None => Ok(()),
+    };
+    match checked {
+        Ok(()) => next.run(request).await,
+        Err(error) => error.into_response(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn each_key_has_its_own_rate() {
+        let limits = Limits::new(1, Some(2));
+        let (a, b) = (Principal { id: "a".into() }, Principal { id: "b".into() });
+        assert!(limits.check_rate(&a).is_ok() && limits.check_rate(&a).is_ok());
+        let refused = limits.check_rate(&a).unwrap_err();
+        assert_eq!(refused.status, axum::http::StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.code, "rate_limited");
+        // Two a minute: the next one is due in about 30 seconds.
+        assert!(
+            (29..=30).contains(&refused.retry_after_secs.unwrap()),
+            "{refused:?}"
+        );
+        assert!(
+            limits.check_rate(&b).is_ok(),
+            "another key is not held back"
+        );
+        let unlimited = Limits::new(1, None);
+        assert!((0..100).all(|_| unlimited.check_rate(&a).is_ok()));
+    }
+
+    #[test]
     fn each_key_has_its_own_slots() {
-        let limits = Limits::new(2);
+        let limits = Limits::new(2, None);
         let (a, b) = (Principal { id: "a".into() }, Principal { id: "b".into() });
         let first = limits.acquire(&a).unwrap();
         let _second = limits.acquire(&a).unwrap();

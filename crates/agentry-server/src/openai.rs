@@ -25,6 +25,7 @@ use utoipa::ToSchema;
 use crate::App;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
+use crate::metrics::Face;
 
 /// A chat completion request. Fields OpenAI defines and agentry does not use
 /// (temperature, tools, …) are accepted and ignored.
@@ -177,19 +178,30 @@ pub(crate) async fn chat_completions(
     let permit = app.limits.acquire(&principal)?;
     let (sender, receiver) = mpsc::unbounded_channel::<AgentEvent>();
     let span = tracing::info_span!("chat_completion", key = %principal.id);
+    let metrics = app.metrics.clone();
+    let mut counted = app.metrics.turn(Face::ChatCompletions);
     tokio::spawn(tracing::Instrument::instrument(
         async move {
             let mut events = std::pin::pin!(agent.stream_messages(messages));
             loop {
                 tokio::select! {
                     event = events.next() => match event {
-                        Some(event) => if sender.send(event).is_err() { break },
+                        Some(event) => {
+                            if let AgentEvent::Final { run } = &event {
+                                counted.finish(outcome_name(&run.outcome));
+                                for record in run.steps.iter().flat_map(|step| &step.calls) {
+                                    metrics.tool_call(&record.call.name, record.result.is_error);
+                                }
+                            }
+                            if sender.send(event).is_err() { break }
+                        }
                         None => break,
                     },
                     // The client went away: stop the run.
                     () = sender.closed() => break,
                 }
             }
+            drop(counted);
             drop(permit);
         },
         span,
@@ -268,6 +280,16 @@ pub(crate) async fn chat_completions(
         }),
     })
     .into_response())
+}
+
+/// How a run ended, for the metrics.
+fn outcome_name(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Final(_) => "ok",
+        Outcome::ModelError(_) => "error",
+        Outcome::OutOfSteps => "out_of_steps",
+        Outcome::OverBudget => "over_budget",
+    }
 }
 
 /// `stop` for an answer, `length` when the run hit its step or token limit.

@@ -7,7 +7,9 @@ use std::convert::Infallible;
 
 use agentry_core::memory::RecentOpts;
 use agentry_core::tool::{Identity, Session, ToolCall, ToolResult};
-use agentry_core::turn::{Attachment, ChatTurn, TurnEvent, TurnEvents, TurnInput, TurnOutput};
+use agentry_core::turn::{
+    Attachment, ChatTurn, STOPPED, TurnEvent, TurnEvents, TurnInput, TurnOutput,
+};
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Extension, Path, Query, State};
@@ -24,6 +26,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::App;
 use crate::auth::Principal;
 use crate::error::{ApiError, ErrorBody};
+use crate::metrics::Face;
 
 /// One user message: the fields of seed 002's `TurnInput` a client may set.
 /// The session comes from the path and the sender from the API key; the
@@ -251,9 +254,14 @@ pub(crate) async fn post_turn(
     let (sender, receiver) = mpsc::unbounded_channel::<Report>();
     let events = sender.clone();
     let mut config = app.turn.clone();
+    let metrics = app.metrics.clone();
     config.events = TurnEvents::new(move |event| {
+        if let TurnEvent::ToolResult { name, result, .. } = event {
+            metrics.tool_call(name, result.is_error);
+        }
         let _ = events.send(Report::Event(event.clone()));
     });
+    let mut counted = app.metrics.turn(Face::Sessions);
     let span = tracing::info_span!("turn", session = %id, key = %principal.id, %message_id);
     let streaming = wants_events(&headers);
     // The turn runs on its own task: it ends when the reply does, or when
@@ -269,6 +277,12 @@ pub(crate) async fn post_turn(
                 }
             };
             let output = ChatTurn::run_until(&config, input, stop).await;
+            counted.finish(match output.error.as_deref() {
+                _ if output.ok => "ok",
+                Some(STOPPED) => "cancelled",
+                _ => "error",
+            });
+            drop(counted);
             drop(permit);
             let _ = sender.send(Report::Done(output));
         },

@@ -193,6 +193,11 @@ impl Agent {
         self.settings.token_budget
     }
 
+    /// The sources whose tools join the toolbox at each step (MCP servers).
+    pub fn sources(&self) -> &[Arc<dyn ToolSource>] {
+        &self.settings.sources
+    }
+
     /// The resolver runs use ([`effective_resolver`] of the resolver and skills).
     pub fn resolver(&self) -> Option<Arc<dyn SkillResolver>> {
         effective_resolver(

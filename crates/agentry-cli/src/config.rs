@@ -1,0 +1,404 @@
+//! `agentry.toml`: one agent definition for `agentry run`, `agentry chat` and
+//! `agentry serve`: the model, the system prompt, the tools, skills, granted
+//! capabilities, limits, the memory store, the embedder, the server's
+//! address and API keys, and MCP servers (`[mcp.servers.NAME]`).
+//!
+//! Every key is optional; a flag on the command line wins over the file, and
+//! the file over the built-in default. Paths in the file are relative to the
+//! file's directory. Unknown keys and bad values are errors that name the
+//! file, the line and the key.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::ProviderKind;
+
+/// The file `agentry` reads when no `--config` is given, if it exists.
+pub const DEFAULT_FILE: &str = "agentry.toml";
+
+/// The starter file `agentry init` writes: every key, commented.
+pub const STARTER: &str = include_str!("starter.toml");
+
+/// A parsed `agentry.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFile {
+    /// The agent's name (its model name on `/v1/models`).
+    pub name: Option<String>,
+    #[serde(default)]
+    pub model: ModelSection,
+    #[serde(default)]
+    pub agent: AgentSection,
+    #[serde(default)]
+    pub grants: GrantsSection,
+    #[serde(default)]
+    pub memory: MemorySection,
+    #[serde(default)]
+    pub server: ServerSection,
+    /// Read by `agentry_mcp::client::servers_from_toml`.
+    #[serde(default)]
+    pub mcp: Option<toml::Table>,
+}
+
+/// `[model]`: which model answers.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// `local` (default), `openai`, `anthropic` or `offline`.
+    pub provider: Option<ProviderKind>,
+    /// Local: a GGUF path or a known model id. Remote: the model name.
+    pub name: Option<String>,
+    /// Local: write tool calls under a grammar (default true).
+    pub grammar: Option<bool>,
+}
+
+/// `[agent]`: prompt, tools and limits.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSection {
+    /// The system prompt (default: the demo's).
+    pub system: Option<String>,
+    /// Built-in tool sets: `"demo"` (calculator, time, units, file reader) or none.
+    pub tools: Option<Vec<ToolSet>>,
+    /// The directory the file reader may read.
+    pub dir: Option<Spanned<PathBuf>>,
+    /// A folder of Agent Skills.
+    pub skills: Option<Spanned<PathBuf>>,
+    /// Most model calls per run.
+    pub max_steps: Option<usize>,
+    /// Token budget per run.
+    pub token_budget: Option<u64>,
+    /// Steps with tool calls before the model must answer in text.
+    pub tool_rounds: Option<usize>,
+    /// Longest reply per model call, in tokens.
+    pub max_tokens: Option<u32>,
+    /// Believe the MCP servers' tool annotations.
+    pub mcp_trusted: Option<bool>,
+}
+
+/// A built-in tool set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolSet {
+    /// The demo tools: calculator, current time, unit conversion, file reader.
+    Demo,
+}
+
+/// `[grants]`: capabilities given to the tools beyond the file reader's directory.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrantsSection {
+    /// Directories tools may read.
+    #[serde(default)]
+    pub fs_read: Vec<Spanned<PathBuf>>,
+    /// Directories tools may write.
+    #[serde(default)]
+    pub fs_write: Vec<Spanned<PathBuf>>,
+    /// Hosts tools may reach (`api.example.com`, `*.example.com`, `https://host:8443`).
+    #[serde(default)]
+    pub net: Vec<Spanned<String>>,
+    /// Environment variables tools may read.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+/// `[memory]`: where chat sessions are kept and how text is embedded.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySection {
+    /// A SQLite file (default `agentry.db`) or a `postgres://` URL.
+    pub store: Option<Spanned<String>>,
+    /// The embedder: `minilm` (local, default) or `openai`.
+    pub embedder: Option<EmbedderKind>,
+    /// The OpenAI embedding model (default `text-embedding-3-small`).
+    pub embedding_model: Option<String>,
+    /// Its dimensions (default 1536).
+    pub embedding_dimensions: Option<usize>,
+}
+
+/// Which embedder turns text into vectors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedderKind {
+    /// all-MiniLM-L6-v2 in process (pulled on first use).
+    #[default]
+    Minilm,
+    /// OpenAI's embeddings API (`OPENAI_API_KEY`, `OPENAI_BASE_URL`).
+    Openai,
+}
+
+/// `[server]`: `agentry serve`'s address, keys and limits.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    /// The address to listen on (default `127.0.0.1:8080`).
+    pub listen: Option<SocketAddr>,
+    /// API keys, written out.
+    #[serde(default)]
+    pub api_keys: Vec<String>,
+    /// An environment variable holding comma-separated API keys.
+    pub api_keys_env: Option<Spanned<String>>,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: Option<usize>,
+    /// Requests one key may have running at once.
+    pub max_running_per_key: Option<usize>,
+    /// Requests one key may start per minute.
+    pub requests_per_minute: Option<u32>,
+}
+
+/// A loaded file: what it says, where it is, and its text (for messages
+/// and the MCP tables).
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The file, or `None` when there is none.
+    pub path: Option<PathBuf>,
+    /// Its text.
+    pub text: String,
+    /// What it says.
+    pub file: AgentFile,
+}
+
+impl Loaded {
+    /// The file `--config` names (it must exist), else `agentry.toml` in the
+    /// current directory if there is one, else nothing.
+    pub fn find(explicit: Option<&Path>) -> Result<Self, String> {
+        match explicit {
+            Some(path) => Self::read(path),
+            None if Path::new(DEFAULT_FILE).is_file() => Self::read(Path::new(DEFAULT_FILE)),
+            None => Ok(Self::default()),
+        }
+    }
+
+    /// Read and check the file at `path`.
+    pub fn read(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::parse(path, text)
+    }
+
+    /// Check `text`, the contents of `path`.
+    pub fn parse(path: &Path, text: String) -> Result<Self, String> {
+        let file: AgentFile =
+            toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e))?;
+        let loaded = Self {
+            path: Some(path.to_owned()),
+            text,
+            file,
+        };
+        loaded.check()?;
+        Ok(loaded)
+    }
+
+    /// Values whose type is right but whose meaning is not.
+    fn check(&self) -> Result<(), String> {
+        let agent = &self.file.agent;
+        for (key, value) in [
+            ("agent.max_steps", agent.max_steps),
+            ("agent.tool_rounds", agent.tool_rounds),
+            ("server.max_body_bytes", self.file.server.max_body_bytes),
+            (
+                "server.max_running_per_key",
+                self.file.server.max_running_per_key,
+            ),
+        ] {
+            if value == Some(0) {
+                return Err(self.error_at_key(key, "must be at least 1"));
+            }
+        }
+        if self.file.server.requests_per_minute == Some(0) {
+            return Err(self.error_at_key("server.requests_per_minute", "must be at least 1"));
+        }
+        for grant in &self.file.grants.net {
+            if let Err(error) = agentry::tool::NetGrant::parse(grant.get_ref()) {
+                return Err(self.error_at(grant.span(), "grants.net", &error.to_string()));
+            }
+        }
+        if let Some(store) = &self.file.memory.store
+            && store.get_ref().trim().is_empty()
+        {
+            return Err(self.error_at(store.span(), "memory.store", "must not be empty"));
+        }
+        Ok(())
+    }
+
+    /// `path:line: key: message`, at the byte range `span` of the text.
+    pub fn error_at(&self, span: std::ops::Range<usize>, key: &str, message: &str) -> String {
+        let line = self.text[..span.start.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1;
+        format!("{}:{line}: {key}: {message}", self.display())
+    }
+
+    /// `path:line: key: message`, at the line that sets `key` (`section.key`).
+    fn error_at_key(&self, key: &str, message: &str) -> String {
+        let (section, name) = key.split_once('.').unwrap_or(("", key));
+        let mut in_section = section.is_empty();
+        let mut line_number = None;
+        for (index, line) in self.text.lines().enumerate() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                in_section = line.trim_matches(|c| c == '[' || c == ']').trim() == section;
+            } else if in_section
+                && line
+                    .split_once('=')
+                    .is_some_and(|(left, _)| left.trim() == name)
+            {
+                line_number = Some(index + 1);
+                break;
+            }
+        }
+        match line_number {
+            Some(line) => format!("{}:{line}: {key}: {message}", self.display()),
+            None => format!("{}: {key}: {message}", self.display()),
+        }
+    }
+
+    fn display(&self) -> String {
+        self.path
+            .as_deref()
+            .map_or_else(|| DEFAULT_FILE.to_owned(), |p| p.display().to_string())
+    }
+
+    /// `path` as written in the file, made absolute against the file's directory.
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        match self.path.as_deref().and_then(Path::parent) {
+            Some(base) if path.is_relative() => base.join(path),
+            _ => path.to_owned(),
+        }
+    }
+
+    /// A path value of the file, resolved, and checked to exist.
+    pub fn existing(&self, value: &Spanned<PathBuf>, key: &str) -> Result<PathBuf, String> {
+        let path = self.resolve(value.get_ref());
+        path.canonicalize()
+            .map_err(|e| self.error_at(value.span(), key, &format!("{}: {e}", path.display())))
+    }
+
+    /// The API keys the file gives, written out or through `api_keys_env`.
+    pub fn api_keys(&self) -> Result<Vec<String>, String> {
+        let mut keys = self.file.server.api_keys.clone();
+        if let Some(variable) = &self.file.server.api_keys_env {
+            let value = std::env::var(variable.get_ref()).map_err(|_| {
+                self.error_at(
+                    variable.span(),
+                    "server.api_keys_env",
+                    &format!("${} is not set", variable.get_ref()),
+                )
+            })?;
+            keys.extend(
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|k| !k.is_empty())
+                    .map(str::to_owned),
+            );
+        }
+        Ok(keys)
+    }
+}
+
+/// `agentry init [PATH]`: write the commented starter file.
+pub fn init(path: &Path, force: bool) -> Result<std::process::ExitCode, String> {
+    if path.exists() && !force {
+        return Err(format!(
+            "{} exists; pass --force to overwrite it",
+            path.display()
+        ));
+    }
+    std::fs::write(path, STARTER).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!(
+        "wrote {}: edit it, then `agentry chat`, `agentry run \"…\"` or `agentry serve`",
+        path.display()
+    );
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Loaded, String> {
+        Loaded::parse(Path::new("conf/agentry.toml"), text.to_owned())
+    }
+
+    #[test]
+    fn the_starter_file_parses_and_says_what_the_defaults_are() {
+        let loaded = parse(STARTER).unwrap();
+        let file = &loaded.file;
+        assert_eq!(file.model.provider, Some(ProviderKind::Local));
+        assert_eq!(file.agent.max_steps, Some(6));
+        assert_eq!(file.agent.token_budget, Some(20_000));
+        assert_eq!(file.agent.tools, Some(vec![ToolSet::Demo]));
+        assert_eq!(
+            file.memory.store.as_ref().map(|s| s.get_ref().as_str()),
+            Some("agentry.db")
+        );
+        assert_eq!(file.server.listen, Some("127.0.0.1:8080".parse().unwrap()));
+    }
+
+    #[test]
+    fn an_unknown_key_names_the_key_and_the_line() {
+        let error = parse("[agent]\nmax_steps = 3\nmax_stepz = 4\n").unwrap_err();
+        assert!(
+            error.starts_with("conf/agentry.toml: TOML parse error at line 3"),
+            "{error}"
+        );
+        assert!(error.contains("unknown field `max_stepz`"), "{error}");
+    }
+
+    #[test]
+    fn a_bad_value_names_the_key_and_the_line() {
+        let error = parse("name = \"x\"\n\n[model]\nprovider = \"gpt\"\n").unwrap_err();
+        assert!(error.contains("line 4"), "{error}");
+        assert!(error.contains("unknown variant `gpt`"), "{error}");
+        let error = parse("[server]\nlisten = \"localhost\"\n").unwrap_err();
+        assert!(error.contains("line 2"), "{error}");
+        let error = parse("[agent]\nmax_steps = -1\n").unwrap_err();
+        assert!(error.contains("line 2"), "{error}");
+    }
+
+    #[test]
+    fn a_meaningless_value_names_the_key_and_the_line() {
+        assert_eq!(
+            parse("[model]\nprovider = \"offline\"\n\n[agent]\nmax_steps = 0\n").unwrap_err(),
+            "conf/agentry.toml:5: agent.max_steps: must be at least 1"
+        );
+        let error =
+            parse("[grants]\nnet = [\n  \"example.com\",\n  \"http://\",\n]\n").unwrap_err();
+        assert!(
+            error.starts_with("conf/agentry.toml:4: grants.net: "),
+            "{error}"
+        );
+        let loaded = parse("[agent]\ndir = \"no/such/dir\"\n").unwrap();
+        let dir = loaded.file.agent.dir.as_ref().unwrap();
+        let error = loaded.existing(dir, "agent.dir").unwrap_err();
+        assert!(
+            error.starts_with("conf/agentry.toml:2: agent.dir: conf/no/such/dir: "),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn relative_paths_are_relative_to_the_file() {
+        let loaded = parse("").unwrap();
+        assert_eq!(
+            loaded.resolve(Path::new("skills")),
+            Path::new("conf/skills")
+        );
+        assert_eq!(loaded.resolve(Path::new("/abs")), Path::new("/abs"));
+    }
+
+    #[test]
+    fn api_keys_come_written_out_or_from_a_variable() {
+        let loaded =
+            parse("[server]\napi_keys = [\"a\"]\napi_keys_env = \"AGENTRY_TEST_NO_SUCH_VAR\"\n")
+                .unwrap();
+        assert_eq!(
+            loaded.api_keys().unwrap_err(),
+            "conf/agentry.toml:3: server.api_keys_env: $AGENTRY_TEST_NO_SUCH_VAR is not set"
+        );
+    }
+}

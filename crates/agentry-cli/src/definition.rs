@@ -1,0 +1,239 @@
+//! The agent a command runs, settled once for `run`, `chat` and `serve`: a
+//! flag on the command line wins over `agentry.toml`, and the file over the
+//! built-in default.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agentry::agent::AgentBuilder;
+use agentry::embed::Embedder;
+use agentry::memory::{Memory, MemoryStore};
+use agentry::model::ChatModel;
+use agentry::tool::Capability;
+
+use crate::config::{EmbedderKind, Loaded, ToolSet};
+use crate::{ModelArgs, ProviderKind};
+
+/// Most model calls per run unless told otherwise.
+pub const DEFAULT_MAX_STEPS: usize = 6;
+/// Token budget per run unless told otherwise.
+pub const DEFAULT_BUDGET: u64 = 20_000;
+/// Longest reply per model call unless told otherwise.
+pub const DEFAULT_MAX_TOKENS: u32 = 512;
+/// Where chat sessions are kept unless told otherwise.
+pub const DEFAULT_STORE: &str = "agentry.db";
+
+/// Which model answers, settled.
+#[derive(Clone, Debug)]
+pub struct ModelChoice {
+    /// The provider.
+    pub provider: ProviderKind,
+    /// Local: a GGUF path or a known model id. Remote: the model name.
+    pub model: Option<String>,
+    /// Local: write tool calls under a grammar.
+    pub grammar: bool,
+}
+
+impl ModelArgs {
+    /// The flags over the file's `[model]`.
+    pub fn choose(&self, loaded: &Loaded) -> ModelChoice {
+        let section = &loaded.file.model;
+        ModelChoice {
+            provider: self
+                .provider
+                .or(section.provider)
+                .unwrap_or(ProviderKind::Local),
+            model: self.model.clone().or_else(|| section.name.clone()),
+            grammar: !self.no_grammar && section.grammar.unwrap_or(true),
+        }
+    }
+}
+
+/// The agent's definition on the command line, shared by `agentry run`,
+/// `agentry chat` and `agentry serve`; each flag may come from `agentry.toml`
+/// instead.
+#[derive(clap::Args)]
+pub struct AgentArgs {
+    /// The agent definition file (default: `agentry.toml` here, if there is one).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Directory the file reader may read, and nothing outside it [default: .].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Most model calls per run [default: 6].
+    #[arg(long)]
+    max_steps: Option<usize>,
+    /// Token budget per run [default: 20000].
+    #[arg(long)]
+    budget: Option<u64>,
+    /// Steps with tool calls before the model must answer in text (default: 1 for the local model, 4 otherwise).
+    #[arg(long)]
+    tool_rounds: Option<usize>,
+    /// Give the agent the Agent Skills folders in this directory (listed in
+    /// the system prompt, read on demand with `read_skill`).
+    #[arg(long)]
+    skills: Option<PathBuf>,
+    /// Give the agent an MCP server's tools: `[NAME=]COMMAND_OR_URL`, a
+    /// command line (run over stdio) or an http(s) URL (Streamable HTTP); the
+    /// tools are named `NAME.tool` (the server's own name by default).
+    /// Repeatable; added to the file's `[mcp.servers.NAME]` tables.
+    #[arg(long = "mcp", value_name = "[NAME=]COMMAND_OR_URL")]
+    mcp: Vec<String>,
+    /// Believe the `--mcp` servers' tool annotations (read-only, destructive).
+    /// Without it every MCP tool is treated as destructive.
+    #[arg(long)]
+    mcp_trusted: bool,
+}
+
+impl AgentArgs {
+    /// The definition file these arguments name, or find.
+    pub fn load(&self) -> Result<Loaded, String> {
+        Loaded::find(self.config.as_deref())
+    }
+
+    /// The agent over `model` (answering through `provider`): its tools,
+    /// prompt, grants, limits, skills and MCP servers' tools; the caller adds
+    /// the approver.
+    pub async fn builder(
+        &self,
+        loaded: &Loaded,
+        model: Arc<dyn ChatModel>,
+        provider: ProviderKind,
+    ) -> Result<AgentBuilder, String> {
+        let section = &loaded.file.agent;
+        let dir = match (&self.dir, &section.dir) {
+            (Some(dir), _) => dir
+                .canonicalize()
+                .map_err(|e| format!("{}: {e}", dir.display()))?,
+            (None, Some(dir)) => loaded.existing(dir, "agent.dir")?,
+            (None, None) => PathBuf::from(".")
+                .canonicalize()
+                .map_err(|e| format!(".: {e}"))?,
+        };
+        let tools = section.tools.clone().unwrap_or(vec![ToolSet::Demo]);
+        let mut agent =
+            AgentBuilder::new(model)
+                .system(section.system.as_deref().unwrap_or(crate::run::SYSTEM))
+                .max_steps(
+                    self.max_steps
+                        .or(section.max_steps)
+                        .unwrap_or(DEFAULT_MAX_STEPS),
+                )
+                .token_budget(
+                    self.budget
+                        .or(section.token_budget)
+                        .unwrap_or(DEFAULT_BUDGET),
+                )
+                .max_tokens(section.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS))
+                .max_tool_rounds(self.tool_rounds.or(section.tool_rounds).unwrap_or(
+                    match provider {
+                        ProviderKind::Local => 1,
+                        _ => 4,
+                    },
+                ));
+        if tools.contains(&ToolSet::Demo) {
+            agent = agent
+                .tools(crate::demo_tools::all(&dir))
+                .grant(Capability::fs_read(&dir));
+        }
+        for capability in grants(loaded)? {
+            agent = agent.grant(capability);
+        }
+        let skills = match (&self.skills, &section.skills) {
+            (Some(dir), _) => Some(dir.clone()),
+            (None, Some(dir)) => Some(loaded.existing(dir, "agent.skills")?),
+            (None, None) => None,
+        };
+        if let Some(skills_dir) = skills {
+            let report = crate::skills::load_and_warn(&skills_dir)?;
+            agent = agent.skills(report.to_skills());
+        }
+        let trusted = self.mcp_trusted || section.mcp_trusted.unwrap_or(false);
+        let servers = crate::mcp::server_configs(&self.mcp, trusted, loaded)?;
+        for server in crate::mcp::connect_all(servers).await? {
+            agent = agent.tool_source(Arc::new(server));
+        }
+        Ok(agent)
+    }
+}
+
+/// The file's `[grants]`, paths resolved against the file and checked to exist.
+fn grants(loaded: &Loaded) -> Result<Vec<Capability>, String> {
+    let section = &loaded.file.grants;
+    let mut capabilities = Vec::new();
+    for dir in &section.fs_read {
+        capabilities.push(Capability::fs_read(loaded.existing(dir, "grants.fs_read")?));
+    }
+    for dir in &section.fs_write {
+        capabilities.push(Capability::fs_write(
+            loaded.existing(dir, "grants.fs_write")?,
+        ));
+    }
+    capabilities.extend(
+        section
+            .net
+            .iter()
+            .map(|host| Capability::net(host.get_ref())),
+    );
+    capabilities.extend(section.env.iter().map(Capability::env));
+    Ok(capabilities)
+}
+
+/// Where chat sessions are kept, on the command line.
+#[derive(clap::Args)]
+pub struct MemoryArgs {
+    /// Where session memory lives: a SQLite file, or a `postgres://` URL
+    /// (pgvector) [default: agentry.db].
+    #[arg(long)]
+    memory: Option<String>,
+}
+
+impl MemoryArgs {
+    /// The store (the flag over the file's `memory.store`) and the file's embedder.
+    pub async fn open(&self, loaded: &Loaded) -> Result<Memory, String> {
+        let section = &loaded.file.memory;
+        let embedder: Arc<dyn Embedder> = match section.embedder.unwrap_or_default() {
+            EmbedderKind::Minilm => Arc::new(
+                agentry_local::LocalEmbedder::minilm()
+                    .await
+                    .map_err(|e| format!("the embedding model: {e}"))?,
+            ),
+            EmbedderKind::Openai => Arc::new(
+                agentry::providers::OpenAiEmbedder::from_env(
+                    section
+                        .embedding_model
+                        .as_deref()
+                        .unwrap_or("text-embedding-3-small"),
+                    section.embedding_dimensions.unwrap_or(1536),
+                )
+                .map_err(|e| format!("memory.embedder: {e}"))?,
+            ),
+        };
+        let location = match (&self.memory, &section.store) {
+            (Some(location), _) => location.clone(),
+            (None, Some(store)) if is_postgres(store.get_ref()) => store.get_ref().clone(),
+            (None, Some(store)) => loaded
+                .resolve(std::path::Path::new(store.get_ref()))
+                .display()
+                .to_string(),
+            (None, None) => DEFAULT_STORE.to_owned(),
+        };
+        let store: Arc<dyn MemoryStore> = if is_postgres(&location) {
+            Arc::new(
+                agentry_store::PgStore::connect(&location, embedder.dimensions())
+                    .await
+                    .map_err(|e| e.to_string())?,
+            )
+        } else {
+            Arc::new(
+                agentry_store::SqliteStore::open(&location)
+                    .map_err(|e| format!("{location}: {e}"))?,
+            )
+        };
+        Ok(Memory::new(store, embedder))
+    }
+}
+
+fn is_postgres(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
