@@ -243,3 +243,52 @@ fn sigterm_during_a_turn_finishes_the_turn_then_exits() {
             .success()
     );
 }
+
+/// The chat page in headless Chromium against `agentry serve` on the local
+/// model: the calculator call shows, folded, and the reply uses its result.
+/// The screenshot is kept in `target/test-artifacts/chat-page-local.png`.
+#[test]
+fn the_chat_page_talks_to_the_local_agent_in_a_browser() {
+    let ready = PathBuf::from("/usr/bin/chromium").exists()
+        && repo().join("npm/node_modules/playwright-core").exists();
+    if !ready {
+        if std::env::var("AGENTRY_REQUIRE_BROWSER").as_deref() == Ok("1") {
+            panic!("Chromium or playwright-core is missing and AGENTRY_REQUIRE_BROWSER=1");
+        }
+        eprintln!("\n*** SKIPPED: run scripts/setup (chromium, npm ci) to test the chat page ***\n");
+        return;
+    }
+    if !models_present(true) {
+        return;
+    }
+    let served = serve("page", &[]);
+    let artifacts = repo().join("target/test-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let output = Command::new("node")
+        .arg(repo().join("npm/web/drive-chat-page.mjs"))
+        .args(["--url", &served.url, "--key", "test-key-1"])
+        .args(["--message", "What is 17 * 23?"])
+        .arg("--screenshot")
+        .arg(artifacts.join("chat-page-local.png"))
+        .args(["--timeout-ms", "300000"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the driver failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let live = &report["live"];
+    let calls = live["toolCalls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{report:#}");
+    assert_eq!(calls[0]["name"], "calculator");
+    assert_eq!(calls[0]["open"], false);
+    assert!(calls[0]["result"].as_str().unwrap().contains("391"), "{report:#}");
+    let messages = live["messages"].as_array().unwrap();
+    assert_eq!(messages[1]["role"], "assistant", "{report:#}");
+    assert!(messages[1]["text"].as_str().unwrap().contains("391"), "{report:#}");
+    assert_eq!(report["reloaded"]["messages"], live["messages"], "{report:#}");
+    assert_eq!(report["pageErrors"], serde_json::json!([]), "{report:#}");
+}
