@@ -191,7 +191,7 @@ impl AgentServer {
             .route("/", get(page::index))
             .route("/page/chat.js", get(page::script))
             .route("/page/chat.css", get(page::style))
-            .route("/healthz", get(|| async { "ok" }))
+            .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
             .route("/openapi.json", get(|| async { axum::Json(openapi()) }))
             .merge(private)
@@ -224,7 +224,27 @@ impl AgentServer {
     }
 }
 
+/// The process is up.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    responses((status = 200, description = "The process is up", body = String, content_type = "text/plain"))
+)]
+async fn healthz() -> &'static str {
+    "ok"
+}
+
 /// Ready when the memory store answers.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "operations",
+    responses(
+        (status = 200, description = "The memory store answers", body = String, content_type = "text/plain"),
+        (status = 503, description = "The memory store does not answer within 5 s", body = String, content_type = "text/plain"),
+    )
+)]
 async fn readyz(
     axum::extract::State(app): axum::extract::State<App>,
 ) -> (StatusCode, &'static str) {

@@ -196,7 +196,18 @@ pub(crate) async fn record(State(app): State<App>, request: Request, next: Next)
     response
 }
 
-/// `GET /metrics`.
+/// `GET /metrics`: the metrics in the OpenMetrics text format.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    responses(
+        (status = 200, description = "The metrics (OpenMetrics text)", body = String, content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        (status = 401, description = "No valid API key", body = crate::error::ErrorBody),
+        (status = 429, description = "Over this key's rate", body = crate::error::ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
 pub(crate) async fn metrics(State(app): State<App>) -> Response {
     match app.metrics.render() {
         Ok(text) => (

@@ -107,6 +107,7 @@ fn text_of(content: &Value) -> String {
     responses(
         (status = 200, description = "The agent, as a model", body = ModelList),
         (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 429, description = "Over this key's rate", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]
@@ -133,7 +134,7 @@ pub(crate) async fn list_models(State(app): State<App>) -> Json<ModelList> {
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 404, description = "Unknown model", body = ErrorBody),
         (status = 422, description = "JSON of the wrong shape", body = ErrorBody),
-        (status = 429, description = "Too many requests running for this key", body = ErrorBody),
+        (status = 429, description = "Too many requests running for this key, or over its rate", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]

@@ -19,6 +19,9 @@ use crate::sessions::{
         crate::sessions::delete_session,
         crate::openai::chat_completions,
         crate::openai::list_models,
+        crate::metrics::metrics,
+        crate::healthz,
+        crate::readyz,
     ),
     components(schemas(
         TurnRequest, AttachmentBody, RecallBody, TurnResponse, ToolCallRecord, MessagesResponse,

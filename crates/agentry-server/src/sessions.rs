@@ -197,7 +197,7 @@ enum Report {
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "JSON of the wrong shape", body = ErrorBody),
-        (status = 429, description = "Too many requests running for this key", body = ErrorBody),
+        (status = 429, description = "Too many requests running for this key, or over its rate", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]
@@ -379,6 +379,7 @@ fn event(name: &str, data: &impl Serialize) -> Event {
         (status = 400, description = "Invalid session id", body = ErrorBody),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 404, description = "No such session for this key", body = ErrorBody),
+        (status = 429, description = "Over this key's rate", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]
@@ -422,6 +423,7 @@ pub(crate) async fn get_messages(
         (status = 400, description = "Invalid session id", body = ErrorBody),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 404, description = "No such session for this key", body = ErrorBody),
+        (status = 429, description = "Over this key's rate", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]

@@ -202,6 +202,9 @@ async fn the_openapi_document_describes_what_the_server_answers() {
     assert_eq!(
         routes,
         [
+            "GET /healthz",
+            "GET /metrics",
+            "GET /readyz",
             "POST /v1/chat/completions",
             "GET /v1/models",
             "DELETE /v1/sessions/{id}",
