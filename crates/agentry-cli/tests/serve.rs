@@ -255,7 +255,9 @@ fn the_chat_page_talks_to_the_local_agent_in_a_browser() {
         if std::env::var("AGENTRY_REQUIRE_BROWSER").as_deref() == Ok("1") {
             panic!("Chromium or playwright-core is missing and AGENTRY_REQUIRE_BROWSER=1");
         }
-        eprintln!("\n*** SKIPPED: run scripts/setup (chromium, npm ci) to test the chat page ***\n");
+        eprintln!(
+            "\n*** SKIPPED: run scripts/setup (chromium, npm ci) to test the chat page ***\n"
+        );
         return;
     }
     if !models_present(true) {
@@ -285,10 +287,19 @@ fn the_chat_page_talks_to_the_local_agent_in_a_browser() {
     assert_eq!(calls.len(), 1, "{report:#}");
     assert_eq!(calls[0]["name"], "calculator");
     assert_eq!(calls[0]["open"], false);
-    assert!(calls[0]["result"].as_str().unwrap().contains("391"), "{report:#}");
+    assert!(
+        calls[0]["result"].as_str().unwrap().contains("391"),
+        "{report:#}"
+    );
     let messages = live["messages"].as_array().unwrap();
     assert_eq!(messages[1]["role"], "assistant", "{report:#}");
-    assert!(messages[1]["text"].as_str().unwrap().contains("391"), "{report:#}");
-    assert_eq!(report["reloaded"]["messages"], live["messages"], "{report:#}");
+    assert!(
+        messages[1]["text"].as_str().unwrap().contains("391"),
+        "{report:#}"
+    );
+    assert_eq!(
+        report["reloaded"]["messages"], live["messages"],
+        "{report:#}"
+    );
     assert_eq!(report["pageErrors"], serde_json::json!([]), "{report:#}");
 }

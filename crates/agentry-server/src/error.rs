@@ -69,6 +69,11 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
     }
 
+    /// 422: JSON of the wrong shape.
+    pub fn unprocessable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", message)
+    }
+
     /// 429: too many turns at once for this key.
     pub fn too_busy(limit: usize) -> Self {
         Self::new(

@@ -42,6 +42,7 @@
 //! ```
 
 mod auth;
+mod checked;
 mod error;
 mod limits;
 mod metrics;
@@ -67,7 +68,7 @@ use tower_http::trace::TraceLayer;
 pub use auth::{ApiKeys, Principal};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use openai::{ChatCompletion, ChatCompletionRequest, ChatMessage, ModelList};
-pub use openapi::openapi;
+pub use openapi::{ServerSentEvent, openapi};
 pub use sessions::{
     AttachmentBody, MessagesResponse, RecallBody, StoredMessage, ToolCallRecord, TurnRequest,
     TurnResponse,
@@ -89,6 +90,8 @@ pub(crate) struct App {
     turn: TurnConfig,
     limits: limits::Limits,
     metrics: metrics::Metrics,
+    /// Validators of the request bodies.
+    schemas: checked::Schemas,
     /// When the server started, in Unix seconds.
     started: u64,
 }
@@ -172,6 +175,7 @@ impl AgentServer {
             turn,
             limits: limits::Limits::new(self.max_running_per_key, self.requests_per_minute),
             metrics: metrics::Metrics::new(),
+            schemas: checked::Schemas::new(),
             started,
         };
         let private = Router::new()
@@ -187,13 +191,14 @@ impl AgentServer {
             ))
             .route_layer(middleware::from_fn_with_state(self.keys, auth::require_key));
         let request_id = HeaderName::from_static("x-request-id");
+        let document = openapi::served(&app.name);
         Router::new()
             .route("/", get(page::index))
             .route("/page/chat.js", get(page::script))
             .route("/page/chat.css", get(page::style))
             .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
-            .route("/openapi.json", get(|| async { axum::Json(openapi()) }))
+            .route("/openapi.json", get(move || async move { axum::Json(document) }))
             .merge(private)
             .route_layer(middleware::from_fn_with_state(app.clone(), metrics::record))
             .fallback(|| async { ApiError::not_found("no such route") })

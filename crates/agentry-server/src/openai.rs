@@ -11,7 +11,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use agentry_core::agent::{Agent, AgentEvent, Outcome, RunOutcome};
 use agentry_core::model::Message;
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Extension, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -24,6 +23,7 @@ use utoipa::ToSchema;
 
 use crate::App;
 use crate::auth::Principal;
+use crate::checked::Checked;
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics::Face;
 
@@ -129,10 +129,12 @@ pub(crate) async fn list_models(State(app): State<App>) -> Json<ModelList> {
     path = "/v1/chat/completions",
     request_body = ChatCompletionRequest,
     responses(
-        (status = 200, description = "The completion; with `stream: true`, `chat.completion.chunk` server-sent events ending with `[DONE]`", body = ChatCompletion),
+        (status = 200, description = "The completion; with `stream: true`, `chat.completion.chunk` server-sent events ending with `[DONE]`", content((ChatCompletion = "application/json"), (crate::ServerSentEvent = "text/event-stream"))),
         (status = 400, description = "No user message", body = ErrorBody),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 404, description = "Unknown model", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "JSON of the wrong shape", body = ErrorBody),
         (status = 429, description = "Too many requests running for this key, or over its rate", body = ErrorBody),
     ),
@@ -141,9 +143,9 @@ pub(crate) async fn list_models(State(app): State<App>) -> Json<ModelList> {
 pub(crate) async fn chat_completions(
     State(app): State<App>,
     Extension(principal): Extension<Principal>,
-    body: Result<Json<ChatCompletionRequest>, JsonRejection>,
+    body: Result<Checked<ChatCompletionRequest>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let Json(request) = body?;
+    let Checked(request) = body?;
     if request.model != app.name {
         return Err(ApiError::not_found(format!(
             "the model {:?} does not exist; this server's model is {:?}",

@@ -1,5 +1,6 @@
 //! The OpenAPI 3.1 document of the API, from the handlers' annotations.
 
+use serde_json::{Value, json};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -26,11 +27,23 @@ use crate::sessions::{
     components(schemas(
         TurnRequest, AttachmentBody, RecallBody, TurnResponse, ToolCallRecord, MessagesResponse,
         StoredMessage, ChatCompletionRequest, ChatMessage, ChatCompletion, ModelList, ErrorBody,
-        ErrorDetail,
+        ErrorDetail, ServerSentEvent,
     )),
     modifiers(&ApiKeyScheme),
 )]
 struct ApiDoc;
+
+/// One server-sent event of a streamed answer, as the OpenAPI document
+/// describes `text/event-stream` bodies: a name and its data.
+#[derive(Debug, Clone, PartialEq, Eq, utoipa::ToSchema)]
+pub struct ServerSentEvent {
+    /// The event's name: `reply:start`, `reply:delta`, `tool:call`,
+    /// `tool:result`, `reply:end`, `error` or `turn:end` for a turn;
+    /// `message` (none given) for a chat completion.
+    pub event: Option<String>,
+    /// JSON; the last event of a chat completion stream is `[DONE]`.
+    pub data: String,
+}
 
 /// `Authorization: Bearer <key>`.
 struct ApiKeyScheme;
@@ -53,4 +66,28 @@ impl Modify for ApiKeyScheme {
 /// ```
 pub fn openapi() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
+}
+
+/// The document a server serves: [`openapi`] with the one model name the
+/// chat completions accept (`name`, the agent's), and the rules the
+/// handlers check that the annotations cannot say: a conversation needs a
+/// user message, and a turn needs text (not only white space) or an attachment.
+pub(crate) fn served(name: &str) -> Value {
+    let mut document = serde_json::to_value(openapi()).unwrap_or_default();
+    let schemas = "/components/schemas";
+    if let Some(request) = document.pointer_mut(&format!("{schemas}/ChatCompletionRequest")) {
+        request["properties"]["model"]["enum"] = json!([name]);
+        request["properties"]["messages"]["contains"] = json!({
+            "type": "object",
+            "properties": {"role": {"const": "user"}},
+            "required": ["role"],
+        });
+    }
+    if let Some(turn) = document.pointer_mut(&format!("{schemas}/TurnRequest")) {
+        turn["anyOf"] = json!([
+            {"properties": {"text": {"pattern": "\\S"}}},
+            {"properties": {"attachments": {"minItems": 1}}, "required": ["attachments"]},
+        ]);
+    }
+    document
 }

@@ -11,7 +11,7 @@ use agentry_core::turn::{
     Attachment, ChatTurn, STOPPED, TurnEvent, TurnEvents, TurnInput, TurnOutput,
 };
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -25,6 +25,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::App;
 use crate::auth::Principal;
+use crate::checked::Checked;
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics::Face;
 
@@ -81,7 +82,8 @@ pub struct AttachmentBody {
     #[serde(default)]
     pub url: Option<String>,
     /// Size in bytes.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
+    #[schema(minimum = 0, maximum = 9007199254740991_u64)]
     pub size: Option<u64>,
 }
 
@@ -90,10 +92,12 @@ pub struct AttachmentBody {
 #[serde(deny_unknown_fields)]
 pub struct RecallBody {
     /// Most records (default 5).
-    #[serde(default)]
-    pub limit: Option<usize>,
+    #[serde(default, deserialize_with = "whole_number")]
+    #[schema(minimum = 0, maximum = 9007199254740991_u64)]
+    pub limit: Option<u64>,
     /// Lowest similarity (default 0.3).
     #[serde(default)]
+    #[schema(minimum = -1.0, maximum = 1.0)]
     pub min_score: Option<f32>,
 }
 
@@ -151,9 +155,55 @@ pub struct MessagesResponse {
 
 /// `?limit=N`: only the newest N messages.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct MessagesQuery {
     /// The newest N messages only.
-    pub limit: Option<usize>,
+    #[param(value_type = Option<i32>, minimum = 0)]
+    #[serde(default, deserialize_with = "count_in_query")]
+    pub limit: Option<u32>,
+}
+
+/// A count in a query string: a whole number from 0 to 2^31 − 1 (the
+/// document's `int32`, `minimum: 0`).
+fn count_in_query<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u32>, D::Error> {
+    let Some(text) = Option::<String>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    match text.parse::<i32>() {
+        Ok(count) if count >= 0 => Ok(Some(count as u32)),
+        _ => Err(serde::de::Error::custom(format!(
+            "expected a whole number from 0 to {}, got {text:?}",
+            i32::MAX
+        ))),
+    }
+}
+
+/// The largest integer every JSON reader holds exactly (2^53 − 1).
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// An optional count in a JSON body: an integer, or a number without a
+/// fraction (`3.0`, which JSON Schema also calls an integer), from 0 to
+/// 2^53 − 1; anything else is refused with what was expected.
+fn whole_number<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u64>, D::Error> {
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let whole = number.as_u64().or_else(|| {
+        number
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX_SAFE_INTEGER as f64)
+            .map(|f| f as u64)
+    });
+    match whole {
+        Some(value) if value <= MAX_SAFE_INTEGER => Ok(Some(value)),
+        _ => Err(serde::de::Error::custom(format!(
+            "expected a whole number from 0 to {MAX_SAFE_INTEGER}, got {number}"
+        ))),
+    }
 }
 
 /// The memory session of `id` for `principal`: the client's id, checked,
@@ -188,10 +238,10 @@ enum Report {
 #[utoipa::path(
     post,
     path = "/v1/sessions/{id}/turns",
-    params(("id" = String, Path, description = "The session (1-128 of A-Z a-z 0-9 - _ . :)")),
+    params(("id" = String, Path, description = "The session (1-128 of A-Z a-z 0-9 - _ . :)", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
     request_body = TurnRequest,
     responses(
-        (status = 200, description = "The turn: server-sent events (`reply:start`, `reply:delta`, `tool:call`, `tool:result`, `reply:end`, `turn:end`, and `error` when the model failed) with `Accept: text/event-stream`, else one JSON answer", body = TurnResponse),
+        (status = 200, description = "The turn: server-sent events (`reply:start`, `reply:delta`, `tool:call`, `tool:result`, `reply:end`, `turn:end`, and `error` when the model failed) with `Accept: text/event-stream`, else one JSON answer", content((TurnResponse = "application/json"), (crate::ServerSentEvent = "text/event-stream"))),
         (status = 400, description = "Invalid session id or body", body = ErrorBody),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
@@ -206,10 +256,10 @@ pub(crate) async fn post_turn(
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
     headers: HeaderMap,
-    body: Result<Json<TurnRequest>, JsonRejection>,
+    body: Result<Checked<TurnRequest>, ApiError>,
 ) -> Result<Response, ApiError> {
     let session = owned_session(&principal, &id)?;
-    let Json(request) = body?;
+    let Checked(request) = body?;
     if request.text.trim().is_empty() && request.attachments.is_empty() {
         return Err(ApiError::bad_request("`text` must not be empty"));
     }
@@ -240,7 +290,7 @@ pub(crate) async fn post_turn(
     input.recall_opts = request.recall_opts.map(|r| {
         let defaults = agentry_core::memory::RecallOpts::default();
         agentry_core::memory::RecallOpts {
-            limit: r.limit.unwrap_or(defaults.limit),
+            limit: r.limit.map_or(defaults.limit, |limit| limit as usize),
             min_score: r.min_score.unwrap_or(defaults.min_score),
         }
     });
@@ -373,7 +423,7 @@ fn event(name: &str, data: &impl Serialize) -> Event {
 #[utoipa::path(
     get,
     path = "/v1/sessions/{id}/messages",
-    params(("id" = String, Path, description = "The session"), MessagesQuery),
+    params(("id" = String, Path, description = "The session", pattern = "^[A-Za-z0-9_.:-]{1,128}$"), MessagesQuery),
     responses(
         (status = 200, description = "The session's messages, oldest first", body = MessagesResponse),
         (status = 400, description = "Invalid session id", body = ErrorBody),
@@ -387,12 +437,13 @@ pub(crate) async fn get_messages(
     State(app): State<App>,
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
-    Query(query): Query<MessagesQuery>,
+    query: Result<Query<MessagesQuery>, QueryRejection>,
 ) -> Result<Json<MessagesResponse>, ApiError> {
     let session = owned_session(&principal, &id)?;
+    let Query(query) = query.map_err(|rejection| ApiError::bad_request(rejection.body_text()))?;
     let opts = RecentOpts {
         include_roles: vec!["user".into(), "assistant".into()],
-        limit: query.limit,
+        limit: query.limit.map(|limit| limit as usize),
         ..RecentOpts::default()
     };
     let records = app.turn.memory.store().recent(&session, &opts).await?;
@@ -417,7 +468,7 @@ pub(crate) async fn get_messages(
 #[utoipa::path(
     delete,
     path = "/v1/sessions/{id}",
-    params(("id" = String, Path, description = "The session")),
+    params(("id" = String, Path, description = "The session", pattern = "^[A-Za-z0-9_.:-]{1,128}$")),
     responses(
         (status = 204, description = "Deleted"),
         (status = 400, description = "Invalid session id", body = ErrorBody),

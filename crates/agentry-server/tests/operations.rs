@@ -39,7 +39,11 @@ async fn metrics_count_requests_turns_and_tool_calls() {
     let agent = Agent::builder(model).tool(add).build().unwrap();
     let server = support::serve_agent(agent, |s| s).await;
     let answer = server
-        .post_json("/v1/sessions/s1/turns", "alice-key", &json!({"text": "2+40?"}))
+        .post_json(
+            "/v1/sessions/s1/turns",
+            "alice-key",
+            &json!({"text": "2+40?"}),
+        )
         .await;
     assert_eq!(answer["ok"], true, "{answer}");
     // Unknown sessions and missing keys are counted by their route, not their path.
@@ -87,10 +91,7 @@ async fn metrics_count_requests_turns_and_tool_calls() {
             r#"agentry_http_requests_total{method="GET",route="/metrics",status="401"}"#,
             1.0,
         ),
-        (
-            r#"agentry_turns_total{face="sessions",outcome="ok"}"#,
-            1.0,
-        ),
+        (r#"agentry_turns_total{face="sessions",outcome="ok"}"#, 1.0),
         (r#"agentry_turns_running"#, 0.0),
         (
             r#"agentry_tool_calls_total{tool="utils.add",outcome="ok"}"#,
@@ -132,7 +133,10 @@ async fn a_key_over_its_rate_gets_429_with_retry_after_and_others_are_served() {
         .unwrap()
         .parse()
         .unwrap();
-    assert!((19..=20).contains(&wait), "three a minute: one more in 20 s, not {wait}");
+    assert!(
+        (19..=20).contains(&wait),
+        "three a minute: one more in 20 s, not {wait}"
+    );
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "rate_limited");
     assert_eq!(body["error"]["type"], "rate_limit_error");
@@ -140,7 +144,11 @@ async fn a_key_over_its_rate_gets_429_with_retry_after_and_others_are_served() {
         body["error"]["message"],
         format!("this key may start 3 requests a minute; try again in {wait} s")
     );
-    assert_eq!(get("bob-key").await.status(), 200, "another key is not held back");
+    assert_eq!(
+        get("bob-key").await.status(),
+        200,
+        "another key is not held back"
+    );
     // Health checks and the page are never limited.
     for path in ["/healthz", "/"] {
         let response = server

@@ -28,7 +28,9 @@ fn driver() -> Option<PathBuf> {
         return Some(script);
     }
     if std::env::var("AGENTRY_REQUIRE_BROWSER").as_deref() == Ok("1") {
-        panic!("Chromium or playwright-core is missing and AGENTRY_REQUIRE_BROWSER=1: run scripts/setup");
+        panic!(
+            "Chromium or playwright-core is missing and AGENTRY_REQUIRE_BROWSER=1: run scripts/setup"
+        );
     }
     eprintln!("\n*** SKIPPED: run scripts/setup (chromium, npm ci) to test the chat page ***\n");
     None
@@ -99,8 +101,7 @@ async fn the_page_streams_a_reply_shows_the_tool_call_and_renders_markdown_safel
     assert_eq!(roles, ["user", "assistant"], "{report:#}");
     // The user's HTML is text, not markup.
     assert_eq!(
-        live["messages"][0]["text"],
-        "What is 17 * 23? <b>bold?</b>",
+        live["messages"][0]["text"], "What is 17 * 23? <b>bold?</b>",
         "{report:#}"
     );
     // The tool call, folded, with its arguments and result.
@@ -108,8 +109,7 @@ async fn the_page_streams_a_reply_shows_the_tool_call_and_renders_markdown_safel
     assert_eq!(calls.len(), 1, "{report:#}");
     assert_eq!(calls[0]["name"], "utils.multiply");
     assert_eq!(calls[0]["open"], false);
-    let arguments: Value =
-        serde_json::from_str(calls[0]["arguments"].as_str().unwrap()).unwrap();
+    let arguments: Value = serde_json::from_str(calls[0]["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(arguments, json!({"a": 17, "b": 23}));
     assert_eq!(calls[0]["result"], "391");
     // Markdown became elements; the injections stayed text.
@@ -150,7 +150,10 @@ async fn the_page_streams_a_reply_shows_the_tool_call_and_renders_markdown_safel
             .collect()
     };
     assert_eq!(texts(reloaded), texts(live), "{report:#}");
-    assert_eq!(reloaded["elements"], json!({"script": 0, "img": 0, "iframe": 0}));
+    assert_eq!(
+        reloaded["elements"],
+        json!({"script": 0, "img": 0, "iframe": 0})
+    );
 
     // Nothing failed in the page; the one 401 is the page asking whether it needs a key.
     assert_eq!(report["consoleErrors"], json!([]), "{report:#}");
@@ -165,7 +168,11 @@ async fn the_page_streams_a_reply_shows_the_tool_call_and_renders_markdown_safel
     let stored = server
         .get_json(&format!("/v1/sessions/{session}/messages"), "alice-key")
         .await;
-    assert_eq!(stored["messages"].as_array().unwrap().len(), 2, "{stored:#}");
+    assert_eq!(
+        stored["messages"].as_array().unwrap().len(),
+        2,
+        "{stored:#}"
+    );
     let other = server
         .http
         .get(format!("{}/v1/sessions/{session}/messages", server.url))
@@ -207,5 +214,8 @@ async fn the_page_is_served_without_a_key_and_may_run_only_its_own_scripts() {
         .text()
         .await
         .unwrap();
-    assert!(!page.contains("http://") && !page.contains("https://"), "nothing fetched from elsewhere");
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "nothing fetched from elsewhere"
+    );
 }
