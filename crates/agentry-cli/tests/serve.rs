@@ -32,6 +32,22 @@ fn python() -> Option<PathBuf> {
     None
 }
 
+/// The PostgreSQL server of the tests, or `None` (loudly) when none is named.
+fn postgres_url() -> Option<String> {
+    match std::env::var("AGENTRY_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            if std::env::var("AGENTRY_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                panic!("AGENTRY_POSTGRES_URL is not set and AGENTRY_REQUIRE_POSTGRES=1");
+            }
+            eprintln!(
+                "\n*** SKIPPED: set AGENTRY_POSTGRES_URL (scripts/postgres start DIR prints one) ***\n"
+            );
+            None
+        }
+    }
+}
+
 /// True when the MiniLM embedder (and, with `chat`, the local chat model) is installed.
 fn models_present(chat: bool) -> bool {
     let embedder =
@@ -84,8 +100,16 @@ mod tempdir {
 
 /// Start `agentry serve` with `args` on a free port; wait for its banner.
 fn serve(tag: &str, args: &[&str]) -> Served {
+    serve_on(tag, None, args)
+}
+
+/// [`serve`] with its memory at `memory` (a SQLite file of its own when `None`).
+fn serve_on(tag: &str, memory: Option<&str>, args: &[&str]) -> Served {
     let dir = tempdir::Dir::new(tag);
-    let memory = dir.0.join("memory.db");
+    let memory = memory.map_or_else(
+        || dir.0.join("memory.db").display().to_string(),
+        str::to_owned,
+    );
     let mut child = Command::new(AGENTRY)
         .args(["serve", "--listen", "127.0.0.1:0", "--memory"])
         .arg(&memory)
@@ -302,4 +326,69 @@ fn the_chat_page_talks_to_the_local_agent_in_a_browser() {
         "{report:#}"
     );
     assert_eq!(report["pageErrors"], serde_json::json!([]), "{report:#}");
+}
+
+/// Two `agentry serve` processes on one PostgreSQL database are one service:
+/// turns taken on either, at the same time, land in the same session; each
+/// reads what the other wrote; a delete on one is seen by the other; and a
+/// key's sessions stay its own across processes.
+#[test]
+fn two_server_processes_share_one_postgresql_store() {
+    let Some(database) = postgres_url() else {
+        return;
+    };
+    if !models_present(false) {
+        return;
+    }
+    let a = serve_on("pg-a", Some(&database), &["--provider", "offline"]);
+    let b = serve_on("pg-b", Some(&database), &["--provider", "offline"]);
+    let session = format!("shared-{}", std::process::id());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let http = reqwest::Client::new();
+        let turn = |server: &str, text: &str| {
+            http.post(format!("{server}/v1/sessions/{session}/turns"))
+                .bearer_auth("test-key-1")
+                .json(&serde_json::json!({ "text": text }))
+                .send()
+        };
+        let first: Value = turn(&a.url, "first, on a").await.unwrap().json().await.unwrap();
+        assert_eq!(first["ok"], true, "{first}");
+        let (on_a, on_b) = tokio::join!(turn(&a.url, "second, on a"), turn(&b.url, "third, on b"));
+        assert_eq!(on_a.unwrap().status(), 200);
+        assert_eq!(on_b.unwrap().status(), 200);
+
+        let messages = |server: &str, key: &str| {
+            http.get(format!("{server}/v1/sessions/{session}/messages"))
+                .bearer_auth(key)
+                .send()
+        };
+        for server in [&a.url, &b.url] {
+            let read: Value = messages(server, "test-key-1").await.unwrap().json().await.unwrap();
+            let mut users: Vec<&str> = read["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["role"] == "user")
+                .map(|m| m["text"].as_str().unwrap())
+                .collect();
+            users.sort_unstable();
+            assert_eq!(users, ["first, on a", "second, on a", "third, on b"], "{read}");
+            assert_eq!(read["messages"].as_array().unwrap().len(), 6, "{read}");
+            let other = messages(server, "test-key-2").await.unwrap();
+            assert_eq!(other.status(), 404, "another key sees nothing, on either process");
+        }
+        let deleted = http
+            .delete(format!("{}/v1/sessions/{session}", b.url))
+            .bearer_auth("test-key-1")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(deleted.status(), 204);
+        let gone = messages(&a.url, "test-key-1").await.unwrap();
+        assert_eq!(gone.status(), 404, "deleted on b, gone on a");
+    });
 }
