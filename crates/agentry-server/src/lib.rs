@@ -43,6 +43,7 @@
 
 mod auth;
 mod checked;
+mod driven;
 mod error;
 mod limits;
 mod metrics;
@@ -79,9 +80,12 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
 /// Requests one key may have running at once unless told otherwise.
 pub const DEFAULT_MAX_RUNNING_PER_KEY: usize = 8;
 
-/// What every handler shares.
-#[derive(Clone)]
-pub(crate) struct App {
+/// What every handler shares, behind one `Arc`: axum clones the state for
+/// every request (and every route's handler for every connection).
+pub(crate) type App = Arc<Shared>;
+
+/// The server's state.
+pub(crate) struct Shared {
     /// The agent's name: the model name of the OpenAI face.
     name: String,
     /// The agent, for chat completions.
@@ -169,7 +173,7 @@ impl AgentServer {
             .map(|d| d.as_secs())
             .unwrap_or_default();
         let turn = TurnConfig::for_agent(self.name.clone(), self.agent.clone(), self.memory);
-        let app = App {
+        let app = Arc::new(Shared {
             name: self.name,
             agent: Arc::new(self.agent),
             turn,
@@ -177,7 +181,7 @@ impl AgentServer {
             metrics: metrics::Metrics::new(),
             schemas: checked::Schemas::new(),
             started,
-        };
+        });
         let private = Router::new()
             .route("/v1/sessions/{id}/turns", post(sessions::post_turn))
             .route("/v1/sessions/{id}/messages", get(sessions::get_messages))
@@ -191,14 +195,23 @@ impl AgentServer {
             ))
             .route_layer(middleware::from_fn_with_state(self.keys, auth::require_key));
         let request_id = HeaderName::from_static("x-request-id");
-        let document = openapi::served(&app.name);
+        // Written once: axum clones every route's handler for each
+        // connection, so the handler holds shared bytes, not a JSON tree.
+        let document = axum::body::Bytes::from(
+            serde_json::to_vec(&openapi::served(&app.name)).unwrap_or_default(),
+        );
         Router::new()
             .route("/", get(page::index))
             .route("/page/chat.js", get(page::script))
             .route("/page/chat.css", get(page::style))
             .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
-            .route("/openapi.json", get(move || async move { axum::Json(document) }))
+            .route(
+                "/openapi.json",
+                get(move || async move {
+                    ([(axum::http::header::CONTENT_TYPE, "application/json")], document)
+                }),
+            )
             .merge(private)
             .route_layer(middleware::from_fn_with_state(app.clone(), metrics::record))
             .fallback(|| async { ApiError::not_found("no such route") })
@@ -223,6 +236,13 @@ impl AgentServer {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        use axum::serve::ListenerExt;
+        // Each streamed event goes out at once, not held back for Nagle's algorithm.
+        let listener = listener.tap_io(|stream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::warn!(%error, "could not set TCP_NODELAY");
+            }
+        });
         axum::serve(listener, self.router())
             .with_graceful_shutdown(shutdown)
             .await

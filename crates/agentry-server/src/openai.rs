@@ -47,8 +47,21 @@ pub struct ChatMessage {
     pub role: String,
     /// Text, or a list of parts of which the `text` ones are read.
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(schema_with = content_schema)]
     pub content: Value,
+}
+
+/// `content`: a string, a list of parts (objects), or null.
+fn content_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
+    Schema::OneOf(OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::String))
+        .item(ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::Object)))
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .description(Some(
+            "Text, or a list of parts of which the `text` ones are read.",
+        ))
+        .build())
 }
 
 /// The answer.

@@ -20,12 +20,12 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::App;
 use crate::auth::Principal;
 use crate::checked::Checked;
+use crate::driven::Driven;
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics::Face;
 
@@ -225,12 +225,20 @@ pub(crate) fn owned_session(principal: &Principal, id: &str) -> Result<String, A
 pub(crate) fn new_id() -> String {
     let mut bytes = [0u8; 12];
     getrandom::fill(&mut bytes).expect("the operating system provides random bytes");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::with_capacity(24), |mut id, b| {
+        use std::fmt::Write;
+        let _ = write!(id, "{b:02x}");
+        id
+    })
 }
 
 /// What the turn task reports.
 enum Report {
-    Event(TurnEvent),
+    /// A streamed event, ready to send.
+    Sse(Event),
+    /// A tool call or result, for a JSON answer.
+    Tool(TurnEvent),
+    /// The turn's end.
     Done(TurnOutput),
 }
 
@@ -305,18 +313,34 @@ pub(crate) async fn post_turn(
     let events = sender.clone();
     let mut config = app.turn.clone();
     let metrics = app.metrics.clone();
+    let streaming = wants_events(&headers);
     config.events = TurnEvents::new(move |event| {
         if let TurnEvent::ToolResult { name, result, .. } = event {
             metrics.tool_call(name, result.is_error);
         }
-        let _ = events.send(Report::Event(event.clone()));
+        // Written out here, once, rather than copied for the response to write.
+        let report = match event {
+            TurnEvent::ReplyStart { .. }
+            | TurnEvent::ReplyDelta { .. }
+            | TurnEvent::ReplyEnd { .. }
+            | TurnEvent::ToolCall { .. }
+            | TurnEvent::ToolResult { .. }
+                if streaming =>
+            {
+                Report::Sse(self::event(event.name(), event))
+            }
+            TurnEvent::ToolCall { .. } | TurnEvent::ToolResult { .. } => {
+                Report::Tool(event.clone())
+            }
+            _ => return,
+        };
+        let _ = events.send(report);
     });
     let mut counted = app.metrics.turn(Face::Sessions);
     let span = tracing::info_span!("turn", session = %id, key = %principal.id, %message_id);
-    let streaming = wants_events(&headers);
     // The turn runs on its own task: it ends when the reply does, or when
     // a streaming client goes away (what was said so far is stored).
-    let task = tokio::spawn(tracing::Instrument::instrument(
+    let turn = tracing::Instrument::instrument(
         async move {
             let gone = sender.clone();
             let stop = async move {
@@ -337,26 +361,27 @@ pub(crate) async fn post_turn(
             let _ = sender.send(Report::Done(output));
         },
         span,
-    ));
+    );
     if streaming {
-        let stream = UnboundedReceiverStream::new(receiver)
-            .filter_map(|report| async move { sse_events(report) })
-            .flat_map(futures_util::stream::iter)
+        // The response runs the turn; a client that leaves stops it.
+        let stream = Driven::new(turn, receiver)
+            .flat_map(|report| futures_util::stream::iter(sse_events(report)))
             .map(Ok::<_, Infallible>);
         return Ok(Sse::new(stream)
             .keep_alive(KeepAlive::default())
             .into_response());
     }
+    let task = tokio::spawn(turn);
     let _ = task.await;
     let mut tool_calls: Vec<ToolCallRecord> = Vec::new();
     let mut output = None;
     let mut receiver = receiver;
     while let Some(report) = receiver.recv().await {
         match report {
-            Report::Event(TurnEvent::ToolCall { call, .. }) => {
+            Report::Tool(TurnEvent::ToolCall { call, .. }) => {
                 tool_calls.push(ToolCallRecord { call, result: None })
             }
-            Report::Event(TurnEvent::ToolResult { result, .. }) => {
+            Report::Tool(TurnEvent::ToolResult { result, .. }) => {
                 if let Some(record) = tool_calls
                     .iter_mut()
                     .rev()
@@ -365,7 +390,7 @@ pub(crate) async fn post_turn(
                     record.result = Some(result);
                 }
             }
-            Report::Event(_) => {}
+            Report::Tool(_) | Report::Sse(_) => {}
             Report::Done(done) => output = Some(done),
         }
     }
@@ -392,25 +417,20 @@ fn wants_events(headers: &HeaderMap) -> bool {
 
 /// The SSE events of one report: reply and tool events by their names; at
 /// the end an `error` event if the model failed, then `turn:end`.
-fn sse_events(report: Report) -> Option<Vec<Event>> {
-    match report {
-        Report::Event(
-            turn @ (TurnEvent::ReplyStart { .. }
-            | TurnEvent::ReplyDelta { .. }
-            | TurnEvent::ReplyEnd { .. }
-            | TurnEvent::ToolCall { .. }
-            | TurnEvent::ToolResult { .. }),
-        ) => Some(vec![event(turn.name(), &turn)]),
-        Report::Event(_) => None,
-        Report::Done(output) => {
-            let mut events = Vec::new();
-            if let Some(error) = output.error.as_deref().filter(|_| !output.ok) {
-                events.push(event("error", &json!({"message": error})));
-            }
-            events.push(event("turn:end", &output));
-            Some(events)
-        }
-    }
+fn sse_events(report: Report) -> impl Iterator<Item = Event> {
+    let events = match report {
+        Report::Sse(event) => [Some(event), None],
+        Report::Tool(_) => [None, None],
+        Report::Done(output) => [
+            output
+                .error
+                .as_deref()
+                .filter(|_| !output.ok)
+                .map(|error| event("error", &json!({"message": error}))),
+            Some(event("turn:end", &output)),
+        ],
+    };
+    events.into_iter().flatten()
 }
 
 /// One server-sent event: `name`, with `data` as JSON.

@@ -44,6 +44,10 @@ pub struct SqliteStore {
 struct Inner {
     db: Mutex<Db>,
     cache: Mutex<Cache>,
+    /// One operation at a time goes to a blocking thread, in the order they
+    /// came (a fair queue): many concurrent callers neither pile threads up
+    /// on the connection's lock nor overtake one another for long.
+    turn: Arc<tokio::sync::Semaphore>,
 }
 
 /// The connection and the file it opened (none in memory).
@@ -165,6 +169,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 db: Mutex::new(Db { conn, file }),
                 cache: Mutex::new(Cache::default()),
+                turn: Arc::new(tokio::sync::Semaphore::new(1)),
             }),
         }
     }
@@ -483,9 +488,14 @@ fn blocking<T: Send + 'static>(
 ) -> BoxFuture<'static, Result<T, MemoryError>> {
     let store = store.clone();
     Box::pin(async move {
-        tokio::task::spawn_blocking(move || work(store))
-            .await
-            .map_err(|e| failed(format!("worker: {e}")))?
+        let turn = store.inner.turn.clone().acquire_owned().await;
+        let turn = turn.map_err(|e| failed(format!("worker: {e}")))?;
+        tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            work(store)
+        })
+        .await
+        .map_err(|e| failed(format!("worker: {e}")))?
     })
 }
 

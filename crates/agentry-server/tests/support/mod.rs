@@ -62,7 +62,11 @@ impl ChatModel for DripModel {
             events.into_iter(),
             move |mut events| async move {
                 let next = events.next()?;
-                tokio::time::sleep(gap).await;
+                if gap.is_zero() {
+                    tokio::task::yield_now().await;
+                } else {
+                    tokio::time::sleep(gap).await;
+                }
                 Some((next, events))
             },
         ))
