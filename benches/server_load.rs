@@ -47,7 +47,8 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some("client") {
         // Load on a server started elsewhere (under a profiler, say).
-        let (url, sessions, seconds) = (&args[1], args[2].parse().unwrap(), args[3].parse().unwrap());
+        let (url, sessions, seconds) =
+            (&args[1], args[2].parse().unwrap(), args[3].parse().unwrap());
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let load = runtime.block_on(throughput(url, sessions, seconds));
         println!(
@@ -65,9 +66,7 @@ fn main() {
     if postgres.is_some() {
         kinds.push("agentry, PostgreSQL");
     }
-    println!(
-        "{sessions} concurrent sessions, {DELTAS} deltas per reply, {seconds} s per row\n"
-    );
+    println!("{sessions} concurrent sessions, {DELTAS} deltas per reply, {seconds} s per row\n");
     println!(
         "| server | turns/s | server CPU per turn | first delta p50 | first delta p99 | whole turn p50 | whole turn p99 | errors | RSS idle | RSS, {sessions} streams open | per open stream | RSS after, {sessions} stored sessions |"
     );
@@ -111,7 +110,9 @@ fn main() {
         );
     }
     println!("\nOne session at a time, 3 s:\n");
-    println!("| server | turns/s | first delta p50 | first delta p99 | whole turn p50 | whole turn p99 |");
+    println!(
+        "| server | turns/s | first delta p50 | first delta p99 | whole turn p50 | whole turn p99 |"
+    );
     println!("|---|---|---|---|---|---|");
     for (kind, load) in light {
         println!(
@@ -376,7 +377,8 @@ fn serve(kind: &str, gap_ms: u64, postgres: Option<String>) {
             )
         } else {
             let store: Arc<dyn MemoryStore> = if kind == "sqlite" {
-                let file = std::env::temp_dir().join(format!("agentry-load-{}.db", std::process::id()));
+                let file =
+                    std::env::temp_dir().join(format!("agentry-load-{}.db", std::process::id()));
                 let _ = std::fs::remove_file(&file);
                 Arc::new(agentry_store::SqliteStore::open(&file).unwrap())
             } else {
@@ -404,9 +406,7 @@ fn serve(kind: &str, gap_ms: u64, postgres: Option<String>) {
 }
 
 /// The ceiling: the same events as a turn, from nothing.
-fn bare_turn(
-    gap: Duration,
-) -> Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>> {
+fn bare_turn(gap: Duration) -> Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>> {
     let names = std::iter::once("reply:start")
         .chain(std::iter::repeat_n("reply:delta", DELTAS))
         .chain(["reply:end", "turn:end"]);

@@ -382,6 +382,25 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_example_parses() {
+        let readme = include_str!("../../../README.md");
+        let section = readme
+            .split("## Chat in the terminal")
+            .nth(1)
+            .expect("the README's chat section");
+        let example = section
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("its agentry.toml example");
+        let loaded = parse(example).unwrap();
+        assert_eq!(loaded.file.name.as_deref(), Some("helper"));
+        assert_eq!(loaded.file.server.requests_per_minute, Some(60));
+        let servers = agentry_mcp::client::servers_from_toml(example).unwrap();
+        assert_eq!(servers.len(), 1);
+    }
+
+    #[test]
     fn relative_paths_are_relative_to_the_file() {
         let loaded = parse("").unwrap();
         assert_eq!(

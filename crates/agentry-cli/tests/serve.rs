@@ -355,7 +355,12 @@ fn two_server_processes_share_one_postgresql_store() {
                 .json(&serde_json::json!({ "text": text }))
                 .send()
         };
-        let first: Value = turn(&a.url, "first, on a").await.unwrap().json().await.unwrap();
+        let first: Value = turn(&a.url, "first, on a")
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         assert_eq!(first["ok"], true, "{first}");
         let (on_a, on_b) = tokio::join!(turn(&a.url, "second, on a"), turn(&b.url, "third, on b"));
         assert_eq!(on_a.unwrap().status(), 200);
@@ -367,7 +372,12 @@ fn two_server_processes_share_one_postgresql_store() {
                 .send()
         };
         for server in [&a.url, &b.url] {
-            let read: Value = messages(server, "test-key-1").await.unwrap().json().await.unwrap();
+            let read: Value = messages(server, "test-key-1")
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
             let mut users: Vec<&str> = read["messages"]
                 .as_array()
                 .unwrap()
@@ -376,10 +386,18 @@ fn two_server_processes_share_one_postgresql_store() {
                 .map(|m| m["text"].as_str().unwrap())
                 .collect();
             users.sort_unstable();
-            assert_eq!(users, ["first, on a", "second, on a", "third, on b"], "{read}");
+            assert_eq!(
+                users,
+                ["first, on a", "second, on a", "third, on b"],
+                "{read}"
+            );
             assert_eq!(read["messages"].as_array().unwrap().len(), 6, "{read}");
             let other = messages(server, "test-key-2").await.unwrap();
-            assert_eq!(other.status(), 404, "another key sees nothing, on either process");
+            assert_eq!(
+                other.status(),
+                404,
+                "another key sees nothing, on either process"
+            );
         }
         let deleted = http
             .delete(format!("{}/v1/sessions/{session}", b.url))

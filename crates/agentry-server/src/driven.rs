@@ -49,10 +49,12 @@ impl<T> Unpin for Driven<T> {}
 
 impl<T> Drop for Driven<T> {
     fn drop(&mut self) {
-        if let Some(work) = self.work.take() {
-            // The receiver is dropped right after this: the work sees its
-            // channel closed when it next runs.
-            tokio::spawn(work);
+        // The receiver is dropped right after this: the work sees its
+        // channel closed when it next runs. (Outside a runtime, which is
+        // shutting down, there is nowhere to run it: it is dropped.)
+        if let (Some(work), Ok(runtime)) = (self.work.take(), tokio::runtime::Handle::try_current())
+        {
+            runtime.spawn(work);
         }
     }
 }

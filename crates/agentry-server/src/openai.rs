@@ -54,14 +54,16 @@ pub struct ChatMessage {
 /// `content`: a string, a list of parts (objects), or null.
 fn content_schema() -> utoipa::openapi::schema::Schema {
     use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
-    Schema::OneOf(OneOfBuilder::new()
-        .item(ObjectBuilder::new().schema_type(Type::String))
-        .item(ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::Object)))
-        .item(ObjectBuilder::new().schema_type(Type::Null))
-        .description(Some(
-            "Text, or a list of parts of which the `text` ones are read.",
-        ))
-        .build())
+    Schema::OneOf(
+        OneOfBuilder::new()
+            .item(ObjectBuilder::new().schema_type(Type::String))
+            .item(ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::Object)))
+            .item(ObjectBuilder::new().schema_type(Type::Null))
+            .description(Some(
+                "Text, or a list of parts of which the `text` ones are read.",
+            ))
+            .build(),
+    )
 }
 
 /// The answer.
