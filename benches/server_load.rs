@@ -16,7 +16,7 @@
 //! `-- client URL SESSIONS SECONDS` loads it, for profiling one side.
 
 #[path = "../crates/agentry-server/tests/support/mod.rs"]
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 mod support;
 
 use std::convert::Infallible;
