@@ -199,7 +199,7 @@ fn without_keys_only_loopback_may_listen() {
     assert!(!output.status.success());
     assert_eq!(
         String::from_utf8_lossy(&output.stderr).trim(),
-        "error: refusing to listen on 0.0.0.0:0 without API keys: set AGENTRY_API_KEYS (or --api-keys), or listen on 127.0.0.1"
+        "error: refusing to listen on 0.0.0.0:0 without API keys: set AGENTRY_API_KEYS (or --api-keys, or server.api_keys), or listen on 127.0.0.1"
     );
 }
 
