@@ -5,7 +5,7 @@ mod support;
 
 use agentry_core::agent::Agent;
 use agentry_core::model::{ScriptedModel, Step, Usage};
-use agentry_core::tool::{ToolCall, function};
+use agentry_core::tool::ToolCall;
 use serde_json::{Value, json};
 use support::DripModel;
 
@@ -17,12 +17,7 @@ fn sample(text: &str, name_and_labels: &str) -> Option<f64> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_count_requests_turns_and_tool_calls() {
-    let add = function("add")
-        .arg::<i64>("x", "x")
-        .arg::<i64>("y", "y")
-        .handler(|a: Value| Ok::<_, String>(a["x"].as_i64().unwrap() + a["y"].as_i64().unwrap()))
-        .build()
-        .unwrap();
+    let add = support::add_tool();
     let model = ScriptedModel::new()
         .reply(Step::Tool {
             calls: vec![
@@ -48,28 +43,13 @@ async fn metrics_count_requests_turns_and_tool_calls() {
     assert_eq!(answer["ok"], true, "{answer}");
     // Unknown sessions and missing keys are counted by their route, not their path.
     let missing = server
-        .http
-        .get(format!("{}/v1/sessions/nobody-here/messages", server.url))
-        .bearer_auth("alice-key")
-        .send()
-        .await
-        .unwrap();
+        .get("/v1/sessions/nobody-here/messages", Some("alice-key"))
+        .await;
     assert_eq!(missing.status(), 404);
-    let anonymous = server
-        .http
-        .get(format!("{}/metrics", server.url))
-        .send()
-        .await
-        .unwrap();
+    let anonymous = server.get("/metrics", None).await;
     assert_eq!(anonymous.status(), 401, "metrics need a key like the API");
 
-    let response = server
-        .http
-        .get(format!("{}/metrics", server.url))
-        .bearer_auth("bob-key")
-        .send()
-        .await
-        .unwrap();
+    let response = server.get("/metrics", Some("bob-key")).await;
     assert_eq!(response.status(), 200);
     assert!(
         response.headers()["content-type"]
@@ -116,13 +96,7 @@ async fn metrics_count_requests_turns_and_tool_calls() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_key_over_its_rate_gets_429_with_retry_after_and_others_are_served() {
     let server = support::serve(DripModel::new("hi", 1), |s| s.requests_per_minute(3)).await;
-    let get = |key: &'static str| {
-        let request = server
-            .http
-            .get(format!("{}/v1/models", server.url))
-            .bearer_auth(key);
-        async move { request.send().await.unwrap() }
-    };
+    let get = |key: &'static str| server.get("/v1/models", Some(key));
     for _ in 0..3 {
         assert_eq!(get("alice-key").await.status(), 200);
     }
@@ -151,12 +125,7 @@ async fn a_key_over_its_rate_gets_429_with_retry_after_and_others_are_served() {
     );
     // Health checks and the page are never limited.
     for path in ["/healthz", "/"] {
-        let response = server
-            .http
-            .get(format!("{}{path}", server.url))
-            .send()
-            .await
-            .unwrap();
+        let response = server.get(path, None).await;
         assert_eq!(response.status(), 200, "{path}");
     }
 }

@@ -174,12 +174,8 @@ async fn the_page_streams_a_reply_shows_the_tool_call_and_renders_markdown_safel
         "{stored:#}"
     );
     let other = server
-        .http
-        .get(format!("{}/v1/sessions/{session}/messages", server.url))
-        .bearer_auth("bob-key")
-        .send()
-        .await
-        .unwrap();
+        .get(&format!("/v1/sessions/{session}/messages"), Some("bob-key"))
+        .await;
     assert_eq!(other.status(), 404, "another key cannot read it");
 }
 
@@ -191,12 +187,7 @@ async fn the_page_is_served_without_a_key_and_may_run_only_its_own_scripts() {
         ("/page/chat.js", "text/javascript"),
         ("/page/chat.css", "text/css"),
     ] {
-        let response = server
-            .http
-            .get(format!("{}{path}", server.url))
-            .send()
-            .await
-            .unwrap();
+        let response = server.get(path, None).await;
         assert_eq!(response.status(), 200, "{path}");
         let headers = response.headers();
         assert!(headers["content-type"].to_str().unwrap().starts_with(kind));
@@ -205,15 +196,7 @@ async fn the_page_is_served_without_a_key_and_may_run_only_its_own_scripts() {
         assert!(!policy.contains("unsafe-inline"), "{policy}");
         assert!(policy.contains("connect-src 'self'"), "{policy}");
     }
-    let page = server
-        .http
-        .get(&server.url)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = server.get("/", None).await.text().await.unwrap();
     assert!(
         !page.contains("http://") && !page.contains("https://"),
         "nothing fetched from elsewhere"

@@ -262,14 +262,9 @@ async fn the_openapi_document_describes_what_the_server_answers() {
 async fn tool_calls_stream_as_events_and_come_back_in_json() {
     use agentry_core::agent::Agent;
     use agentry_core::model::{ScriptedModel, Step, Usage};
-    use agentry_core::tool::{ToolCall, function};
+    use agentry_core::tool::ToolCall;
 
-    let add = function("add")
-        .arg::<i64>("x", "x")
-        .arg::<i64>("y", "y")
-        .handler(|a: Value| Ok::<_, String>(a["x"].as_i64().unwrap() + a["y"].as_i64().unwrap()))
-        .build()
-        .unwrap();
+    let add = support::add_tool();
     let script = || {
         ScriptedModel::new()
             .reply(Step::Tool {

@@ -109,7 +109,26 @@ pub async fn serve_agent(agent: Agent, tune: impl FnOnce(AgentServer) -> AgentSe
     }
 }
 
+/// `utils.add(x, y)`: a tool for the agents that call one.
+pub fn add_tool() -> agentry_core::tool::Tool {
+    agentry_core::tool::function("add")
+        .arg::<i64>("x", "x")
+        .arg::<i64>("y", "y")
+        .handler(|a: Value| Ok::<_, String>(a["x"].as_i64().unwrap() + a["y"].as_i64().unwrap()))
+        .build()
+        .unwrap()
+}
+
 impl Running {
+    /// `GET path`, with `key` when given.
+    pub async fn get(&self, path: &str, key: Option<&str>) -> reqwest::Response {
+        let mut request = self.http.get(format!("{}{path}", self.url));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        request.send().await.unwrap()
+    }
+
     /// `GET path` with `key`, its body as JSON.
     pub async fn get_json(&self, path: &str, key: &str) -> Value {
         let response = self
