@@ -4,38 +4,13 @@
 //! With the local model: a streamed reply with its tool call shown, and
 //! Ctrl-C stopping a reply without leaving the chat.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const AGENTRY: &str = env!("CARGO_BIN_EXE_agentry");
-
-/// True when tmux is here; loudly false (or a panic under CI) otherwise.
-fn tmux_present() -> bool {
-    if Command::new("tmux").arg("-V").output().is_ok() {
-        return true;
-    }
-    if std::env::var("AGENTRY_REQUIRE_TMUX").as_deref() == Ok("1") {
-        panic!("tmux is missing and AGENTRY_REQUIRE_TMUX=1: run scripts/setup");
-    }
-    eprintln!("\n*** SKIPPED: install tmux (scripts/setup) to drive `agentry chat` ***\n");
-    false
-}
-
-/// True when the embedder (and, with `chat`, the local chat model) is installed.
-fn models_present(chat: bool) -> bool {
-    let embedder =
-        agentry_local::fetch::installed_embedding(&agentry_local::fetch::MINILM).is_some();
-    let qwen = !chat || agentry_local::fetch::installed(&agentry_local::fetch::QWEN).is_some();
-    if embedder && qwen {
-        return true;
-    }
-    if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-        panic!("the local models are not installed and AGENTRY_REQUIRE_MODEL=1");
-    }
-    eprintln!("\n*** SKIPPED: run `agentry model pull` (and all-minilm-l6-v2) to chat ***\n");
-    false
-}
+use common::{AGENTRY, Dir, models_present, tmux_present};
 
 /// A terminal running one program, on a tmux server of its own.
 struct Terminal {
@@ -129,13 +104,6 @@ impl Drop for Terminal {
     }
 }
 
-fn fresh_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentry-chat-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.canonicalize().unwrap()
-}
-
 fn count(screen: &str, needle: &str) -> usize {
     screen.matches(needle).count()
 }
@@ -145,8 +113,8 @@ fn the_slash_commands_history_and_memory_work_in_a_terminal() {
     if !tmux_present() || !models_present(false) {
         return;
     }
-    let dir = fresh_dir("offline");
-    let term = Terminal::chat("offline", &dir, &["--provider", "offline"]);
+    let dir = Dir::new("chat-offline");
+    let term = Terminal::chat("offline", &dir.0, &["--provider", "offline"]);
     term.wait_for("the prompt", Duration::from_secs(60), |s| {
         s.contains("main> ")
     });
@@ -198,7 +166,7 @@ fn the_slash_commands_history_and_memory_work_in_a_terminal() {
     drop(term);
 
     // A second run finds the session, and the history, where they were left.
-    let term = Terminal::chat("offline2", &dir, &["--provider", "offline"]);
+    let term = Terminal::chat("offline2", &dir.0, &["--provider", "offline"]);
     term.wait_for("the prompt", Duration::from_secs(60), |s| {
         s.contains("session main: 4 earlier messages") && s.contains("main> ")
     });
@@ -211,7 +179,6 @@ fn the_slash_commands_history_and_memory_work_in_a_terminal() {
     term.wait_for("the exit on Ctrl-D", Duration::from_secs(10), |s| {
         s.contains("[exited]")
     });
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -219,8 +186,8 @@ fn the_local_model_streams_shows_tool_calls_and_stops_on_ctrl_c() {
     if !tmux_present() || !models_present(true) {
         return;
     }
-    let dir = fresh_dir("local");
-    let term = Terminal::chat("local", &dir, &["--session", "calc"]);
+    let dir = Dir::new("chat-local");
+    let term = Terminal::chat("local", &dir.0, &["--session", "calc"]);
     term.wait_for("the model to load", Duration::from_secs(180), |s| {
         s.contains("calc> ")
     });
@@ -267,5 +234,4 @@ fn the_local_model_streams_shows_tool_calls_and_stops_on_ctrl_c() {
     term.wait_for("the exit", Duration::from_secs(30), |s| {
         s.contains("[exited]")
     });
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,11 +3,12 @@
 //! `--config`), a flag wins over it, and a mistake in it is an error that
 //! names the file, the line and the key.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
-const AGENTRY: &str = env!("CARGO_BIN_EXE_agentry");
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{AGENTRY, Dir, Served, models_present};
 
 fn agentry_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(AGENTRY)
@@ -18,20 +19,14 @@ fn agentry_in(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn fresh_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentry-config-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 #[test]
 fn init_writes_a_starter_that_run_reads_and_flags_override() {
-    let dir = fresh_dir("init");
+    let dir = Dir::new("config-init");
+    let dir = &dir.0;
     let output = agentry_in(&dir, &["init"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let written = std::fs::read_to_string(dir.join("agentry.toml")).unwrap();
@@ -59,12 +54,12 @@ fn init_writes_a_starter_that_run_reads_and_flags_override() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["answer"], "[no llm provider]");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn mistakes_in_the_file_name_the_file_the_line_and_the_key() {
-    let dir = fresh_dir("mistakes");
+    let dir = Dir::new("config-mistakes");
+    let dir = &dir.0;
     let file = dir.join("agent.toml");
     let config = file.to_str().unwrap();
     let cases = [
@@ -103,50 +98,33 @@ fn mistakes_in_the_file_name_the_file_the_line_and_the_key() {
         text(&missing.stderr),
         "error: no-such.toml: No such file or directory (os error 2)\n"
     );
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// True when the MiniLM embedder `serve` needs is installed; loudly false otherwise.
-fn embedder_present() -> bool {
-    if agentry_local::fetch::installed_embedding(&agentry_local::fetch::MINILM).is_some() {
-        return true;
-    }
-    if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-        panic!("the embedding model is not installed and AGENTRY_REQUIRE_MODEL=1");
-    }
-    eprintln!("\n*** SKIPPED: run `agentry model pull all-minilm-l6-v2` to serve ***\n");
-    false
 }
 
 #[test]
 fn serve_takes_its_name_keys_and_limits_from_the_file() {
-    if !embedder_present() {
+    if !models_present(false) {
         return;
     }
-    let dir = fresh_dir("serve");
+    let dir = Dir::new("config-serve");
+    let dir = &dir.0;
     std::fs::write(
         dir.join("agentry.toml"),
         "name = \"helper\"\n[model]\nprovider = \"offline\"\n[memory]\nstore = \"helper.db\"\n\
          [server]\nlisten = \"127.0.0.1:0\"\napi_keys = [\"file-key\"]\nrequests_per_minute = 2\n",
     )
     .unwrap();
-    let mut child = Command::new(AGENTRY)
-        .current_dir(&dir)
+    let mut command = Command::new(AGENTRY);
+    command
+        .current_dir(dir)
         .arg("serve")
-        .env_remove("AGENTRY_API_KEYS")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let banner = lines.next().unwrap().unwrap();
-    let url = banner
-        .strip_prefix("agentry serve: ")
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{banner}"))
-        .to_owned();
-    assert!(banner.ends_with("(API keys required)"), "{banner}");
-    std::thread::spawn(move || for _ in lines {});
+        .env_remove("AGENTRY_API_KEYS");
+    let served = Served::start(command);
+    let url = served.url.clone();
+    assert!(
+        served.banner.ends_with("(API keys required)"),
+        "{}",
+        served.banner
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -171,11 +149,9 @@ fn serve_takes_its_name_keys_and_limits_from_the_file() {
         assert_eq!(models(Some("file-key")).await.unwrap().status(), 200);
         assert_eq!(models(Some("file-key")).await.unwrap().status(), 429);
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(served);
     assert!(
         dir.join("helper.db").exists(),
         "the store is where the file says, beside it"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,18 +4,14 @@
 //! with the local model; plus the loopback-only rule without keys, and a
 //! SIGTERM during a turn, which finishes the turn before the server exits.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
+use common::{AGENTRY, Dir, Served, models_present, postgres_url, repo};
 use serde_json::Value;
-
-const AGENTRY: &str = env!("CARGO_BIN_EXE_agentry");
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// The Python with the `openai` package, or `None` (loudly) when setup has not run.
 fn python() -> Option<PathBuf> {
@@ -32,111 +28,25 @@ fn python() -> Option<PathBuf> {
     None
 }
 
-/// The PostgreSQL server of the tests, or `None` (loudly) when none is named.
-fn postgres_url() -> Option<String> {
-    match std::env::var("AGENTRY_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            if std::env::var("AGENTRY_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-                panic!("AGENTRY_POSTGRES_URL is not set and AGENTRY_REQUIRE_POSTGRES=1");
-            }
-            eprintln!(
-                "\n*** SKIPPED: set AGENTRY_POSTGRES_URL (scripts/postgres start DIR prints one) ***\n"
-            );
-            None
-        }
-    }
-}
-
-/// True when the MiniLM embedder (and, with `chat`, the local chat model) is installed.
-fn models_present(chat: bool) -> bool {
-    let embedder =
-        agentry_local::fetch::installed_embedding(&agentry_local::fetch::MINILM).is_some();
-    let qwen = !chat || agentry_local::fetch::installed(&agentry_local::fetch::QWEN).is_some();
-    if embedder && qwen {
-        return true;
-    }
-    if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-        panic!("the local models are not installed and AGENTRY_REQUIRE_MODEL=1");
-    }
-    eprintln!(
-        "\n*** SKIPPED: run `agentry model pull` (and all-minilm-l6-v2) to serve the agent ***\n"
-    );
-    false
-}
-
-/// A running `agentry serve`, stopped (SIGKILL) when dropped.
-struct Served {
-    child: Child,
-    url: String,
-    _dir: tempdir::Dir,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-mod tempdir {
-    /// A fresh directory, removed when dropped.
-    pub struct Dir(pub std::path::PathBuf);
-    impl Dir {
-        pub fn new(tag: &str) -> Self {
-            let path =
-                std::env::temp_dir().join(format!("agentry-serve-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&path);
-            std::fs::create_dir_all(&path).unwrap();
-            Self(path)
-        }
-    }
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
 /// Start `agentry serve` with `args` on a free port; wait for its banner.
-fn serve(tag: &str, args: &[&str]) -> Served {
+fn serve(tag: &str, args: &[&str]) -> (Served, Dir) {
     serve_on(tag, None, args)
 }
 
 /// [`serve`] with its memory at `memory` (a SQLite file of its own when `None`).
-fn serve_on(tag: &str, memory: Option<&str>, args: &[&str]) -> Served {
-    let dir = tempdir::Dir::new(tag);
+fn serve_on(tag: &str, memory: Option<&str>, args: &[&str]) -> (Served, Dir) {
+    let dir = Dir::new(&format!("serve-{tag}"));
     let memory = memory.map_or_else(
         || dir.0.join("memory.db").display().to_string(),
         str::to_owned,
     );
-    let mut child = Command::new(AGENTRY)
+    let mut command = Command::new(AGENTRY);
+    command
         .args(["serve", "--listen", "127.0.0.1:0", "--memory"])
         .arg(&memory)
         .args(args)
-        .env("AGENTRY_API_KEYS", "test-key-1,test-key-2")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("agentry serve exited before listening")
-            .unwrap();
-        if let Some(rest) = line.strip_prefix("agentry serve: http://") {
-            break format!("http://{}", rest.split_whitespace().next().unwrap());
-        }
-    };
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Served {
-        child,
-        url,
-        _dir: dir,
-    }
+        .env("AGENTRY_API_KEYS", "test-key-1,test-key-2");
+    (Served::start(command), dir)
 }
 
 fn openai_check(python: &PathBuf, served: &Served, expect: Option<&str>) -> Value {
@@ -164,7 +74,7 @@ fn the_openai_python_client_talks_to_the_offline_agent() {
     if !models_present(false) {
         return;
     }
-    let served = serve("offline", &["--provider", "offline"]);
+    let (served, _dir) = serve("offline", &["--provider", "offline"]);
     let seen = openai_check(&python, &served, Some("[no llm provider]"));
     assert_eq!(seen["models"], serde_json::json!(["agentry"]));
     assert_eq!(seen["finish_reason"], "stop");
@@ -179,7 +89,7 @@ fn the_openai_python_client_talks_to_the_local_agent() {
     if !models_present(true) {
         return;
     }
-    let served = serve("local", &["--provider", "local"]);
+    let (served, _dir) = serve("local", &["--provider", "local"]);
     let seen = openai_check(&python, &served, None);
     // A real model answered, through the agent's loop, both ways.
     let answer = seen["answer"].as_str().unwrap();
@@ -208,7 +118,7 @@ fn sigterm_during_a_turn_finishes_the_turn_then_exits() {
     if !models_present(true) {
         return;
     }
-    let mut served = serve("sigterm", &["--provider", "local"]);
+    let (mut served, _dir) = serve("sigterm", &["--provider", "local"]);
     let url = served.url.clone();
     let pid = served.child.id().to_string();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -273,21 +183,13 @@ fn sigterm_during_a_turn_finishes_the_turn_then_exits() {
 /// The screenshot is kept in `target/test-artifacts/chat-page-local.png`.
 #[test]
 fn the_chat_page_talks_to_the_local_agent_in_a_browser() {
-    let ready = PathBuf::from("/usr/bin/chromium").exists()
-        && repo().join("npm/node_modules/playwright-core").exists();
-    if !ready {
-        if std::env::var("AGENTRY_REQUIRE_BROWSER").as_deref() == Ok("1") {
-            panic!("Chromium or playwright-core is missing and AGENTRY_REQUIRE_BROWSER=1");
-        }
-        eprintln!(
-            "\n*** SKIPPED: run scripts/setup (chromium, npm ci) to test the chat page ***\n"
-        );
+    if !common::browser_ready() {
         return;
     }
     if !models_present(true) {
         return;
     }
-    let served = serve("page", &[]);
+    let (served, _dir) = serve("page", &[]);
     let artifacts = repo().join("target/test-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let output = Command::new("node")
@@ -340,8 +242,8 @@ fn two_server_processes_share_one_postgresql_store() {
     if !models_present(false) {
         return;
     }
-    let a = serve_on("pg-a", Some(&database), &["--provider", "offline"]);
-    let b = serve_on("pg-b", Some(&database), &["--provider", "offline"]);
+    let (a, _a_dir) = serve_on("pg-a", Some(&database), &["--provider", "offline"]);
+    let (b, _b_dir) = serve_on("pg-b", Some(&database), &["--provider", "offline"]);
     let session = format!("shared-{}", std::process::id());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
