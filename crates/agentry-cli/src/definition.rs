@@ -193,11 +193,22 @@ impl MemoryArgs {
     pub async fn open(&self, loaded: &Loaded) -> Result<Memory, String> {
         let section = &loaded.file.memory;
         let embedder: Arc<dyn Embedder> = match section.embedder.unwrap_or_default() {
-            EmbedderKind::Minilm => Arc::new(
-                agentry_local::LocalEmbedder::minilm()
-                    .await
-                    .map_err(|e| format!("the embedding model: {e}"))?,
-            ),
+            EmbedderKind::Minilm => {
+                let spec = &agentry_local::fetch::MINILM;
+                if agentry_local::fetch::installed_embedding(spec).is_none() {
+                    eprintln!(
+                        "pulling {} into {} …",
+                        spec.id,
+                        agentry_local::fetch::cache_dir().display()
+                    );
+                    crate::providers::pull_embedding_with_bar(spec).await?;
+                }
+                Arc::new(
+                    agentry_local::LocalEmbedder::minilm()
+                        .await
+                        .map_err(|e| format!("the embedding model: {e}"))?,
+                )
+            }
             EmbedderKind::Openai => Arc::new(
                 agentry::providers::OpenAiEmbedder::from_env(
                     section
