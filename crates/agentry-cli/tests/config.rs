@@ -27,20 +27,20 @@ fn text(bytes: &[u8]) -> String {
 fn init_writes_a_starter_that_run_reads_and_flags_override() {
     let dir = Dir::new("config-init");
     let dir = &dir.0;
-    let output = agentry_in(&dir, &["init"]);
+    let output = agentry_in(dir, &["init"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let written = std::fs::read_to_string(dir.join("agentry.toml")).unwrap();
     assert!(written.contains("[model]") && written.contains("provider = \"local\""));
-    let again = agentry_in(&dir, &["init"]);
+    let again = agentry_in(dir, &["init"]);
     assert!(!again.status.success());
     assert_eq!(
         text(&again.stderr),
         "error: agentry.toml exists; pass --force to overwrite it\n"
     );
-    assert!(agentry_in(&dir, &["init", "--force"]).status.success());
+    assert!(agentry_in(dir, &["init", "--force"]).status.success());
 
     // The file asks for the local model; the flag wins.
-    let output = agentry_in(&dir, &["run", "--provider", "offline", "hi"]);
+    let output = agentry_in(dir, &["run", "--provider", "offline", "hi"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(text(&output.stdout).starts_with("answer: [no llm provider]\n"));
 
@@ -50,7 +50,7 @@ fn init_writes_a_starter_that_run_reads_and_flags_override() {
         "[model]\nprovider = \"offline\"\n",
     )
     .unwrap();
-    let output = agentry_in(&dir, &["run", "--json", "hi"]);
+    let output = agentry_in(dir, &["run", "--json", "hi"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["answer"], "[no llm provider]");
@@ -85,7 +85,7 @@ fn mistakes_in_the_file_name_the_file_the_line_and_the_key() {
     ];
     for (contents, says) in cases {
         std::fs::write(&file, contents).unwrap();
-        let output = agentry_in(&dir, &["run", "--config", config, "hi"]);
+        let output = agentry_in(dir, &["run", "--config", config, "hi"]);
         assert!(!output.status.success(), "{contents}");
         let stderr = text(&output.stderr);
         assert!(stderr.starts_with(&format!("error: {config}")), "{stderr}");
@@ -93,7 +93,7 @@ fn mistakes_in_the_file_name_the_file_the_line_and_the_key() {
             assert!(stderr.contains(part), "{part:?} in {stderr}");
         }
     }
-    let missing = agentry_in(&dir, &["run", "--config", "no-such.toml", "hi"]);
+    let missing = agentry_in(dir, &["run", "--config", "no-such.toml", "hi"]);
     assert_eq!(
         text(&missing.stderr),
         "error: no-such.toml: No such file or directory (os error 2)\n"
