@@ -46,6 +46,10 @@ pub(super) struct Settings {
     pub max_calls_per_step: usize,
     pub response_format: Option<ResponseFormat>,
     pub sources: Vec<Arc<dyn ToolSource>>,
+    /// The function groups the tools came in (seed 001).
+    pub modules: Vec<super::discovery::Module>,
+    /// Start runs with module summaries; `discover` loads schemas.
+    pub discovery: bool,
 }
 
 impl Default for Settings {
@@ -70,6 +74,8 @@ impl Default for Settings {
             max_calls_per_step: DEFAULT_MAX_CALLS_PER_STEP,
             response_format: None,
             sources: Vec::new(),
+            modules: Vec::new(),
+            discovery: false,
         }
     }
 }

@@ -11,7 +11,8 @@ use super::policy::{Approver, AuditSink};
 use crate::model::{ChatModel, ResponseFormat, ToolChoice};
 use crate::skill::{Skill, SkillContext, SkillError, SkillResolver};
 use crate::tool::{
-    Capabilities, Capability, NetGrantError, Tool, ToolContext, ToolSource, Toolbox, ToolboxError,
+    BuildError, Capabilities, Capability, NetGrantError, Tool, ToolContext, ToolGroup, ToolSource,
+    Toolbox, ToolboxError,
 };
 
 /// Why [`AgentBuilder::build`] refused.
@@ -27,6 +28,21 @@ pub enum AgentError {
     /// A granted or declared `Net` capability does not read as a grant.
     #[error(transparent)]
     Grant(#[from] NetGrantError),
+    /// A group's namespace is not an identifier, or is reserved.
+    #[error("tool group: {0}")]
+    Group(#[from] BuildError),
+    /// Flat tools beside groups: functions are either all flat or all grouped (seed 001).
+    #[error(
+        "functions are either all flat or all grouped: the flat tools {} sit beside the groups {}; put them in a group",
+        flat.join(", "),
+        groups.join(", ")
+    )]
+    MixedShapes {
+        /// The flat tools.
+        flat: Vec<String>,
+        /// The groups' namespaces.
+        groups: Vec<String>,
+    },
 }
 
 /// Builds an [`Agent`]: its model, tools and limits. Start with [`Agent::builder`].
@@ -61,6 +77,7 @@ pub struct AgentBuilder {
     model: Arc<dyn ChatModel>,
     toolbox: Option<Toolbox>,
     tools: Vec<Tool>,
+    groups: Vec<ToolGroup>,
     default_timeout: Option<Duration>,
     settings: Settings,
 }
@@ -72,6 +89,7 @@ impl AgentBuilder {
             model,
             toolbox: None,
             tools: Vec::new(),
+            groups: Vec::new(),
             default_timeout: None,
             settings: Settings::default(),
         }
@@ -83,6 +101,7 @@ impl AgentBuilder {
             model: agent.model.clone(),
             toolbox: Some(agent.toolbox.clone()),
             tools: Vec::new(),
+            groups: Vec::new(),
             default_timeout: None,
             settings: agent.settings.clone(),
         }
@@ -103,6 +122,48 @@ impl AgentBuilder {
         I::Item: Into<Tool>,
     {
         self.tools.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// Add a function group (seed 001): its tools are called
+    /// `namespace.function`. An agent's functions are either all flat or all
+    /// grouped: groups beside [`tool`](Self::tool)s are an error of `build`.
+    ///
+    /// ```
+    /// use agentry_core::agent::{Agent, AgentError};
+    /// use agentry_core::model::OfflineModel;
+    /// use agentry_core::tool::{ToolGroup, function};
+    /// use serde_json::Value;
+    ///
+    /// let search = function("search").handler(|_: Value| Ok::<_, String>("…")).build()?;
+    /// let kb = ToolGroup::new("kb", "Knowledge Base")
+    ///     .selection_criteria("Use for policy or documentation lookup.")
+    ///     .tool(search.clone());
+    /// let agent = Agent::builder(OfflineModel).group(kb.clone()).discovery(true).build()?;
+    /// assert_eq!(agent.toolbox().names().collect::<Vec<_>>(), ["kb.search"]);
+    ///
+    /// let mixed = Agent::builder(OfflineModel).group(kb).tool(search).build().unwrap_err();
+    /// assert!(matches!(mixed, AgentError::MixedShapes { .. }));
+    /// # Ok::<_, Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn group(mut self, group: ToolGroup) -> Self {
+        self.groups.push(group);
+        self
+    }
+
+    /// Add several function groups.
+    pub fn groups(mut self, groups: impl IntoIterator<Item = ToolGroup>) -> Self {
+        self.groups.extend(groups);
+        self
+    }
+
+    /// Discovery (seed 001): runs start with the modules' summaries (and the
+    /// schemas of groups that are `always_include`); the model calls
+    /// `discover({"tools": "kb"})` to load a module's functions, which it may
+    /// call from the next step on. Tool sources (MCP servers) are modules
+    /// too, named after their namespace. Off by default.
+    pub fn discovery(mut self, on: bool) -> Self {
+        self.settings.discovery = on;
         self
     }
 
@@ -281,12 +342,42 @@ impl AgentBuilder {
         if let Some(skills) = &self.settings.skills {
             crate::skill::for_agent(skills.iter().cloned())?;
         }
-        let toolbox = match (self.toolbox, self.tools.is_empty()) {
+        let mut settings = self.settings;
+        let mut tools = self.tools;
+        if !self.groups.is_empty() {
+            let grouped: Vec<&str> = settings
+                .modules
+                .iter()
+                .map(|module| module.namespace.as_str())
+                .chain(self.groups.iter().map(|group| group.namespace.as_str()))
+                .collect();
+            let flat: Vec<String> = self
+                .toolbox
+                .iter()
+                .flat_map(Toolbox::names)
+                .filter(|name| {
+                    super::discovery::namespace_of(name).is_none_or(|ns| !grouped.contains(&ns))
+                })
+                .map(str::to_owned)
+                .chain(tools.iter().map(|tool| tool.name.clone()))
+                .collect();
+            if !flat.is_empty() {
+                return Err(AgentError::MixedShapes {
+                    flat,
+                    groups: self.groups.iter().map(|g| g.namespace.clone()).collect(),
+                });
+            }
+            for group in &self.groups {
+                tools.extend(group.tools()?);
+                settings.modules.push(super::discovery::Module::of(group));
+            }
+        }
+        let toolbox = match (self.toolbox, tools.is_empty()) {
             (Some(toolbox), true) => toolbox,
             (toolbox, _) => {
                 let timeout = toolbox.as_ref().map(Toolbox::default_timeout);
                 let first = toolbox.iter().flat_map(Toolbox::to_vec);
-                let built = Toolbox::for_agent(first.chain(self.tools))?;
+                let built = Toolbox::for_agent(first.chain(tools))?;
                 match timeout {
                     Some(timeout) => built.with_default_timeout(timeout),
                     None => built,
@@ -297,7 +388,7 @@ impl AgentBuilder {
             Some(timeout) => toolbox.with_default_timeout(timeout),
             None => toolbox,
         };
-        self.settings.grants.check()?;
+        settings.grants.check()?;
         for tool in toolbox.tools() {
             tool.capabilities
                 .iter()
@@ -305,6 +396,6 @@ impl AgentBuilder {
                 .collect::<Capabilities>()
                 .check()?;
         }
-        Ok(Agent::assemble(self.model, toolbox, self.settings))
+        Ok(Agent::assemble(self.model, toolbox, settings))
     }
 }

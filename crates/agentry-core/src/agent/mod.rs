@@ -9,6 +9,7 @@
 mod agent;
 mod builder;
 mod child;
+mod discovery;
 mod events;
 mod gate;
 mod outcome;
@@ -22,6 +23,7 @@ pub use agent::{Agent, DEFAULT_MAX_CALLS_PER_STEP, DEFAULT_MAX_DEPTH, DEFAULT_MA
 pub use builder::{AgentBuilder, AgentError};
 pub use child::CHILD_AGENT_TIMEOUT;
 pub(crate) use child::CallScope;
+pub use discovery::DISCOVER;
 pub use events::AgentEvent;
 pub use gate::{call, call_tool, gated_dispatch};
 pub use outcome::{

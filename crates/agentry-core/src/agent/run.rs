@@ -88,6 +88,8 @@ impl Agent {
         let mut steps = Vec::new();
         let mut n = 0;
         let mut tool_rounds = 0;
+        // The step before only loaded functions (discovery): now call one.
+        let mut discovered = false;
         let end = |outcome, steps, messages| RunOutcome {
             outcome,
             usage: spend.usage(),
@@ -99,6 +101,7 @@ impl Agent {
             let tool_choice = match settings.max_tool_rounds {
                 Some(limit) if tool_rounds >= limit => ToolChoice::None,
                 _ if n == 1 => settings.first_tool_choice.clone(),
+                _ if discovered => ToolChoice::Required,
                 _ => ToolChoice::Auto,
             };
             let request = ChatRequest {
@@ -136,7 +139,6 @@ impl Agent {
                     text,
                     tokens,
                 } => {
-                    tool_rounds += 1;
                     messages.push(Message::Assistant {
                         text: text.clone(),
                         tool_calls: calls.clone(),
@@ -164,7 +166,12 @@ impl Agent {
                         let reason = format!("the token budget is spent ({spent} tokens used)");
                         self.refuse(calls, &reason, sink, n)
                     };
+                    discovered = super::discovery::only_discovered(&records);
+                    if !discovered {
+                        tool_rounds += 1;
+                    }
                     run_tools.activate(&records).await;
+                    run_tools.reveal(&records);
                     run_tools.refresh_sources(self).await;
                     messages.extend(records.iter().map(|r| Message::tool(r.result.clone())));
                     let record = StepRecord {
@@ -310,6 +317,12 @@ impl Agent {
                 AuditOutcome::NotAllowed,
             );
         };
+        if let Err(message) = run_tools.loaded(&tool.name) {
+            return (
+                ToolResult::error(call.id.clone(), message),
+                AuditOutcome::NotAllowed,
+            );
+        }
         if tool.hints.destructive {
             let approval = match &self.settings.approver {
                 Some(approver) => approver.review(tool, call).await,

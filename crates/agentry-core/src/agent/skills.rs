@@ -35,6 +35,10 @@ pub(super) struct RunTools {
     activated: HashSet<String>,
     /// Names of the tools that came from tool sources, to replace when they change.
     pub(super) sourced: HashSet<String>,
+    /// With discovery: what `discover` can load.
+    pub(super) catalog: Option<Arc<std::sync::RwLock<super::discovery::Catalog>>>,
+    /// With discovery: tools in the toolbox not loaded yet.
+    pub(super) hidden: HashSet<String>,
 }
 
 impl RunTools {
@@ -52,8 +56,12 @@ impl RunTools {
                 offered: HashSet::new(),
                 activated: HashSet::new(),
                 sourced: HashSet::new(),
+                catalog: None,
+                hidden: HashSet::new(),
             };
+            run.enable_discovery(agent);
             run.load_sources(agent).await;
+            run.announce_modules();
             return run;
         };
         let listed = resolver
@@ -78,10 +86,14 @@ impl RunTools {
             offered: listed.into_iter().map(|skill| skill.name).collect(),
             activated: HashSet::new(),
             sourced: HashSet::new(),
+            catalog: None,
+            hidden: HashSet::new(),
         };
+        run.enable_discovery(agent);
         let builtins = builtins_with_resolver(resolver, agent.settings.skill_context.clone());
         run.add(builtins, true);
         run.load_sources(agent).await;
+        run.announce_modules();
         run
     }
 

@@ -17,7 +17,8 @@ impl RunTools {
         }
         let tools = fetch(sources, agent.settings.allow.as_deref()).await;
         self.sourced = tools.iter().map(|tool| tool.name.clone()).collect();
-        self.add(tools, false);
+        let shown = self.catalogue(agent, tools);
+        self.add(shown, false);
     }
 
     /// Between steps: when a source's tools changed, replace all sourced tools

@@ -106,6 +106,11 @@ fn check_identifier(what: &'static str, name: &str) -> Result<(), BuildError> {
     Ok(())
 }
 
+/// `namespace` is an identifier and not reserved (a group's, or a function's).
+pub(crate) fn check_namespace(namespace: &str) -> Result<(), BuildError> {
+    check_identifier("namespace", namespace)
+}
+
 enum Returns {
     Nothing,
     Schema(Value),

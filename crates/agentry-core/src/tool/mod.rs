@@ -14,12 +14,14 @@
 //! | `for-agent`, `find-by-name`, `dispatch` | [`Toolbox::for_agent`], [`Toolbox::find_by_name`], [`Toolbox::dispatch`] (also free functions) |
 //! | `pass-input` | [`Tool::pass_input`] |
 //! | `fn().namespace().arg()…build()` | [`function`] → [`FunctionBuilder`] |
+//! | function groups `{namespace, title, description, selectionCriteria, alwaysInclude, functions}` | [`ToolGroup`] |
 
 mod builder;
 mod call;
 mod capability;
 mod context;
 mod dispatch;
+mod group;
 mod guard;
 mod handler;
 mod into_handler;
@@ -38,6 +40,7 @@ pub use call::{ToolCall, ToolResult};
 pub use capability::{Capabilities, Capability, normalize_path};
 pub use context::{Identity, Progress, ProgressSink, Session, ToolContext};
 pub use dispatch::{MAX_BLOCKING_TOOLS, dispatch};
+pub use group::ToolGroup;
 pub use guard::{CapabilityError, Fs};
 pub use handler::{Arguments, ToolError, ToolHandler, from_input, result_to_output, to_output};
 pub use into_handler::IntoHandler;

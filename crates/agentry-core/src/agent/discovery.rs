@@ -1,0 +1,354 @@
+//! Discovery (seed 001): the model starts with the modules' summaries (and
+//! the schemas of groups marked `always_include`), and calls
+//! `discover({"tools": "kb"})` (a namespace, or a list of namespaces and
+//! tool names) to load the concrete schemas it needs. Loaded tools join the
+//! next step's tool list, in catalog order, and stay for the run. A call to
+//! a tool not loaded yet gets an error result that says to discover it.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, RwLock};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::agent::Agent;
+use super::outcome::CallRecord;
+use super::skills::RunTools;
+use crate::tool::{Tool, ToolError, ToolGroup, ToolHandler, ToolHints, Toolbox};
+
+/// The built-in that loads modules: one of seed 001's reserved names.
+pub const DISCOVER: &str = "discover";
+
+/// What the agent tells the model about one module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Module {
+    pub namespace: String,
+    /// Its line in the module list.
+    pub summary: String,
+    pub always_include: bool,
+}
+
+impl Module {
+    pub(super) fn of(group: &ToolGroup) -> Self {
+        Self {
+            namespace: group.namespace.clone(),
+            summary: group.summary(),
+            always_include: group.always_include,
+        }
+    }
+
+    /// A module for tools that came without a group: named after their namespace.
+    fn implicit(namespace: &str, title: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            summary: format!("- {namespace} ({title})"),
+            always_include: false,
+        }
+    }
+}
+
+/// The tools' namespace: what comes before the last `.` (none for a bare name).
+pub(super) fn namespace_of(name: &str) -> Option<&str> {
+    name.rsplit_once('.').map(|(namespace, _)| namespace)
+}
+
+/// Every module and tool one run can load.
+#[derive(Debug, Default)]
+pub(super) struct Catalog {
+    modules: Vec<Module>,
+    /// Tool names with one-line descriptions, in the order they were added.
+    tools: Vec<(String, String)>,
+}
+
+impl Catalog {
+    /// Add `tools`, under the `modules` the agent declared, or under a
+    /// module named after their namespace (titled `title`).
+    pub(super) fn add(&mut self, modules: &[Module], tools: &[Tool], title: &str) {
+        for tool in tools {
+            if self.tools.iter().any(|(name, _)| *name == tool.name) {
+                continue;
+            }
+            let namespace = namespace_of(&tool.name).unwrap_or(&tool.name);
+            if !self.modules.iter().any(|m| m.namespace == namespace) {
+                let declared = modules.iter().find(|m| m.namespace == namespace);
+                self.modules.push(
+                    declared
+                        .cloned()
+                        .unwrap_or_else(|| Module::implicit(namespace, title)),
+                );
+            }
+            let line = tool
+                .description
+                .as_deref()
+                .and_then(|d| d.lines().next())
+                .unwrap_or("")
+                .to_owned();
+            self.tools.push((tool.name.clone(), line));
+        }
+    }
+
+    /// Tools of modules that are always included.
+    pub(super) fn always_included(&self) -> HashSet<String> {
+        self.tools
+            .iter()
+            .filter(|(name, _)| {
+                let namespace = namespace_of(name).unwrap_or(name);
+                self.modules
+                    .iter()
+                    .any(|m| m.namespace == namespace && m.always_include)
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// The module list for the system prompt.
+    pub(super) fn prompt(&self) -> String {
+        let mut text = String::from(
+            "## Modules\nThe functions are grouped in modules. Call `discover` with a module's \
+             namespace (or a list of namespaces or function names) to load its functions, then \
+             call them as namespace.function.",
+        );
+        for module in &self.modules {
+            text.push('\n');
+            text.push_str(&module.summary);
+        }
+        text
+    }
+
+    /// The tools `wanted` names (namespaces or tool names), in catalog
+    /// order, and the names that matched nothing.
+    fn resolve(&self, wanted: &[String]) -> (Vec<&(String, String)>, Vec<String>) {
+        let mut unknown = Vec::new();
+        let mut chosen = BTreeSet::new();
+        for want in wanted {
+            let want = want.trim();
+            let hits: Vec<usize> = self
+                .tools
+                .iter()
+                .enumerate()
+                .filter(|(_, (name, _))| name == want || namespace_of(name) == Some(want))
+                .map(|(index, _)| index)
+                .collect();
+            if hits.is_empty() {
+                unknown.push(want.to_owned());
+            }
+            chosen.extend(hits);
+        }
+        (
+            chosen.into_iter().map(|i| &self.tools[i]).collect(),
+            unknown,
+        )
+    }
+
+    fn namespaces(&self) -> Vec<&str> {
+        self.modules.iter().map(|m| m.namespace.as_str()).collect()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Wanted {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize)]
+struct DiscoverInput {
+    tools: Wanted,
+}
+
+/// The `discover` built-in over `catalog`. Its result lists what was loaded;
+/// the run reads it to show those tools from the next step on.
+pub(super) fn builtin_discover(catalog: Arc<RwLock<Catalog>>) -> Tool {
+    let handler = ToolHandler::sync(move |input: Value, _ctx| {
+        let input: DiscoverInput = crate::tool::from_input(input)?;
+        let wanted = match input.tools {
+            Wanted::One(one) => vec![one],
+            Wanted::Many(many) => many,
+        };
+        let catalog = catalog.read().unwrap_or_else(|p| p.into_inner());
+        let (found, unknown) = catalog.resolve(&wanted);
+        if found.is_empty() {
+            return Err(ToolError::failed(format!(
+                "no module or function is named {}; the modules are: {}",
+                unknown.join(", "),
+                catalog.namespaces().join(", ")
+            )));
+        }
+        let loaded: Vec<Value> = found
+            .iter()
+            .map(|(name, line)| json!({"name": name, "description": line}))
+            .collect();
+        Ok(json!({"loaded": loaded, "unknown": unknown}))
+    });
+    let hints = ToolHints {
+        read_only: true,
+        idempotent: true,
+        concurrency_safe: true,
+        inline: true,
+        ..ToolHints::default()
+    };
+    Tool::new(
+        DISCOVER,
+        json!({
+            "type": "object",
+            "properties": {
+                "tools": {
+                    "description": "A module's namespace, or a list of namespaces and function names.",
+                    "anyOf": [
+                        {"type": "string"},
+                        {"type": "array", "items": {"type": "string"}, "minItems": 1}
+                    ]
+                }
+            },
+            "required": ["tools"]
+        }),
+        handler,
+    )
+    .with_description("Load a module's functions so they can be called from the next step on.")
+    .with_hints(hints)
+}
+
+/// The names a successful `discover` result loaded.
+pub(super) fn loaded_by(output: &Value) -> impl Iterator<Item = &str> {
+    output["loaded"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str())
+}
+
+/// The error result of a call to a tool not loaded yet.
+pub(super) fn not_loaded(name: &str) -> String {
+    let module = namespace_of(name).unwrap_or(name);
+    format!(
+        "{name} is not loaded yet: call discover({{\"tools\": \"{module}\"}}) first, then call it"
+    )
+}
+
+impl RunTools {
+    /// With discovery on: every tool so far goes into the catalog, hidden
+    /// unless its group is always included, and `discover` joins the tools.
+    pub(super) fn enable_discovery(&mut self, agent: &Agent) {
+        if !agent.settings.discovery {
+            return;
+        }
+        let tools: Vec<Tool> = self
+            .toolbox
+            .tools()
+            .filter(|tool| self.allows(agent.settings.allow.as_deref(), tool))
+            .cloned()
+            .collect();
+        let mut catalog = Catalog::default();
+        catalog.add(&agent.settings.modules, &tools, "functions");
+        let shown = catalog.always_included();
+        self.hidden = tools
+            .iter()
+            .map(|tool| tool.name.clone())
+            .filter(|name| !shown.contains(name))
+            .collect();
+        let advertised = self
+            .advertised
+            .iter()
+            .filter(|schema| !self.hidden.contains(&schema.name))
+            .cloned()
+            .collect();
+        self.advertised = Arc::new(advertised);
+        let catalog = Arc::new(RwLock::new(catalog));
+        self.catalog = Some(catalog.clone());
+        self.add(vec![builtin_discover(catalog)], true);
+    }
+
+    /// With discovery on, once the sources are loaded: the module list
+    /// joins the system prompt, which stays as it is for the run.
+    pub(super) fn announce_modules(&mut self) {
+        let Some(catalog) = &self.catalog else {
+            return;
+        };
+        let modules = catalog.read().unwrap_or_else(|p| p.into_inner()).prompt();
+        self.system = Some(match self.system.take() {
+            Some(system) => format!("{system}\n\n{modules}"),
+            None => modules,
+        });
+    }
+
+    /// With discovery on, tools from a source (an MCP server) join the
+    /// catalog as a module named after their namespace, hidden until
+    /// discovered. Returns the tools to add the usual way (all of them
+    /// without discovery).
+    pub(super) fn catalogue(&mut self, agent: &Agent, tools: Vec<Tool>) -> Vec<Tool> {
+        let Some(catalog) = &self.catalog else {
+            return tools;
+        };
+        catalog.write().unwrap_or_else(|p| p.into_inner()).add(
+            &agent.settings.modules,
+            &tools,
+            "tool server",
+        );
+        let new: Vec<Tool> = tools
+            .into_iter()
+            .filter(|tool| self.toolbox.find_by_name(&tool.name).is_none())
+            .collect();
+        let timeout = self.toolbox.default_timeout;
+        let all = self.toolbox.to_vec().into_iter().chain(new.iter().cloned());
+        match Toolbox::for_agent(all) {
+            Ok(toolbox) => {
+                self.toolbox = toolbox.with_default_timeout(timeout);
+                self.hidden.extend(new.into_iter().map(|tool| tool.name));
+            }
+            Err(error) => tracing::warn!(%error, "a source's tools could not be added"),
+        }
+        Vec::new()
+    }
+
+    /// After a step: the tools each successful `discover` loaded are shown
+    /// from the next step on, after those already shown, in catalog order.
+    pub(super) fn reveal(&mut self, records: &[CallRecord]) {
+        if self.catalog.is_none() {
+            return;
+        }
+        let loaded: Vec<String> = records
+            .iter()
+            .filter(|record| !record.result.is_error && record.call.name == DISCOVER)
+            .flat_map(|record| {
+                loaded_by(&record.result.output)
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .filter(|name| self.hidden.remove(name))
+            .collect();
+        if loaded.is_empty() {
+            return;
+        }
+        let mut advertised = self.advertised.as_ref().clone();
+        advertised.extend(
+            loaded
+                .iter()
+                .filter_map(|name| self.toolbox.find_by_name(name))
+                .map(Tool::schema),
+        );
+        // Everything is loaded: nothing is left to discover.
+        if self.hidden.is_empty() {
+            advertised.retain(|schema| schema.name != DISCOVER);
+        }
+        self.advertised = Arc::new(advertised);
+    }
+
+    /// `Err` with what to do when `name` is a tool not loaded yet.
+    pub(super) fn loaded(&self, name: &str) -> Result<(), String> {
+        if self.hidden.contains(name) {
+            Err(not_loaded(name))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// True when a step only discovered (and loaded something): it counts as no
+/// tool round, and the next step must call a tool, since loading functions
+/// is only ever a means to call one.
+pub(super) fn only_discovered(records: &[CallRecord]) -> bool {
+    !records.is_empty()
+        && records.iter().all(|record| record.call.name == DISCOVER)
+        && records.iter().any(|record| !record.result.is_error)
+}

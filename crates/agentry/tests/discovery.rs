@@ -1,0 +1,351 @@
+//! Function groups and discovery (seed 001), with a scripted model: the
+//! first prompt carries module summaries only (and always-included
+//! groups); `discover` loads schemas that stay for the run, in order; an
+//! undiscovered call is refused with what to do; a step that only
+//! discovered is followed by one that must call a tool (and is no tool
+//! round); groups and flat tools do not mix; a tool source is a module too.
+
+use std::sync::Arc;
+
+use agentry::BoxFuture;
+use agentry::agent::{Agent, AgentError, DISCOVER};
+use agentry::model::{ScriptedModel, Step, ToolChoice, Usage};
+use agentry::tool::{Tool, ToolCall, ToolGroup, ToolSource, function};
+use serde_json::{Value, json};
+
+fn tool(name: &str, answer: &'static str) -> Tool {
+    function(name)
+        .description(format!("The {name} function.\nMore detail."))
+        .handler(move |_: Value| Ok::<_, String>(answer))
+        .build()
+        .unwrap()
+}
+
+fn calls(calls: &[(&str, &str, Value)]) -> Step {
+    Step::Tool {
+        calls: calls
+            .iter()
+            .map(|(id, name, input)| ToolCall::new(*id, *name, input.clone()))
+            .collect(),
+        text: String::new(),
+        tokens: Usage::new(1, 1),
+    }
+}
+
+fn done() -> Step {
+    Step::Final {
+        text: "done".into(),
+        tokens: Usage::new(1, 1),
+    }
+}
+
+fn groups() -> Vec<ToolGroup> {
+    vec![
+        ToolGroup::new("kb", "Knowledge Base")
+            .selection_criteria("Use for policy or documentation lookup.")
+            .tool(tool("find_policy", "30 days"))
+            .tool(tool("search", "found")),
+        ToolGroup::new("billing", "Billing")
+            .description("Invoices and refunds.")
+            .tool(tool("lookup_invoice", "INV-1")),
+        ToolGroup::new("clock", "Clock")
+            .always_include(true)
+            .tool(tool("now", "noon")),
+    ]
+}
+
+fn shown(model: &ScriptedModel) -> Vec<Vec<String>> {
+    model
+        .requests()
+        .iter()
+        .map(|request| request.tools.iter().map(|t| t.name.clone()).collect())
+        .collect()
+}
+
+#[tokio::test]
+async fn discover_loads_modules_for_the_next_step_and_they_stay() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            // Too early: kb is not loaded.
+            .reply(calls(&[("1", "kb.find_policy", json!({}))]))
+            .reply(calls(&[("2", DISCOVER, json!({"tools": "kb"}))]))
+            .reply(calls(&[
+                ("3", "kb.find_policy", json!({})),
+                (
+                    "4",
+                    DISCOVER,
+                    json!({"tools": ["billing.lookup_invoice", "nothing"]}),
+                ),
+            ]))
+            .reply(calls(&[("5", "billing.lookup_invoice", json!({}))]))
+            .reply(done()),
+    );
+    let run = Agent::builder(model.clone())
+        .system("You help.")
+        .groups(groups())
+        .discovery(true)
+        .max_steps(8)
+        .build()
+        .unwrap()
+        .run("Can this customer get a refund?")
+        .await;
+    let outputs: Vec<(String, bool, Value)> = run
+        .steps
+        .iter()
+        .flat_map(|step| &step.calls)
+        .map(|r| {
+            (
+                r.call.name.clone(),
+                r.result.is_error,
+                r.result.output.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outputs[0],
+        (
+            "kb.find_policy".into(),
+            true,
+            json!(
+                "kb.find_policy is not loaded yet: call discover({\"tools\": \"kb\"}) first, then call it"
+            )
+        )
+    );
+    assert_eq!(
+        outputs[1].2,
+        json!({"loaded": [
+            {"name": "kb.find_policy", "description": "The find_policy function."},
+            {"name": "kb.search", "description": "The search function."}
+        ], "unknown": []})
+    );
+    assert_eq!(
+        outputs[2],
+        ("kb.find_policy".into(), false, json!("30 days"))
+    );
+    assert_eq!(
+        outputs[3].2,
+        json!({"loaded": [{"name": "billing.lookup_invoice", "description": "The lookup_invoice function."}], "unknown": ["nothing"]})
+    );
+    assert_eq!(
+        outputs[4],
+        ("billing.lookup_invoice".into(), false, json!("INV-1"))
+    );
+
+    // What each step showed: always-included groups and discover first; then
+    // what was discovered, appended in order, for the rest of the run.
+    assert_eq!(
+        shown(&model),
+        [
+            vec!["clock.now", DISCOVER],
+            vec!["clock.now", DISCOVER],
+            vec!["clock.now", DISCOVER, "kb.find_policy", "kb.search"],
+            // Everything is loaded: nothing is left to discover.
+            vec![
+                "clock.now",
+                "kb.find_policy",
+                "kb.search",
+                "billing.lookup_invoice"
+            ],
+            vec![
+                "clock.now",
+                "kb.find_policy",
+                "kb.search",
+                "billing.lookup_invoice"
+            ],
+        ]
+    );
+    // A step that only discovered is followed by one that must call a tool.
+    let choices: Vec<ToolChoice> = model
+        .requests()
+        .iter()
+        .map(|request| request.tool_choice.clone())
+        .collect();
+    assert_eq!(
+        choices,
+        [
+            ToolChoice::Auto,
+            ToolChoice::Auto,
+            ToolChoice::Required,
+            ToolChoice::Auto,
+            ToolChoice::Auto
+        ]
+    );
+    // The first prompt carries the module summaries.
+    let system = model.requests()[0].system.clone().unwrap();
+    assert!(system.starts_with("You help.\n\n## Modules\n"), "{system}");
+    for line in [
+        "- kb (Knowledge Base): Use for policy or documentation lookup.",
+        "- billing (Billing): Invoices and refunds.",
+        "- clock (Clock)",
+    ] {
+        assert!(system.contains(line), "{line} in {system}");
+    }
+}
+
+#[tokio::test]
+async fn discovering_nothing_known_is_an_error_that_names_the_modules() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(calls(&[("1", DISCOVER, json!({"tools": ["weather"]}))]))
+            .reply(calls(&[("2", DISCOVER, json!({"modules": "kb"}))]))
+            .reply(done()),
+    );
+    let run = Agent::builder(model.clone())
+        .groups(groups())
+        .discovery(true)
+        .build()
+        .unwrap()
+        .run("hi")
+        .await;
+    let results: Vec<&agentry::tool::ToolResult> = run
+        .steps
+        .iter()
+        .flat_map(|s| &s.calls)
+        .map(|r| &r.result)
+        .collect();
+    assert!(results.iter().all(|r| r.is_error));
+    assert_eq!(
+        results[0].output,
+        json!(
+            "tool \"discover\" failed: no module or function is named weather; the modules are: kb, billing, clock"
+        )
+    );
+    assert!(
+        results[1].output_text().contains("tools"),
+        "{}",
+        results[1].output_text()
+    );
+    // Nothing was loaded.
+    assert_eq!(shown(&model)[2], ["clock.now", DISCOVER]);
+}
+
+#[tokio::test]
+async fn without_discovery_groups_only_namespace_their_tools() {
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    let agent = Agent::builder(model.clone())
+        .groups(groups())
+        .build()
+        .unwrap();
+    agent.run("hi").await;
+    assert_eq!(
+        shown(&model)[0],
+        [
+            "kb.find_policy",
+            "kb.search",
+            "billing.lookup_invoice",
+            "clock.now"
+        ]
+    );
+    assert!(model.requests()[0].system.is_none());
+}
+
+#[test]
+fn groups_and_flat_tools_do_not_mix_and_namespaces_are_checked() {
+    let mixed = Agent::builder(ScriptedModel::new())
+        .groups(groups())
+        .tool(tool("loose", "x"))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        mixed.to_string(),
+        "functions are either all flat or all grouped: the flat tools utils.loose sit beside the groups kb, billing, clock; put them in a group"
+    );
+    let reserved = Agent::builder(ScriptedModel::new())
+        .group(ToolGroup::new("discover", "Sneaky").tool(tool("x", "x")))
+        .build()
+        .unwrap_err();
+    assert!(matches!(reserved, AgentError::Group(_)), "{reserved}");
+    assert!(
+        reserved.to_string().contains("\"discover\" is reserved"),
+        "{reserved}"
+    );
+    // A derived builder keeps the groups.
+    let agent = Agent::builder(ScriptedModel::new())
+        .groups(groups())
+        .discovery(true)
+        .build()
+        .unwrap();
+    let derived = agent.to_builder().max_steps(3).build().unwrap();
+    assert_eq!(derived.toolbox().len(), 4);
+}
+
+/// An MCP server, say: its tools are a module named after their namespace.
+struct Remote;
+
+impl ToolSource for Remote {
+    fn name(&self) -> &str {
+        "remote"
+    }
+    fn tools(&self) -> BoxFuture<'_, Result<Vec<Tool>, String>> {
+        let tools = vec![
+            function("echo")
+                .namespace("everything")
+                .description("Echo a message.")
+                .handler(|v: Value| Ok::<_, String>(v))
+                .build()
+                .unwrap(),
+        ];
+        Box::pin(async move { Ok(tools) })
+    }
+    fn changed(&self) -> bool {
+        false
+    }
+}
+
+#[tokio::test]
+async fn a_tool_source_is_a_module_to_discover() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(calls(&[("1", DISCOVER, json!({"tools": "everything"}))]))
+            .reply(calls(&[("2", "everything.echo", json!({}))]))
+            .reply(done()),
+    );
+    let run = Agent::builder(model.clone())
+        .groups(groups())
+        .tool_source(Arc::new(Remote))
+        .discovery(true)
+        .build()
+        .unwrap()
+        .run("hi")
+        .await;
+    let last = &run.steps[1].calls[0];
+    assert!(!last.result.is_error, "{:?}", last.result);
+    assert!(
+        model.requests()[0]
+            .system
+            .as_deref()
+            .unwrap()
+            .contains("- everything (tool server)")
+    );
+    assert_eq!(shown(&model)[1], ["clock.now", DISCOVER, "everything.echo"]);
+}
+
+#[tokio::test]
+async fn discovering_is_no_tool_round() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(calls(&[("1", DISCOVER, json!({"tools": "kb"}))]))
+            .reply(calls(&[("2", "kb.search", json!({}))]))
+            .reply(done()),
+    );
+    let run = Agent::builder(model.clone())
+        .groups(groups())
+        .discovery(true)
+        .max_tool_rounds(1)
+        .build()
+        .unwrap()
+        .run("hi")
+        .await;
+    assert_eq!(run.text(), "done");
+    assert_eq!(run.steps[1].calls[0].result.output, json!("found"));
+    let choices: Vec<ToolChoice> = model
+        .requests()
+        .iter()
+        .map(|request| request.tool_choice.clone())
+        .collect();
+    // The one tool round is kb.search's; after it the model answers in text.
+    assert_eq!(
+        choices,
+        [ToolChoice::Auto, ToolChoice::Required, ToolChoice::None]
+    );
+}
