@@ -1,25 +1,18 @@
-//! Skill search better than substring matching: BM25 (the `bm25` crate, with
-//! stemming and stop words) over name, description, trigger phrases and
-//! body, optionally fused with embedding similarity by reciprocal rank
-//! fusion. [`SkillSearch`] also serves as a searchable [`SkillResolver`].
+//! Skill search better than substring matching: the shared hybrid index of
+//! `agentry-search` (BM25 with stemming and stop words, optionally fused
+//! with embedding similarity by reciprocal rank fusion) over name,
+//! description, trigger phrases and body. [`SkillSearch`] also serves as a
+//! searchable [`SkillResolver`].
 
 use std::sync::Arc;
 
 use agentry_core::BoxFuture;
-use agentry_core::embed::{EmbedError, Embedder, cosine};
+use agentry_core::embed::{EmbedError, Embedder};
 use agentry_core::skill::{
     ListContext, SearchOpts, SearchableResolver, Skill, SkillContext, SkillResolver, load_body,
     searchable_resolver,
 };
-use bm25::{Language, SearchEngine, SearchEngineBuilder};
-
-/// The `k` of reciprocal rank fusion: each ranking adds `1 / (k + rank)`.
-pub const RRF_K: f32 = 60.0;
-
-/// How much the BM25 ranking counts in fusion, relative to the embedding
-/// ranking's 1.0. Half: on MetaTool, equal weights let BM25's misses drag the
-/// fused ranking below embeddings alone (see BENCHMARKS.md).
-pub const DEFAULT_LEXICAL_WEIGHT: f32 = 0.5;
+use agentry_search::HybridIndex;
 
 /// The text BM25 indexes for a skill: name (hyphens as spaces), description,
 /// trigger phrases and body.
@@ -48,47 +41,29 @@ pub fn embedding_text(skill: &Skill) -> String {
     text
 }
 
-/// The embedder and one vector per skill.
-type SkillVectors = (Arc<dyn Embedder>, Vec<Vec<f32>>);
-
 /// A search index over a fixed set of skills.
 pub struct SkillSearch {
     /// The skills, and which are listed every turn (list and read delegate to it).
     listing: SearchableResolver,
-    engine: SearchEngine<usize>,
-    embeddings: Option<SkillVectors>,
-    lexical_weight: f32,
+    index: HybridIndex,
 }
 
 impl std::fmt::Debug for SkillSearch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SkillSearch")
             .field("skills", &self.skills().len())
-            .field("fused", &self.embeddings.is_some())
+            .field("index", &self.index)
             .finish()
     }
-}
-
-fn ranked(mut scored: Vec<(usize, f32)>) -> Vec<(usize, f32)> {
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    scored
 }
 
 impl SkillSearch {
     /// A BM25 index over `skills`.
     pub fn bm25(skills: Vec<Skill>) -> Self {
-        let documents: Vec<bm25::Document<usize>> = skills
-            .iter()
-            .enumerate()
-            .map(|(i, skill)| bm25::Document::new(i, search_text(skill)))
-            .collect();
-        let engine =
-            SearchEngineBuilder::<usize>::with_documents(Language::English, documents).build();
+        let index = HybridIndex::bm25(skills.iter().map(search_text).collect());
         Self {
             listing: searchable_resolver(skills, Vec::<String>::new()),
-            engine,
-            embeddings: None,
-            lexical_weight: DEFAULT_LEXICAL_WEIGHT,
+            index,
         }
     }
 
@@ -98,14 +73,14 @@ impl SkillSearch {
         embedder: Arc<dyn Embedder>,
     ) -> Result<Self, EmbedError> {
         let texts: Vec<String> = self.skills().iter().map(embedding_text).collect();
-        let vectors = embedder.embed(&texts).await?;
-        self.embeddings = Some((embedder, vectors));
+        self.index = self.index.with_embeddings(embedder, &texts).await?;
         Ok(self)
     }
 
-    /// How much BM25 counts in fusion relative to embeddings (default [`DEFAULT_LEXICAL_WEIGHT`]).
+    /// How much BM25 counts in fusion relative to embeddings (default
+    /// [`DEFAULT_LEXICAL_WEIGHT`](crate::DEFAULT_LEXICAL_WEIGHT)).
     pub fn lexical_weight(mut self, weight: f32) -> Self {
-        self.lexical_weight = weight;
+        self.index = self.index.lexical_weight(weight);
         self
     }
 
@@ -128,61 +103,19 @@ impl SkillSearch {
     /// BM25 ranking: `(index, score)`, best first, ties in input order,
     /// only skills sharing a term with the query.
     pub fn rank_bm25(&self, query: &str) -> Vec<(usize, f32)> {
-        ranked(
-            self.engine
-                .search(query, None)
-                .into_iter()
-                .map(|hit| (hit.document.id, hit.score))
-                .collect(),
-        )
+        self.index.rank_bm25(query)
     }
 
     /// Embedding ranking of every skill by cosine similarity to the query.
     pub async fn rank_embeddings(&self, query: &str) -> Result<Vec<(usize, f32)>, EmbedError> {
-        let Some((embedder, vectors)) = &self.embeddings else {
-            return Ok(Vec::new());
-        };
-        let query = embedder.embed(&[query.to_owned()]).await?;
-        let query = query
-            .first()
-            .ok_or_else(|| EmbedError("no vector".into()))?;
-        Ok(ranked(
-            vectors
-                .iter()
-                .enumerate()
-                .map(|(i, vector)| (i, cosine(query, vector)))
-                .collect(),
-        ))
+        self.index.rank_embeddings(query).await
     }
 
     /// The best matches: BM25 alone, or BM25 and embeddings fused by
     /// reciprocal rank fusion when embeddings are set (falling back to BM25
     /// if the query cannot be embedded).
     pub async fn rank(&self, query: &str) -> Vec<(usize, f32)> {
-        let lexical = self.rank_bm25(query);
-        if self.embeddings.is_none() {
-            return lexical;
-        }
-        let semantic = match self.rank_embeddings(query).await {
-            Ok(semantic) => semantic,
-            Err(error) => {
-                tracing::warn!(%error, "query embedding failed; ranking by BM25 alone");
-                return lexical;
-            }
-        };
-        let mut fused = vec![0.0f32; self.skills().len()];
-        for (ranking, weight) in [(&lexical, self.lexical_weight), (&semantic, 1.0)] {
-            for (rank, (index, _)) in ranking.iter().enumerate() {
-                fused[*index] += weight / (RRF_K + rank as f32 + 1.0);
-            }
-        }
-        ranked(
-            fused
-                .into_iter()
-                .enumerate()
-                .filter(|(_, score)| *score > 0.0)
-                .collect(),
-        )
+        self.index.rank(query).await
     }
 
     /// The best `limit` skills for `query`.

@@ -91,6 +91,11 @@ pub use agentry_store as store;
 #[cfg(feature = "skill-folders")]
 pub use agentry_skills as skill_folders;
 
+/// Search over tool catalogs and skills: BM25 fused with embeddings
+/// (feature `search`); `search::ToolSearch` answers discovery's `search_tools`.
+#[cfg(feature = "search")]
+pub use agentry_search as search;
+
 /// MCP: servers' tools as agentry tools, and a toolbox served over MCP (feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use agentry_mcp as mcp;

@@ -349,3 +349,118 @@ async fn discovering_is_no_tool_round() {
         [ToolChoice::Auto, ToolChoice::Required, ToolChoice::None]
     );
 }
+
+/// A searcher that finds what it was told to, and records the queries.
+struct Finds(Vec<&'static str>, std::sync::Mutex<Vec<String>>);
+
+impl agentry::tool::ToolSearcher for Finds {
+    fn search<'a>(&'a self, query: &'a str, limit: usize) -> BoxFuture<'a, Vec<String>> {
+        self.1.lock().unwrap().push(query.to_owned());
+        let names = self.0.iter().take(limit).map(|n| n.to_string()).collect();
+        Box::pin(async move { names })
+    }
+}
+
+#[tokio::test]
+async fn search_tools_finds_tools_that_are_callable_next_step() {
+    use agentry::agent::SEARCH_TOOLS;
+    let finds = Arc::new(Finds(
+        vec!["billing.lookup_invoice", "not.in_catalog", "kb.search"],
+        Default::default(),
+    ));
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(calls(&[(
+                "1",
+                SEARCH_TOOLS,
+                json!({"query": "invoice for order 7"}),
+            )]))
+            .reply(calls(&[("2", "billing.lookup_invoice", json!({}))]))
+            .reply(calls(&[("3", SEARCH_TOOLS, json!({"query": "  "}))]))
+            .reply(done()),
+    );
+    let run = Agent::builder(model.clone())
+        .groups(groups())
+        .discovery(true)
+        .tool_search(finds.clone())
+        .build()
+        .unwrap()
+        .run("Find invoice 7")
+        .await;
+    let results: Vec<&agentry::tool::ToolResult> = run
+        .steps
+        .iter()
+        .flat_map(|s| &s.calls)
+        .map(|r| &r.result)
+        .collect();
+    assert_eq!(
+        results[0].output,
+        json!({"loaded": [
+            {"name": "billing.lookup_invoice", "description": "The lookup_invoice function.", "namespace": "billing"},
+            {"name": "kb.search", "description": "The search function.", "namespace": "kb"}
+        ]})
+    );
+    assert_eq!(results[1].output, json!("INV-1"));
+    assert!(results[2].is_error);
+    assert_eq!(*finds.1.lock().unwrap(), ["invoice for order 7"]);
+    assert_eq!(
+        shown(&model)[1],
+        [
+            "clock.now",
+            DISCOVER,
+            SEARCH_TOOLS,
+            "billing.lookup_invoice",
+            "kb.search"
+        ]
+    );
+    let system = model.requests()[0].system.clone().unwrap();
+    assert!(
+        system.contains("Or call `search_tools` with what you need"),
+        "{system}"
+    );
+    assert!(system.contains("- kb (Knowledge Base)"), "{system}");
+}
+
+#[tokio::test]
+async fn too_many_modules_to_list_are_searched_instead() {
+    let many: Vec<ToolGroup> = (0..45)
+        .map(|i| {
+            ToolGroup::new(format!("api{i}"), format!("API {i}"))
+                .always_include(i == 0)
+                .tool(tool("get", "x"))
+        })
+        .collect();
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    Agent::builder(model.clone())
+        .groups(many.clone())
+        .discovery(true)
+        .tool_search(Arc::new(Finds(vec![], Default::default())))
+        .build()
+        .unwrap()
+        .run("hi")
+        .await;
+    let system = model.requests()[0].system.clone().unwrap();
+    assert!(
+        system.contains(
+            "There are 45 modules with 45 functions, too many to list: call `search_tools`"
+        ),
+        "{system}"
+    );
+    assert!(
+        system.contains("- api0 (API 0)"),
+        "always-included modules are listed"
+    );
+    assert!(!system.contains("- api1 (API 1)"), "{system}");
+    // Without a searcher, every module is listed.
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    Agent::builder(model.clone())
+        .groups(many)
+        .discovery(true)
+        .build()
+        .unwrap()
+        .run("hi")
+        .await;
+    let system = model.requests()[0].system.clone().unwrap();
+    assert!(system.contains("- api44 (API 44)"), "{system}");
+    assert!(!system.contains("search_tools"), "{system}");
+}

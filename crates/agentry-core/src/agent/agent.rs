@@ -50,6 +50,8 @@ pub(super) struct Settings {
     pub modules: Vec<super::discovery::Module>,
     /// Start runs with module summaries; `discover` loads schemas.
     pub discovery: bool,
+    /// What `search_tools` asks, with discovery on.
+    pub tool_search: Option<Arc<dyn crate::tool::ToolSearcher>>,
 }
 
 impl Default for Settings {
@@ -76,6 +78,7 @@ impl Default for Settings {
             sources: Vec::new(),
             modules: Vec::new(),
             discovery: false,
+            tool_search: None,
         }
     }
 }

@@ -167,6 +167,15 @@ impl AgentBuilder {
         self
     }
 
+    /// With discovery on, offer `search_tools({"query": …})`, answered by
+    /// `searcher` over the catalog (e.g. `agentry_search::ToolSearch`): the
+    /// tools it finds are callable from the next step on. When there are too
+    /// many modules to list in the prompt, it is how the model finds tools.
+    pub fn tool_search(mut self, searcher: Arc<dyn crate::tool::ToolSearcher>) -> Self {
+        self.settings.tool_search = Some(searcher);
+        self
+    }
+
     /// Start from a toolbox built elsewhere (its tools come first, and its
     /// default timeout is kept unless [`default_timeout`](Self::default_timeout) is set).
     pub fn toolbox(mut self, toolbox: Toolbox) -> Self {

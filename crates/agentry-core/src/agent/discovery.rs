@@ -5,7 +5,7 @@
 //! next step's tool list, in catalog order, and stay for the run. A call to
 //! a tool not loaded yet gets an error result that says to discover it.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use serde::Deserialize;
@@ -18,6 +18,16 @@ use crate::tool::{Tool, ToolError, ToolGroup, ToolHandler, ToolHints, Toolbox};
 
 /// The built-in that loads modules: one of seed 001's reserved names.
 pub const DISCOVER: &str = "discover";
+
+/// The built-in that finds tools in a big catalog (with a [`ToolSearcher`](crate::tool::ToolSearcher)).
+pub const SEARCH_TOOLS: &str = "search_tools";
+
+/// Most modules the prompt lists; past this, with a searcher, the model
+/// finds tools with `search_tools` instead of reading the list.
+pub const MAX_LISTED_MODULES: usize = 40;
+
+/// How many tools one `search_tools` call finds.
+pub const SEARCH_LIMIT: usize = 5;
 
 /// What the agent tells the model about one module.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,26 +66,33 @@ pub(super) fn namespace_of(name: &str) -> Option<&str> {
 #[derive(Debug, Default)]
 pub(super) struct Catalog {
     modules: Vec<Module>,
+    /// Position of each module in `modules`, by namespace.
+    module_at: HashMap<String, usize>,
     /// Tool names with one-line descriptions, in the order they were added.
     tools: Vec<(String, String)>,
+    /// Position of each tool in `tools`, by name.
+    tool_at: HashMap<String, usize>,
 }
 
 impl Catalog {
     /// Add `tools`, under the `modules` the agent declared, or under a
     /// module named after their namespace (titled `title`).
     pub(super) fn add(&mut self, modules: &[Module], tools: &[Tool], title: &str) {
+        let declared: HashMap<&str, &Module> =
+            modules.iter().map(|m| (m.namespace.as_str(), m)).collect();
         for tool in tools {
-            if self.tools.iter().any(|(name, _)| *name == tool.name) {
+            if self.tool_at.contains_key(&tool.name) {
                 continue;
             }
             let namespace = namespace_of(&tool.name).unwrap_or(&tool.name);
-            if !self.modules.iter().any(|m| m.namespace == namespace) {
-                let declared = modules.iter().find(|m| m.namespace == namespace);
-                self.modules.push(
-                    declared
-                        .cloned()
-                        .unwrap_or_else(|| Module::implicit(namespace, title)),
-                );
+            if !self.module_at.contains_key(namespace) {
+                let module = declared
+                    .get(namespace)
+                    .map(|m| (*m).clone())
+                    .unwrap_or_else(|| Module::implicit(namespace, title));
+                self.module_at
+                    .insert(namespace.to_owned(), self.modules.len());
+                self.modules.push(module);
             }
             let line = tool
                 .description
@@ -83,8 +100,14 @@ impl Catalog {
                 .and_then(|d| d.lines().next())
                 .unwrap_or("")
                 .to_owned();
+            self.tool_at.insert(tool.name.clone(), self.tools.len());
             self.tools.push((tool.name.clone(), line));
         }
+    }
+
+    /// The module `namespace`, if there is one.
+    fn module(&self, namespace: &str) -> Option<&Module> {
+        self.module_at.get(namespace).map(|&at| &self.modules[at])
     }
 
     /// Tools of modules that are always included.
@@ -93,26 +116,45 @@ impl Catalog {
             .iter()
             .filter(|(name, _)| {
                 let namespace = namespace_of(name).unwrap_or(name);
-                self.modules
-                    .iter()
-                    .any(|m| m.namespace == namespace && m.always_include)
+                self.module(namespace).is_some_and(|m| m.always_include)
             })
             .map(|(name, _)| name.clone())
             .collect()
     }
 
-    /// The module list for the system prompt.
-    pub(super) fn prompt(&self) -> String {
+    /// The module list for the system prompt; with `searchable`, how to
+    /// search, and past [`MAX_LISTED_MODULES`] only the always-included modules.
+    pub(super) fn prompt(&self, searchable: bool) -> String {
         let mut text = String::from(
             "## Modules\nThe functions are grouped in modules. Call `discover` with a module's \
              namespace (or a list of namespaces or function names) to load its functions, then \
              call them as namespace.function.",
         );
-        for module in &self.modules {
+        let listed: Vec<&Module> = if searchable && self.modules.len() > MAX_LISTED_MODULES {
+            text.push_str(&format!(
+                " There are {} modules with {} functions, too many to list: call \
+                 `search_tools` with what you need to find the functions for it; what it \
+                 finds can be called from the next step on.",
+                self.modules.len(),
+                self.tools.len()
+            ));
+            self.modules.iter().filter(|m| m.always_include).collect()
+        } else {
+            if searchable {
+                text.push_str(" Or call `search_tools` with what you need to find functions.");
+            }
+            self.modules.iter().collect()
+        };
+        for module in listed {
             text.push('\n');
             text.push_str(&module.summary);
         }
         text
+    }
+
+    /// The one-line description of the tool `name`, if it is in the catalog.
+    fn line(&self, name: &str) -> Option<&str> {
+        self.tool_at.get(name).map(|&at| self.tools[at].1.as_str())
     }
 
     /// The tools `wanted` names (namespaces or tool names), in catalog
@@ -209,7 +251,69 @@ pub(super) fn builtin_discover(catalog: Arc<RwLock<Catalog>>) -> Tool {
     .with_hints(hints)
 }
 
-/// The names a successful `discover` result loaded.
+#[derive(Deserialize)]
+struct SearchInput {
+    query: String,
+}
+
+/// The `search_tools` built-in: `searcher`'s best tools of `catalog` for
+/// the query, loaded like `discover`'s.
+pub(super) fn builtin_search_tools(
+    catalog: Arc<RwLock<Catalog>>,
+    searcher: Arc<dyn crate::tool::ToolSearcher>,
+) -> Tool {
+    let handler = ToolHandler::from_async(move |input: Value, _ctx| {
+        let (catalog, searcher) = (catalog.clone(), searcher.clone());
+        async move {
+            let input: SearchInput = crate::tool::from_input(input)?;
+            if input.query.trim().is_empty() {
+                return Err(ToolError::failed("say what you need in `query`"));
+            }
+            let names = searcher.search(&input.query, SEARCH_LIMIT * 4).await;
+            let catalog = catalog.read().unwrap_or_else(|p| p.into_inner());
+            let loaded: Vec<Value> = names
+                .iter()
+                .filter_map(|name| {
+                    let line = catalog.line(name)?;
+                    Some(json!({
+                        "name": name,
+                        "description": line,
+                        "namespace": namespace_of(name).unwrap_or(""),
+                    }))
+                })
+                .take(SEARCH_LIMIT)
+                .collect();
+            Ok(json!({"loaded": loaded}))
+        }
+    });
+    Tool::new(
+        SEARCH_TOOLS,
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What you need to do, in a few words."}
+            },
+            "required": ["query"]
+        }),
+        handler,
+    )
+    .with_description(
+        "Find the functions for a task in the whole catalog; the ones found can be called from the next step on.",
+    )
+    .with_hints(ToolHints {
+        read_only: true,
+        idempotent: true,
+        concurrency_safe: true,
+        ..ToolHints::default()
+    })
+}
+
+/// True for the built-ins whose results load tools.
+fn loads_tools(name: &str) -> bool {
+    name == DISCOVER || name == SEARCH_TOOLS
+}
+
+/// The names a successful `discover` or `search_tools` result loaded.
 pub(super) fn loaded_by(output: &Value) -> impl Iterator<Item = &str> {
     output["loaded"]
         .as_array()
@@ -256,16 +360,24 @@ impl RunTools {
         self.advertised = Arc::new(advertised);
         let catalog = Arc::new(RwLock::new(catalog));
         self.catalog = Some(catalog.clone());
-        self.add(vec![builtin_discover(catalog)], true);
+        let mut builtins = vec![builtin_discover(catalog.clone())];
+        if let Some(searcher) = &agent.settings.tool_search {
+            builtins.push(builtin_search_tools(catalog, searcher.clone()));
+        }
+        self.add(builtins, true);
     }
 
     /// With discovery on, once the sources are loaded: the module list
     /// joins the system prompt, which stays as it is for the run.
-    pub(super) fn announce_modules(&mut self) {
+    pub(super) fn announce_modules(&mut self, agent: &Agent) {
         let Some(catalog) = &self.catalog else {
             return;
         };
-        let modules = catalog.read().unwrap_or_else(|p| p.into_inner()).prompt();
+        let searchable = agent.settings.tool_search.is_some();
+        let modules = catalog
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .prompt(searchable);
         self.system = Some(match self.system.take() {
             Some(system) => format!("{system}\n\n{modules}"),
             None => modules,
@@ -309,7 +421,7 @@ impl RunTools {
         }
         let loaded: Vec<String> = records
             .iter()
-            .filter(|record| !record.result.is_error && record.call.name == DISCOVER)
+            .filter(|record| !record.result.is_error && loads_tools(&record.call.name))
             .flat_map(|record| {
                 loaded_by(&record.result.output)
                     .map(str::to_owned)
@@ -327,9 +439,9 @@ impl RunTools {
                 .filter_map(|name| self.toolbox.find_by_name(name))
                 .map(Tool::schema),
         );
-        // Everything is loaded: nothing is left to discover.
+        // Everything is loaded: nothing is left to discover or search for.
         if self.hidden.is_empty() {
-            advertised.retain(|schema| schema.name != DISCOVER);
+            advertised.retain(|schema| !loads_tools(&schema.name));
         }
         self.advertised = Arc::new(advertised);
     }
@@ -349,6 +461,6 @@ impl RunTools {
 /// is only ever a means to call one.
 pub(super) fn only_discovered(records: &[CallRecord]) -> bool {
     !records.is_empty()
-        && records.iter().all(|record| record.call.name == DISCOVER)
+        && records.iter().all(|record| loads_tools(&record.call.name))
         && records.iter().any(|record| !record.result.is_error)
 }

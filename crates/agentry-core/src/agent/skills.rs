@@ -61,7 +61,7 @@ impl RunTools {
             };
             run.enable_discovery(agent);
             run.load_sources(agent).await;
-            run.announce_modules();
+            run.announce_modules(agent);
             return run;
         };
         let listed = resolver
@@ -93,7 +93,7 @@ impl RunTools {
         let builtins = builtins_with_resolver(resolver, agent.settings.skill_context.clone());
         run.add(builtins, true);
         run.load_sources(agent).await;
-        run.announce_modules();
+        run.announce_modules(agent);
         run
     }
 

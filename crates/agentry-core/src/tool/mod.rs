@@ -27,6 +27,7 @@ mod handler;
 mod into_handler;
 mod net_grant;
 mod schema;
+mod search;
 mod source;
 mod state;
 #[allow(clippy::module_inception)]
@@ -49,6 +50,7 @@ pub use schema::{
     ObjectSchemaBuilder, SchemaConflict, ToolSchema, normalize as normalize_schema, registry,
     schema_for_type,
 };
+pub use search::ToolSearcher;
 pub use source::ToolSource;
 pub use state::State;
 pub use tool::{Tool, ToolExample, ToolHints};
