@@ -14,6 +14,7 @@ mod providers;
 mod run;
 mod serve;
 mod skills;
+mod tools;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -79,6 +80,11 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Serve the agent over HTTP: chat sessions with memory (SSE), an OpenAI-compatible API.
     Serve(serve::ServeArgs),
+    /// Turn API specifications into tools.
+    Tools {
+        #[command(subcommand)]
+        command: tools::ToolsCommand,
+    },
     /// Write a commented starter `agentry.toml`.
     Init {
         /// Where to write it.
@@ -107,6 +113,7 @@ async fn main() -> ExitCode {
         Command::Chat(args) => chat::run(args).await,
         Command::Mcp { command } => mcp::run(command).await,
         Command::Init { path, force } => config::init(&path, force),
+        Command::Tools { command } => tools::run(command),
     };
     match result {
         Ok(code) => code,

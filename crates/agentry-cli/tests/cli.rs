@@ -210,3 +210,38 @@ fn metatool_eval_writes_a_report() {
     assert!(at1 <= at5 && at5 <= 50);
     std::fs::remove_file(&out).unwrap();
 }
+
+#[test]
+fn tools_import_openapi_lists_the_tools_and_what_was_left_out() {
+    let dir = std::env::temp_dir().join(format!("agentry-openapi-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = dir.join("pets.yaml");
+    std::fs::write(
+        &spec,
+        "openapi: 3.0.3\ninfo: {title: Pet Store, version: '1'}\nservers: [{url: 'https://pets.example.com/v1'}]\n\
+         paths:\n  /pets/{petId}:\n    get:\n      operationId: showPetById\n      summary: Info for a specific pet\n\
+         \x20     parameters: [{name: petId, in: path, required: true, schema: {type: string}}]\n\
+         \x20     responses: {'200': {description: ok}}\n  /gone:\n    get:\n\
+         \x20     parameters: [{$ref: '#/components/parameters/Missing'}]\n      responses: {'200': {description: ok}}\n",
+    )
+    .unwrap();
+    let output = agentry(&["tools", "import-openapi", spec.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stdout),
+        "pet_store.showPetById (GET /pets/{petId}): Info for a specific pet\n\
+         1 tools; calls need the grant https://pets.example.com:443\n"
+    );
+    assert_eq!(
+        text(&output.stderr),
+        "left out: GET /gone: the specification is invalid: $ref \"#/components/parameters/Missing\" points nowhere\n"
+    );
+    let bad = agentry(&[
+        "tools",
+        "import-openapi",
+        dir.join("none.json").to_str().unwrap(),
+    ]);
+    assert!(!bad.status.success());
+    assert!(text(&bad.stderr).contains("No such file or directory"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

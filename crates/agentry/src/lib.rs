@@ -96,6 +96,11 @@ pub use agentry_skills as skill_folders;
 #[cfg(feature = "search")]
 pub use agentry_search as search;
 
+/// OpenAPI specifications as tools: one per operation, called through the
+/// capability-checked HTTP client (feature `openapi`).
+#[cfg(feature = "openapi")]
+pub use agentry_openapi as openapi;
+
 /// MCP: servers' tools as agentry tools, and a toolbox served over MCP (feature `mcp`).
 #[cfg(feature = "mcp")]
 pub use agentry_mcp as mcp;
