@@ -133,10 +133,7 @@ impl OpenApiToolset {
             .as_str()
             .and_then(|d| d.lines().map(str::trim).find(|line| !line.is_empty()))
             .map(|line| operation::clip(line, 200));
-        let base_url = spec.document["servers"][0]["url"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let base_url = server_url(&spec.document["servers"][0]);
         let mut operations = Vec::new();
         let mut skipped = Vec::new();
         let mut taken = HashSet::new();
@@ -232,15 +229,19 @@ impl OpenApiToolset {
     /// The network grant calls need: the base URL's scheme, host and port
     /// (empty when the specification names no server and none was set).
     pub fn host_grant(&self) -> String {
-        match reqwest::Url::parse(&self.target.base_url) {
-            Ok(url) => format!(
-                "{}://{}:{}",
-                url.scheme(),
-                url.host_str().unwrap_or_default(),
-                url.port_or_known_default().unwrap_or(0)
-            ),
-            Err(_) => self.target.base_url.clone(),
-        }
+        let grant = reqwest::Url::parse(&self.target.base_url)
+            .ok()
+            .and_then(|url| {
+                Some(format!(
+                    "{}://{}:{}",
+                    url.scheme(),
+                    url.host_str()?,
+                    url.port_or_known_default()?
+                ))
+            });
+        grant
+            .filter(|grant| agentry_core::tool::NetGrant::parse(grant).is_ok())
+            .unwrap_or_default()
     }
 
     /// The tools, one per operation, named `name.operation`.
@@ -284,6 +285,22 @@ impl OpenApiToolset {
             group = group.description(description.clone());
         }
         group
+    }
+}
+
+/// A server object's URL with its variables set to their defaults; empty
+/// when there is none, or a variable has no default.
+fn server_url(server: &Value) -> String {
+    let mut url = server["url"].as_str().unwrap_or_default().to_owned();
+    for (name, variable) in server["variables"].as_object().into_iter().flatten() {
+        if let Some(default) = variable["default"].as_str() {
+            url = url.replace(&format!("{{{name}}}"), default);
+        }
+    }
+    if url.contains('{') {
+        String::new()
+    } else {
+        url
     }
 }
 

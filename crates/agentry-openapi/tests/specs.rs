@@ -5,7 +5,11 @@
 
 use std::path::PathBuf;
 
-use agentry_core::tool::{ToolSearcher, Toolbox};
+use std::sync::Arc;
+
+use agentry_core::agent::Agent;
+use agentry_core::model::{ScriptedModel, Step, Usage};
+use agentry_core::tool::{ToolGroup, ToolSearcher, Toolbox};
 use agentry_openapi::{OpenApiError, OpenApiToolset};
 use serde_json::json;
 
@@ -150,6 +154,39 @@ fn real_specifications_become_tools_an_agent_accepts() {
         .unwrap();
     let found = runtime.block_on(search.search("geolocation of an IP address", 10));
     assert!(!found.is_empty());
+
+    // As one agent's catalog, with discovery: a run starts with the module
+    // list and `discover`/`search_tools`, not thousands of schemas.
+    let groups: Vec<ToolGroup> = tools
+        .chunk_by(|a, b| a.name.split('.').next() == b.name.split('.').next())
+        .map(|chunk| {
+            let namespace = chunk[0].name.split('.').next().unwrap().to_owned();
+            ToolGroup::new(namespace.clone(), namespace).tools_from(chunk.iter().cloned())
+        })
+        .collect();
+    let model = Arc::new(ScriptedModel::new().reply(Step::Final {
+        text: "ok".into(),
+        tokens: Usage::new(1, 1),
+    }));
+    let agent = Agent::builder(model.clone())
+        .groups(groups)
+        .discovery(true)
+        .tool_search(Arc::new(search))
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let run = runtime.block_on(agent.run("hi"));
+    eprintln!(
+        "a run over {operations} tools started and ended in {:?}",
+        started.elapsed()
+    );
+    assert_eq!(run.text(), "ok");
+    let shown: Vec<String> = model.requests()[0]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(shown, ["discover", "search_tools"]);
 }
 
 #[test]
@@ -170,4 +207,27 @@ fn the_largest_specification_reads() {
         toolset.operations().len()
     );
     Toolbox::for_agent(toolset.tools()).unwrap();
+}
+
+#[test]
+fn server_variables_take_their_defaults() {
+    let spec = |server: serde_json::Value| {
+        OpenApiToolset::from_value(json!({"openapi": "3.0.0", "servers": [server], "paths": {}}))
+            .unwrap()
+    };
+    let eu = spec(
+        json!({"url": "https://{region}.api.example.com/{v}", "variables": {
+        "region": {"default": "eu", "enum": ["eu", "us"]}, "v": {"default": "v2"}}}),
+    );
+    assert_eq!(eu.host_grant(), "https://eu.api.example.com:443");
+    let unknown = spec(json!({"url": "https://{region}.api.example.com"}));
+    assert_eq!(
+        unknown.host_grant(),
+        "",
+        "no default: the host program sets base_url"
+    );
+    assert_eq!(
+        unknown.base_url("http://127.0.0.1:9").host_grant(),
+        "http://127.0.0.1:9"
+    );
 }

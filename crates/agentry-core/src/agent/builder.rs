@@ -381,17 +381,10 @@ impl AgentBuilder {
                 settings.modules.push(super::discovery::Module::of(group));
             }
         }
-        let toolbox = match (self.toolbox, tools.is_empty()) {
-            (Some(toolbox), true) => toolbox,
-            (toolbox, _) => {
-                let timeout = toolbox.as_ref().map(Toolbox::default_timeout);
-                let first = toolbox.iter().flat_map(Toolbox::to_vec);
-                let built = Toolbox::for_agent(first.chain(tools))?;
-                match timeout {
-                    Some(timeout) => built.with_default_timeout(timeout),
-                    None => built,
-                }
-            }
+        let toolbox = match self.toolbox {
+            Some(toolbox) if tools.is_empty() => toolbox,
+            Some(toolbox) => toolbox.with_tools(tools)?,
+            None => Toolbox::for_agent(tools)?,
         };
         let toolbox = match self.default_timeout {
             Some(timeout) => toolbox.with_default_timeout(timeout),

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::agent::Agent;
 use super::outcome::CallRecord;
 use super::skills::RunTools;
-use crate::tool::{Tool, ToolError, ToolGroup, ToolHandler, ToolHints, Toolbox};
+use crate::tool::{Tool, ToolError, ToolGroup, ToolHandler, ToolHints};
 
 /// The built-in that loads modules: one of seed 001's reserved names.
 pub const DISCOVER: &str = "discover";
@@ -401,11 +401,9 @@ impl RunTools {
             .into_iter()
             .filter(|tool| self.toolbox.find_by_name(&tool.name).is_none())
             .collect();
-        let timeout = self.toolbox.default_timeout;
-        let all = self.toolbox.to_vec().into_iter().chain(new.iter().cloned());
-        match Toolbox::for_agent(all) {
+        match self.toolbox.with_tools(new.iter().cloned()) {
             Ok(toolbox) => {
-                self.toolbox = toolbox.with_default_timeout(timeout);
+                self.toolbox = toolbox;
                 self.hidden.extend(new.into_iter().map(|tool| tool.name));
             }
             Err(error) => tracing::warn!(%error, "a source's tools could not be added"),

@@ -119,11 +119,9 @@ impl RunTools {
         if new.is_empty() {
             return;
         }
-        let timeout = self.toolbox.default_timeout;
-        let all = self.toolbox.to_vec().into_iter().chain(new.iter().cloned());
-        match Toolbox::for_agent(all) {
+        match self.toolbox.with_tools(new.iter().cloned()) {
             Ok(toolbox) => {
-                self.toolbox = toolbox.with_default_timeout(timeout);
+                self.toolbox = toolbox;
                 let mut advertised = self.advertised.as_ref().clone();
                 advertised.extend(new.iter().map(Tool::schema));
                 self.advertised = Arc::new(advertised);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::agent::Agent;
 use super::skills::RunTools;
-use crate::tool::{Tool, ToolSource, Toolbox};
+use crate::tool::{Tool, ToolSource};
 
 impl RunTools {
     /// Add every source's tools that the allow-list lets through.
@@ -29,28 +29,16 @@ impl RunTools {
             return;
         }
         tracing::info!("a tool source changed; its tools are reloaded");
-        let keep: Vec<Tool> = self
+        self.toolbox = self
             .toolbox
-            .to_vec()
-            .into_iter()
-            .filter(|tool| !self.sourced.contains(&tool.name))
+            .without(|tool| self.sourced.contains(&tool.name));
+        let advertised = self
+            .advertised
+            .iter()
+            .filter(|schema| !self.sourced.contains(&schema.name))
+            .cloned()
             .collect();
-        match Toolbox::for_agent(keep) {
-            Ok(toolbox) => {
-                self.toolbox = toolbox.with_default_timeout(self.toolbox.default_timeout);
-                let advertised = self
-                    .advertised
-                    .iter()
-                    .filter(|schema| !self.sourced.contains(&schema.name))
-                    .cloned()
-                    .collect();
-                self.advertised = Arc::new(advertised);
-            }
-            Err(error) => {
-                tracing::warn!(%error, "the tools could not be reloaded");
-                return;
-            }
-        }
+        self.advertised = Arc::new(advertised);
         self.load_sources(agent).await;
     }
 }

@@ -78,7 +78,8 @@ pub(crate) struct Entry {
 }
 
 pub(crate) struct Inner {
-    pub(crate) entries: Vec<Entry>,
+    /// Shared, so a toolbox made from another reuses its compiled schemas.
+    pub(crate) entries: Vec<Arc<Entry>>,
     by_name: NameIndex,
     by_wire: NameIndex,
 }
@@ -112,24 +113,72 @@ impl Toolbox {
         I: IntoIterator,
         I::Item: Into<Tool>,
     {
-        let tools: Vec<Tool> = entries.into_iter().map(Into::into).collect();
-        let mut by_name = HashMap::with_capacity(tools.len());
-        for (index, tool) in tools.iter().enumerate() {
-            if tool.name.is_empty() {
+        let parts = entries
+            .into_iter()
+            .map(|entry| Part::New(Box::new(entry.into())))
+            .collect();
+        Self::assemble(parts, DEFAULT_TIMEOUT)
+    }
+
+    /// This toolbox and `more` tools after its own. The tools already here
+    /// keep their compiled schemas; only the new ones are compiled, so adding
+    /// a few tools to a big toolbox is cheap. Fails as
+    /// [`for_agent`](Self::for_agent) does (a name taken, say).
+    pub fn with_tools<I>(&self, more: I) -> Result<Self, ToolboxError>
+    where
+        I: IntoIterator,
+        I::Item: Into<Tool>,
+    {
+        let parts = self
+            .inner
+            .entries
+            .iter()
+            .map(|entry| Part::Built(entry.clone()))
+            .chain(
+                more.into_iter()
+                    .map(|tool| Part::New(Box::new(tool.into()))),
+            )
+            .collect();
+        Self::assemble(parts, self.default_timeout)
+    }
+
+    /// This toolbox without the tools `drop` names; the rest keep their
+    /// compiled schemas.
+    pub fn without(&self, drop: impl Fn(&Tool) -> bool) -> Self {
+        let parts = self
+            .inner
+            .entries
+            .iter()
+            .filter(|entry| !drop(&entry.tool))
+            .map(|entry| Part::Built(entry.clone()))
+            .collect();
+        Self::assemble(parts, self.default_timeout).expect("a subset of a valid toolbox is valid")
+    }
+
+    fn assemble(parts: Vec<Part>, default_timeout: Duration) -> Result<Self, ToolboxError> {
+        let mut by_name = HashMap::with_capacity(parts.len());
+        for (index, part) in parts.iter().enumerate() {
+            let name = &part.tool().name;
+            if name.is_empty() {
                 return Err(ToolboxError::EmptyName);
             }
-            if by_name.insert(tool.name.clone(), index).is_some() {
-                return Err(ToolboxError::DuplicateName(tool.name.clone()));
+            if by_name.insert(name.clone(), index).is_some() {
+                return Err(ToolboxError::DuplicateName(name.clone()));
             }
         }
-        let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+        let names: Vec<&str> = parts.iter().map(|part| part.tool().name.as_str()).collect();
         let wires = assign_wire_names(&names)?;
         let by_name = NameIndex::new(by_name);
         let by_wire = NameIndex::new(wires.iter().enumerate().map(|(i, wire)| (wire.clone(), i)));
-        let entries = tools
+        let entries = parts
             .into_iter()
             .zip(wires)
-            .map(|(tool, wire_name)| compile_entry(tool, wire_name))
+            .map(|(part, wire_name)| match part {
+                // Compiled already, under the same wire name: shared as it is.
+                Part::Built(entry) if entry.wire_name == wire_name => Ok(entry),
+                Part::Built(entry) => compile_entry(entry.tool.clone(), wire_name).map(Arc::new),
+                Part::New(tool) => compile_entry(*tool, wire_name).map(Arc::new),
+            })
             .collect::<Result<_, _>>()?;
         Ok(Self {
             inner: Arc::new(Inner {
@@ -137,7 +186,7 @@ impl Toolbox {
                 by_name,
                 by_wire,
             }),
-            default_timeout: DEFAULT_TIMEOUT,
+            default_timeout,
         })
     }
 
@@ -219,6 +268,21 @@ impl Toolbox {
     /// The tools as a plain list, e.g. to add more and build a new toolbox.
     pub fn to_vec(&self) -> Vec<Tool> {
         self.tools().cloned().collect()
+    }
+}
+
+/// A tool on its way into a toolbox: compiled already, or not yet.
+enum Part {
+    Built(Arc<Entry>),
+    New(Box<Tool>),
+}
+
+impl Part {
+    fn tool(&self) -> &Tool {
+        match self {
+            Part::Built(entry) => &entry.tool,
+            Part::New(tool) => tool,
+        }
     }
 }
 
