@@ -52,17 +52,7 @@ async fn run(model: &dyn ChatModel) -> Result<ProgramRun<Value>, ProgramError> {
             json!({"question": "Can this customer get a refund?"}),
         )
         .await?;
-    for step in &run.steps {
-        for record in &step.calls {
-            println!(
-                "step {}: {}({}) => {}",
-                step.index,
-                record.call.name,
-                record.call.input,
-                record.result.output_text()
-            );
-        }
-    }
+    support::print_calls(&run.steps);
     println!("output: {}", run.output);
     println!(
         "attempts: {}, tokens: {} in, {} out",

@@ -50,17 +50,7 @@ async fn run(model: Arc<dyn ChatModel>) -> RunOutcome {
     let run = assistant(model)
         .run("Can this customer get a refund?")
         .await;
-    for step in &run.steps {
-        for record in &step.calls {
-            println!(
-                "step {}: {}({}) => {}",
-                step.index,
-                record.call.name,
-                record.call.input,
-                record.result.output_text()
-            );
-        }
-    }
+    support::print_calls(&run.steps);
     println!("reply: {}", run.text());
     println!("tokens: {}", run.usage.total());
     run

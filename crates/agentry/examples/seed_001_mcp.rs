@@ -99,17 +99,7 @@ async fn run(model: Arc<dyn ChatModel>) -> (Vec<String>, RunOutcome) {
         .build()
         .expect("valid tools");
     let outcome = agent.run("Echo: hello from agentry").await;
-    for step in &outcome.steps {
-        for record in &step.calls {
-            println!(
-                "step {}: {}({}) => {}",
-                step.index,
-                record.call.name,
-                record.call.input,
-                record.result.output_text()
-            );
-        }
-    }
+    support::print_calls(&outcome.steps);
     println!("reply: {}", outcome.text());
     client.close().await;
     (names, outcome)

@@ -62,6 +62,15 @@ fn shown(model: &ScriptedModel) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The tool choice of each request the model got.
+fn choices(model: &ScriptedModel) -> Vec<ToolChoice> {
+    model
+        .requests()
+        .iter()
+        .map(|request| request.tool_choice.clone())
+        .collect()
+}
+
 #[tokio::test]
 async fn discover_loads_modules_for_the_next_step_and_they_stay() {
     let model = Arc::new(
@@ -155,11 +164,7 @@ async fn discover_loads_modules_for_the_next_step_and_they_stay() {
         ]
     );
     // A step that only discovered is followed by one that must call a tool.
-    let choices: Vec<ToolChoice> = model
-        .requests()
-        .iter()
-        .map(|request| request.tool_choice.clone())
-        .collect();
+    let choices = choices(&model);
     assert_eq!(
         choices,
         [
@@ -338,11 +343,7 @@ async fn discovering_is_no_tool_round() {
         .await;
     assert_eq!(run.text(), "done");
     assert_eq!(run.steps[1].calls[0].result.output, json!("found"));
-    let choices: Vec<ToolChoice> = model
-        .requests()
-        .iter()
-        .map(|request| request.tool_choice.clone())
-        .collect();
+    let choices = choices(&model);
     // The one tool round is kb.search's; after it the model answers in text.
     assert_eq!(
         choices,

@@ -22,6 +22,21 @@ pub fn search() -> Tool {
         .expect("a valid function")
 }
 
+/// Print each tool call of a run: `step N: name(input) => result`.
+pub fn print_calls(steps: &[agentry::agent::StepRecord]) {
+    for step in steps {
+        for record in &step.calls {
+            println!(
+                "step {}: {}({}) => {}",
+                step.index,
+                record.call.name,
+                record.call.input,
+                record.result.output_text()
+            );
+        }
+    }
+}
+
 /// Qwen2.5-Coder-0.5B from the cache, or the offline model when it is not pulled.
 pub async fn local_or_offline() -> Arc<dyn ChatModel> {
     match fetch::installed(&fetch::QWEN) {
