@@ -26,6 +26,8 @@ pub enum EvalCommand {
     Bfcl(BfclArgs),
     /// Score skill/tool retrieval on MetaTool (recall@1, recall@5).
     Metatool(crate::metatool::MetaToolArgs),
+    /// Count the tokens a tool catalog costs per step, inline and with discovery.
+    ToolPrompt(crate::tool_prompt::ToolPromptArgs),
 }
 
 /// The BFCL categories shipped in the repository's `datasets/bfcl`.
@@ -118,6 +120,7 @@ pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
     match command {
         EvalCommand::Bfcl(args) => run_bfcl(args).await,
         EvalCommand::Metatool(args) => crate::metatool::run(args).await,
+        EvalCommand::ToolPrompt(args) => crate::tool_prompt::run(args).await,
     }
 }
 

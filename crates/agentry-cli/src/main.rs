@@ -1,6 +1,7 @@
 //! `agentry`: run an agent (offline on a local model by default), manage
 //! local models, and evaluate tool calling.
 
+mod catalog;
 mod chat;
 mod config;
 mod definition;
@@ -9,11 +10,13 @@ mod elicit;
 mod eval;
 mod mcp;
 mod metatool;
+mod metatool_catalog;
 mod models;
 mod providers;
 mod run;
 mod serve;
 mod skills;
+mod tool_prompt;
 mod tools;
 
 use std::path::PathBuf;

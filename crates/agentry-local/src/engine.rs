@@ -190,6 +190,18 @@ impl LocalModel {
             .map_err(|e| ModelError::Config(e.to_string()))
     }
 
+    /// How many tokens `request`'s prompt takes for this model: its chat
+    /// template rendered (tools included) and run through its tokenizer.
+    pub fn count_tokens(&self, request: &ChatRequest) -> Result<usize, ModelError> {
+        let prompt = self.render_prompt(request)?;
+        let vocab = self.inner.model.vocab();
+        Ok(prompt
+            .segments
+            .iter()
+            .map(|(text, markers)| vocab.tokenize(text.as_bytes(), false, *markers).len())
+            .sum())
+    }
+
     /// The grammar a request's reply is constrained by, if any.
     pub fn grammar_for(&self, request: &ChatRequest) -> Result<Option<String>, ModelError> {
         self.grammar_with(request, &wire_names(request)?)

@@ -48,6 +48,7 @@ use agentry_core::tool::{Capability, Tool, ToolGroup, ToolHandler};
 use serde_json::Value;
 
 pub use operation::Operation;
+pub use spec::{MAX_DEFS, MAX_DEFS_BYTES};
 
 use crate::call::Target;
 use crate::operation::{METHODS, identifier};
@@ -185,6 +186,16 @@ impl OpenApiToolset {
     /// the title says nothing).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The specification's title.
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+
+    /// The first line of the specification's description, if it has one.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
     }
 
     /// Call the tools `name.operation` instead.

@@ -2,13 +2,13 @@
 //! as one input schema, its 2xx JSON response as the output schema, and the
 //! HTTP request a call becomes.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use agentry_core::tool::ToolHints;
 use serde_json::{Map, Value, json};
 
 use crate::OpenApiError;
-use crate::spec::{Spec, with_defs};
+use crate::spec::{Defs, Spec, with_defs};
 
 /// The HTTP methods an operation may have, in the order they are read.
 pub(crate) const METHODS: [&str; 8] = [
@@ -64,7 +64,7 @@ impl Operation {
         taken: &mut HashSet<String>,
     ) -> Result<Self, OpenApiError> {
         let operation = spec.resolve(&item[method])?;
-        let mut defs = BTreeMap::new();
+        let mut defs = Defs::default();
         let mut properties = Map::new();
         let mut required = Vec::new();
         let mut params = Vec::new();
@@ -190,7 +190,7 @@ fn success_schema(spec: &Spec, operation: &Value) -> Result<Option<Value>, OpenA
     for code in codes {
         let response = spec.resolve(&responses[code])?;
         if let Some(schema) = json_content(response).and_then(|media| media.get("schema")) {
-            let mut defs = BTreeMap::new();
+            let mut defs = Defs::default();
             let mut schema = spec.gather(schema, &mut defs)?;
             with_defs(&mut schema, defs);
             return Ok(Some(schema));

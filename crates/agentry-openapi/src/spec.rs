@@ -24,6 +24,34 @@ const NAME_MAPS: [&str; 5] = [
 /// Longest chain of `$ref`s to `$ref`s followed.
 const MAX_REF_CHAIN: usize = 32;
 
+/// Most component schemas one tool's schema takes into `$defs`, nearest
+/// first; the ones past it are left open (any value, with a note). Some real
+/// APIs (Microsoft Graph) reach thousands of components from every
+/// operation: a schema that size helps no model and would cost gigabytes.
+pub const MAX_DEFS: usize = 32;
+
+/// Most bytes of component schemas one tool's schema takes into `$defs`.
+pub const MAX_DEFS_BYTES: usize = 16 * 1024;
+
+/// The component schemas one tool's schema gathers, within [`MAX_DEFS`]
+/// and [`MAX_DEFS_BYTES`].
+#[derive(Debug, Default)]
+pub(crate) struct Defs {
+    map: BTreeMap<String, Value>,
+    bytes: usize,
+}
+
+impl Defs {
+    fn full(&self) -> bool {
+        self.map.len() >= MAX_DEFS || self.bytes >= MAX_DEFS_BYTES
+    }
+}
+
+/// What stands for a component left out for size: any value, said so.
+fn left_open(name: &str) -> Value {
+    json!({"description": format!("A {name} (its schema is too large to include)")})
+}
+
 /// A parsed specification.
 #[derive(Debug)]
 pub(crate) struct Spec {
@@ -104,32 +132,39 @@ impl Spec {
     /// reference, however deep or recursive) gathered into `$defs`.
     #[cfg(test)]
     pub(crate) fn schema(&self, schema: &Value) -> Result<Value, OpenApiError> {
-        let mut defs = BTreeMap::new();
+        let mut defs = Defs::default();
         let mut root = self.gather(schema, &mut defs)?;
         with_defs(&mut root, defs);
         Ok(root)
     }
 
     /// [`schema`](Self::schema) for a part of a bigger schema: the rewritten
-    /// part, its components added to `defs` (to place at the root).
-    pub(crate) fn gather(
-        &self,
-        schema: &Value,
-        defs: &mut BTreeMap<String, Value>,
-    ) -> Result<Value, OpenApiError> {
+    /// part, its components added to `defs` (to place at the root), nearest
+    /// first, until `defs` is full.
+    pub(crate) fn gather(&self, schema: &Value, defs: &mut Defs) -> Result<Value, OpenApiError> {
         let mut root = schema.clone();
-        let mut queue: Vec<String> = Vec::new();
-        self.rewrite(&mut root, &mut queue)?;
-        while let Some(name) = queue.pop() {
-            if defs.contains_key(&name) {
+        let mut found: Vec<String> = Vec::new();
+        self.rewrite(&mut root, &mut found)?;
+        // Breadth first, so what is left out when full is the farthest.
+        let mut queue: std::collections::VecDeque<String> = found.drain(..).collect();
+        while let Some(name) = queue.pop_front() {
+            if defs.map.contains_key(&name) {
                 continue;
             }
             let reference = format!("#/components/schemas/{}", escape_pointer(&name));
             let mut component = self.pointee(&reference)?.clone();
+            let bytes = serde_json::to_vec(&component).map_or(0, |bytes| bytes.len());
+            // The first component always comes in; later ones while they fit.
+            if defs.full() || (!defs.map.is_empty() && defs.bytes + bytes > MAX_DEFS_BYTES) {
+                defs.map.insert(name.clone(), left_open(&name));
+                continue;
+            }
             // Claimed before its own references are followed: cycles end here.
-            defs.insert(name.clone(), Value::Null);
-            self.rewrite(&mut component, &mut queue)?;
-            defs.insert(name, component);
+            defs.map.insert(name.clone(), Value::Null);
+            self.rewrite(&mut component, &mut found)?;
+            queue.extend(found.drain(..));
+            defs.bytes += bytes;
+            defs.map.insert(name, component);
         }
         Ok(root)
     }
@@ -199,13 +234,13 @@ impl Spec {
 }
 
 /// Put `defs` under `$defs` of the object `root`.
-pub(crate) fn with_defs(root: &mut Value, defs: BTreeMap<String, Value>) {
-    if !defs.is_empty()
+pub(crate) fn with_defs(root: &mut Value, defs: Defs) {
+    if !defs.map.is_empty()
         && let Value::Object(map) = root
     {
         map.insert(
             "$defs".into(),
-            Value::Object(defs.into_iter().collect::<Map<_, _>>()),
+            Value::Object(defs.map.into_iter().collect::<Map<_, _>>()),
         );
     }
 }
@@ -358,5 +393,37 @@ mod tests {
             "]".repeat(depth)
         );
         assert!(matches!(Spec::parse(&yaml), Err(OpenApiError::Parse(_))));
+    }
+
+    #[test]
+    fn components_past_the_budget_are_left_open_and_the_nearest_kept() {
+        // A chain A0 -> A1 -> … -> A199: only the first MAX_DEFS are expanded.
+        let chain: Map<String, Value> = (0..200)
+            .map(|i| {
+                let next = json!({"$ref": format!("#/components/schemas/A{}", i + 1)});
+                let schema = if i == 199 {
+                    json!({"type": "string"})
+                } else {
+                    json!({"type": "object", "properties": {"next": next}})
+                };
+                (format!("A{i}"), schema)
+            })
+            .collect();
+        let spec = spec(Value::Object(chain));
+        let schema = spec
+            .schema(&json!({"$ref": "#/components/schemas/A0"}))
+            .unwrap();
+        let defs = schema["$defs"].as_object().unwrap();
+        assert_eq!(defs["A0"]["type"], "object");
+        assert_eq!(defs[&format!("A{}", MAX_DEFS - 1)]["type"], "object");
+        // The first one past the budget stands open, so every $ref still resolves.
+        let open = &defs[&format!("A{MAX_DEFS}")];
+        assert_eq!(open, &left_open(&format!("A{MAX_DEFS}")));
+        assert_eq!(defs.len(), MAX_DEFS + 1);
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        // Within the budget the schema still checks; past it anything goes.
+        let nested = |depth: usize| (0..depth).fold(json!(7), |inner, _| json!({"next": inner}));
+        assert!(!validator.is_valid(&nested(3)));
+        assert!(validator.is_valid(&nested(MAX_DEFS)));
     }
 }

