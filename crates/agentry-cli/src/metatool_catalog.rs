@@ -156,7 +156,7 @@ fn read_vectors(path: &PathBuf, count: usize) -> Option<Vec<Vec<f32>>> {
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    if count == 0 || floats.len() % count != 0 {
+    if count == 0 || !floats.len().is_multiple_of(count) {
         return None;
     }
     Some(
