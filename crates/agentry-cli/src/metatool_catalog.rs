@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use agentry::tool::{Tool, ToolGroup, ToolHandler};
+use agentry::tool::{Tool, ToolExample, ToolGroup, ToolHandler};
 use agentry_search::{ToolSearch, tool_embedding_text};
 use serde_json::{Value, json};
 
@@ -75,72 +75,125 @@ pub struct Searched {
     pub seconds: Vec<f64>,
 }
 
-/// Search `tools` for each query with `scorer`, timing each search.
+/// Usage examples for cross-validated retrieval: each query's labelled
+/// tool gets the queries of the other folds as example requests.
+pub struct UsageExamples<'a> {
+    /// How many folds (at least 2): query `j` is in fold `j % folds`.
+    pub folds: usize,
+    /// The full name of the tool each query is labelled with.
+    pub labels: &'a [String],
+}
+
+/// Search `tools` for each query with `scorer`, timing each search. With
+/// `examples`, each fold's queries are searched in a catalog whose tools
+/// carry the other folds' queries as examples.
 pub async fn search(
     tools: &[Tool],
     queries: &[String],
+    examples: Option<UsageExamples<'_>>,
     scorer: Scorer,
     lexical_weight: f32,
     size: usize,
 ) -> Result<Searched, String> {
-    let mut search = ToolSearch::bm25(tools).lexical_weight(lexical_weight);
-    match scorer {
-        Scorer::Bm25 => {}
+    let embedded = match scorer {
+        Scorer::Bm25 => None,
         Scorer::Embedding | Scorer::Fusion => {
             let embedder = agentry_local::LocalEmbedder::minilm()
                 .await
                 .map_err(|e| e.to_string())?;
             let embedder = Arc::new(embedder);
-            let vectors = vectors(tools, embedder.clone(), size).await?;
-            search = search
-                .with_vectors(embedder, vectors)
-                .map_err(|e| e.to_string())?;
+            let texts: Vec<String> = tools.iter().map(tool_embedding_text).collect();
+            let tool_vectors = vectors(texts, embedder.clone(), &size.to_string()).await?;
+            let query_vectors = match &examples {
+                Some(_) => vectors(queries.to_vec(), embedder.clone(), "queries").await?,
+                None => Vec::new(),
+            };
+            Some((embedder, tool_vectors, query_vectors))
         }
         Scorer::Substring => {
             return Err("--catalog ranks with bm25, embedding or fusion".into());
         }
-    }
-    let index = search.index();
-    let mut found = Vec::with_capacity(queries.len());
-    let mut seconds = Vec::with_capacity(queries.len());
-    for query in queries {
-        let started = Instant::now();
-        let ranked = match scorer {
-            Scorer::Embedding => index
-                .top_embeddings(query, 5)
-                .await
-                .map_err(|e| e.to_string())?,
-            _ => index.top(query, 5).await,
-        };
-        seconds.push(started.elapsed().as_secs_f64());
-        found.push(
-            ranked
+    };
+    let folds = examples.as_ref().map_or(1, |e| e.folds);
+    let position: std::collections::HashMap<&str, usize> = tools
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| (tool.name.as_str(), i))
+        .collect();
+    let mut found = vec![Vec::new(); queries.len()];
+    let mut seconds = vec![0.0; queries.len()];
+    for fold in 0..folds {
+        // The other folds' queries, as (tool, query) examples.
+        let mut taught: Vec<(usize, usize)> = Vec::new();
+        let mut tools = tools.to_vec();
+        if let Some(examples) = &examples {
+            for (j, label) in examples.labels.iter().enumerate() {
+                let Some(&tool) = position.get(label.as_str()) else {
+                    return Err(format!("query {j} names {label}, which the catalog lacks"));
+                };
+                if j % folds != fold {
+                    taught.push((tool, j));
+                    let example = ToolExample::new(json!({"request": queries[j]}))
+                        .description(queries[j].clone());
+                    tools[tool].examples.push(example);
+                }
+            }
+        }
+        let mut search = ToolSearch::bm25(&tools).lexical_weight(lexical_weight);
+        if let Some((embedder, tool_vectors, query_vectors)) = &embedded {
+            let mut passages: Vec<(usize, Vec<f32>)> =
+                tool_vectors.iter().cloned().enumerate().collect();
+            passages.extend(
+                taught
+                    .iter()
+                    .map(|&(tool, j)| (tool, query_vectors[j].clone())),
+            );
+            search = search
+                .with_passage_vectors(embedder.clone(), passages)
+                .map_err(|e| e.to_string())?;
+        }
+        let index = search.index();
+        for (j, query) in queries
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| j % folds == fold)
+        {
+            let started = Instant::now();
+            let ranked = match scorer {
+                Scorer::Embedding => index
+                    .top_embeddings(query, 5)
+                    .await
+                    .map_err(|e| e.to_string())?,
+                _ => index.top(query, 5).await,
+            };
+            seconds[j] = started.elapsed().as_secs_f64();
+            found[j] = ranked
                 .into_iter()
                 .map(|(i, _)| search.names()[i].clone())
-                .collect(),
-        );
+                .collect();
+        }
     }
     Ok(Searched { found, seconds })
 }
 
-/// The tools' embeddings, from the cache when these texts were embedded before.
+/// MiniLM vectors of `texts`, from the cache when these texts were embedded
+/// before (`tag` tells the cached files apart).
 async fn vectors(
-    tools: &[Tool],
+    texts: Vec<String>,
     embedder: Arc<agentry_local::LocalEmbedder>,
-    size: usize,
+    tag: &str,
 ) -> Result<Vec<Vec<f32>>, String> {
-    let texts: Vec<String> = tools.iter().map(tool_embedding_text).collect();
     let mut hasher = DefaultHasher::new();
     texts.hash(&mut hasher);
     let version = catalog::DIRECTORY_PACKAGE.replace('@', "-");
     let cached = catalog::cache_root().join(format!(
-        "{version}-{size}-{:016x}.minilm.f32",
+        "{version}-{tag}-{:016x}.minilm.f32",
         hasher.finish()
     ));
     if let Some(vectors) = read_vectors(&cached, texts.len()) {
         return Ok(vectors);
     }
-    eprintln!("embedding {} tools (once)", texts.len());
+    eprintln!("embedding {} texts (once)", texts.len());
     let vectors = tokio::task::spawn_blocking(move || embedder.embed_blocking(&texts))
         .await
         .map_err(|e| e.to_string())?

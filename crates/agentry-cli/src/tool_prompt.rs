@@ -4,7 +4,8 @@
 //! an agent twice on a scripted model and counts the tokens its requests
 //! spend on tools: with every tool inline, and with discovery (step 1: the
 //! built-ins and the module note in the system prompt; step 2: after one
-//! `search_tools` call loaded five tools).
+//! `search_tools` call loaded what it found, within
+//! [`SEARCH_BUDGET_BYTES`](agentry::agent::SEARCH_BUDGET_BYTES)).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,12 +23,27 @@ use crate::catalog;
 use crate::metatool_catalog::flatten;
 
 /// Tasks the discovery runs search for; step 2 is averaged over them.
-const TASKS: [&str; 5] = [
+const TASKS: [&str; 20] = [
     "send an SMS message to a phone number",
     "get the current weather for a city",
     "create a new user account",
     "list the invoices of a customer",
     "translate a text into another language",
+    "upload a file to storage",
+    "search for flights between two airports",
+    "delete a virtual machine",
+    "get the exchange rate between two currencies",
+    "add a comment to an issue",
+    "list the members of a team",
+    "create a calendar event",
+    "get the status of a payment",
+    "find books by an author",
+    "update the shipping address of an order",
+    "start a build of a project",
+    "get the DNS records of a domain",
+    "send an email to a list of recipients",
+    "look up a company by its registration number",
+    "get the lyrics of a song",
 ];
 
 /// Arguments of `agentry eval tool-prompt`.
@@ -56,9 +72,13 @@ struct Row {
     inline_tokens: usize,
     /// Discovery, first step.
     discovery_step1_tokens: usize,
-    /// Discovery, after one search loaded five tools (mean and most over the tasks).
+    /// Discovery, after one search loaded its tools (mean and most over the tasks).
     discovery_step2_tokens_mean: f64,
     discovery_step2_tokens_max: usize,
+    /// How many of the tasks' second steps spent more than 2,000 tokens on tools.
+    discovery_step2_over_2000: usize,
+    /// How many tasks there were.
+    tasks: usize,
 }
 
 /// Run the measurement.
@@ -164,7 +184,10 @@ async fn measure(model: &LocalModel, groups: Vec<ToolGroup>) -> Result<Row, Stri
     let mut step2 = Vec::new();
     for task in TASKS {
         let discovered = requests(&groups, Some(search.clone()), task).await?;
-        step1 = tool_tokens(model, discovered.first().ok_or("no request")?)?;
+        if step1 == 0 {
+            // The first step is the same for every task.
+            step1 = tool_tokens(model, discovered.first().ok_or("no request")?)?;
+        }
         step2.push(tool_tokens(
             model,
             discovered.get(1).ok_or("no second step")?,
@@ -177,5 +200,7 @@ async fn measure(model: &LocalModel, groups: Vec<ToolGroup>) -> Result<Row, Stri
         discovery_step1_tokens: step1,
         discovery_step2_tokens_mean: step2.iter().sum::<usize>() as f64 / step2.len() as f64,
         discovery_step2_tokens_max: step2.iter().copied().max().unwrap_or(0),
+        discovery_step2_over_2000: step2.iter().filter(|&&tokens| tokens > 2000).count(),
+        tasks: step2.len(),
     })
 }

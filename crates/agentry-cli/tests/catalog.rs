@@ -111,6 +111,30 @@ fn metatool_tools_hide_in_a_catalog_drawn_evenly_and_cached() {
     let second = report(&agentry(&dir, &args));
     assert_eq!(second["hits_at_5"], first["hits_at_5"]);
 
+    // With usage examples: each half of the queries is searched with the
+    // other half as examples of the tools they are labelled with.
+    let examples = [&args[..], &["--usage-examples", "2"]].concat();
+    let taught = report(&agentry(&dir, &examples));
+    assert_eq!(taught["usage_example_folds"], 2);
+    assert_eq!(taught["queries"], 40);
+    assert!(first.get("usage_example_folds").is_none());
+    assert!(
+        taught["hits_at_5"].as_u64() > first["hits_at_5"].as_u64(),
+        "examples find more: {taught} against {first}"
+    );
+    // Folds are at least two, and examples need a catalog.
+    let one_fold = [&args[..], &["--usage-examples", "1"]].concat();
+    let no_catalog = ["eval", "metatool", "--usage-examples", "2"];
+    for (command, message) in [
+        (&one_fold[..], "1 is not in 2.."),
+        (&no_catalog[..], "--catalog <N>"),
+    ] {
+        let output = agentry(&dir, command);
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{stderr}");
+    }
+
     // A catalog smaller than MetaTool itself, or bigger than the directory, is refused.
     let refused = |catalog: &str, directory: &str, message: &str| {
         let output = agentry(

@@ -1,8 +1,9 @@
 //! # agentry-search
 //!
 //! One search index for everything an agent looks things up in: skills and
-//! tool catalogs. [`HybridIndex`] ranks documents by BM25 (the `bm25` crate,
-//! with stemming and stop words), optionally fused with embedding
+//! tool catalogs. [`HybridIndex`] ranks documents by BM25 (the `bm25` crate's
+//! tokens and weights, with stemming and stop words, over posting lists),
+//! optionally fused with embedding
 //! similarity by reciprocal rank fusion; [`ToolSearch`] is that index over
 //! tools, for discovery's `search_tools` built-in.
 //!
@@ -30,7 +31,11 @@
 //! ```
 
 mod index;
+mod lexical;
 mod tools;
 
 pub use index::{DEFAULT_LEXICAL_WEIGHT, FUSION_DEPTH, HybridIndex, RRF_K};
-pub use tools::{ToolSearch, tool_embedding_text, tool_search_text};
+pub use tools::{
+    TOOL_LEXICAL_WEIGHT, ToolSearch, name_words, tool_embedding_text, tool_passages,
+    tool_search_text,
+};

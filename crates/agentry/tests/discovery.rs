@@ -465,3 +465,78 @@ async fn too_many_modules_to_list_are_searched_instead() {
     assert!(system.contains("- api44 (API 44)"), "{system}");
     assert!(!system.contains("search_tools"), "{system}");
 }
+
+#[tokio::test]
+async fn search_tools_loads_only_what_fits_one_step() {
+    use agentry::agent::{SEARCH_BUDGET_BYTES, SEARCH_TOOLS};
+    // Three tools, each a little over a third of the budget: the best two
+    // are loaded, the third is listed to discover by name.
+    let big = |name: &str| {
+        let padding = "x".repeat(SEARCH_BUDGET_BYTES / 3);
+        function(name)
+            .description(format!("The {name} function.\n{padding}"))
+            .handler(|_: Value| Ok::<_, String>("ok"))
+            .build()
+            .unwrap()
+    };
+    let group = ToolGroup::new("big", "Big")
+        .tool(big("one"))
+        .tool(big("two"))
+        .tool(big("three"));
+    let finds = Arc::new(Finds(
+        vec!["big.three", "big.one", "big.two"],
+        Default::default(),
+    ));
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(calls(&[("1", SEARCH_TOOLS, json!({"query": "big"}))]))
+            .reply(done()),
+    );
+    let run = Agent::builder(model.clone())
+        .groups([group])
+        .discovery(true)
+        .tool_search(finds)
+        .build()
+        .unwrap()
+        .run("go big")
+        .await;
+    assert_eq!(
+        run.steps[0].calls[0].result.output,
+        json!({
+            "loaded": [
+                {"name": "big.three", "description": "The three function.", "namespace": "big"},
+                {"name": "big.one", "description": "The one function.", "namespace": "big"}
+            ],
+            "not_loaded": [
+                {"name": "big.two", "description": "The two function.", "namespace": "big"}
+            ],
+            "note": "these matched too but are too large to load in the same step: call discover with one's name to load it"
+        })
+    );
+    assert_eq!(
+        shown(&model)[1],
+        [DISCOVER, SEARCH_TOOLS, "big.three", "big.one"],
+        "loaded tools join in the order they were found"
+    );
+    // The best match is loaded even when it alone is over the budget.
+    let huge = function("huge")
+        .description("x".repeat(SEARCH_BUDGET_BYTES * 2))
+        .handler(|_: Value| Ok::<_, String>("ok"))
+        .build()
+        .unwrap();
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(calls(&[("1", SEARCH_TOOLS, json!({"query": "huge"}))]))
+            .reply(done()),
+    );
+    Agent::builder(model.clone())
+        .groups([ToolGroup::new("h", "H").tool(huge)])
+        .discovery(true)
+        .tool_search(Arc::new(Finds(vec!["h.huge"], Default::default())))
+        .build()
+        .unwrap()
+        .run("go")
+        .await;
+    // (It was the whole catalog, so the built-ins leave with nothing left to find.)
+    assert_eq!(shown(&model)[1], ["h.huge"]);
+}

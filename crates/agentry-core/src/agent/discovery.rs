@@ -29,6 +29,13 @@ pub const MAX_LISTED_MODULES: usize = 40;
 /// How many tools one `search_tools` call finds.
 pub const SEARCH_LIMIT: usize = 5;
 
+/// How much tool definition (bytes of name, description and input schema
+/// JSON; about 3.5 bytes a token) one `search_tools` call loads at most, so
+/// the next step's prompt stays small at any catalog size. The best match
+/// is always loaded; the others are loaded best first while they fit, and
+/// the rest are listed for the model to `discover` by name.
+pub const SEARCH_BUDGET_BYTES: usize = 5_000;
+
 /// What the agent tells the model about one module.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Module {
@@ -72,6 +79,9 @@ pub(super) struct Catalog {
     tools: Vec<(String, String)>,
     /// Position of each tool in `tools`, by name.
     tool_at: HashMap<String, usize>,
+    /// How large each tool's definition is (name, description and input
+    /// schema, in bytes), in the order of `tools`.
+    sizes: Vec<usize>,
 }
 
 impl Catalog {
@@ -102,6 +112,7 @@ impl Catalog {
                 .to_owned();
             self.tool_at.insert(tool.name.clone(), self.tools.len());
             self.tools.push((tool.name.clone(), line));
+            self.sizes.push(definition_size(tool));
         }
     }
 
@@ -152,9 +163,11 @@ impl Catalog {
         text
     }
 
-    /// The one-line description of the tool `name`, if it is in the catalog.
-    fn line(&self, name: &str) -> Option<&str> {
-        self.tool_at.get(name).map(|&at| self.tools[at].1.as_str())
+    /// The one-line description of the tool `name` and the size of its
+    /// definition, if it is in the catalog.
+    fn line(&self, name: &str) -> Option<(&str, usize)> {
+        let at = *self.tool_at.get(name)?;
+        Some((self.tools[at].1.as_str(), self.sizes[at]))
     }
 
     /// The tools `wanted` names (namespaces or tool names), in catalog
@@ -271,19 +284,33 @@ pub(super) fn builtin_search_tools(
             }
             let names = searcher.search(&input.query, SEARCH_LIMIT * 4).await;
             let catalog = catalog.read().unwrap_or_else(|p| p.into_inner());
-            let loaded: Vec<Value> = names
+            let found = names
                 .iter()
-                .filter_map(|name| {
-                    let line = catalog.line(name)?;
-                    Some(json!({
-                        "name": name,
-                        "description": line,
-                        "namespace": namespace_of(name).unwrap_or(""),
-                    }))
-                })
-                .take(SEARCH_LIMIT)
-                .collect();
-            Ok(json!({"loaded": loaded}))
+                .filter_map(|name| Some((name, catalog.line(name)?)))
+                .take(SEARCH_LIMIT);
+            let (mut loaded, mut listed, mut spent) = (Vec::new(), Vec::new(), 0);
+            for (name, (line, size)) in found {
+                let row = json!({
+                    "name": name,
+                    "description": line,
+                    "namespace": namespace_of(name).unwrap_or(""),
+                });
+                if loaded.is_empty() || spent + size <= SEARCH_BUDGET_BYTES {
+                    spent += size;
+                    loaded.push(row);
+                } else {
+                    listed.push(row);
+                }
+            }
+            if listed.is_empty() {
+                return Ok(json!({"loaded": loaded}));
+            }
+            Ok(json!({
+                "loaded": loaded,
+                "not_loaded": listed,
+                "note": "these matched too but are too large to load in the same step: \
+                         call discover with one's name to load it",
+            }))
         }
     });
     Tool::new(
@@ -306,6 +333,14 @@ pub(super) fn builtin_search_tools(
         concurrency_safe: true,
         ..ToolHints::default()
     })
+}
+
+/// How large `tool`'s definition is in a prompt: its name, description and
+/// input schema, in bytes of JSON.
+fn definition_size(tool: &Tool) -> usize {
+    tool.name.len()
+        + tool.description.as_deref().map_or(0, str::len)
+        + serde_json::to_string(&tool.input_schema).map_or(0, |schema| schema.len())
 }
 
 /// True for the built-ins whose results load tools.

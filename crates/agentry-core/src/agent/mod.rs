@@ -23,7 +23,9 @@ pub use agent::{Agent, DEFAULT_MAX_CALLS_PER_STEP, DEFAULT_MAX_DEPTH, DEFAULT_MA
 pub use builder::{AgentBuilder, AgentError};
 pub use child::CHILD_AGENT_TIMEOUT;
 pub(crate) use child::CallScope;
-pub use discovery::{DISCOVER, MAX_LISTED_MODULES, SEARCH_LIMIT, SEARCH_TOOLS};
+pub use discovery::{
+    DISCOVER, MAX_LISTED_MODULES, SEARCH_BUDGET_BYTES, SEARCH_LIMIT, SEARCH_TOOLS,
+};
 pub use events::AgentEvent;
 pub use gate::{call, call_tool, gated_dispatch};
 pub use outcome::{
