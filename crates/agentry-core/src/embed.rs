@@ -94,6 +94,32 @@ impl Embedder for KeywordEmbedder {
     }
 }
 
+/// The dot product of two vectors of the same length (of different lengths,
+/// the result means nothing). It sums in eight independent lanes,
+/// which the compiler turns into SIMD: a plain `zip().sum()` must add in
+/// order and stays scalar, bound by each addition's latency (about four
+/// times slower when scanning thousands of vectors).
+///
+/// ```
+/// assert_eq!(agentry_core::embed::dot(&[1.0; 10], &[2.0; 10]), 20.0);
+/// ```
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = a_chunks
+        .remainder()
+        .iter()
+        .zip(b_chunks.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in a_chunks.zip(b_chunks) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
 /// Cosine similarity of two vectors (0 when either is all zeros or lengths differ).
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     if a.len() != b.len() {

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentry_core::embed::{EmbedError, Embedder};
+use agentry_core::embed::{EmbedError, Embedder, dot};
 
 use crate::lexical::Bm25;
 
@@ -79,26 +79,6 @@ impl Vectors {
             centroids,
         })
     }
-}
-
-/// The dot product of two equally long vectors, summed in eight lanes so
-/// that the compiler can vectorise it (one running sum is bound by the
-/// latency of each addition: four times slower over 10,000 tools).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a8
-        .remainder()
-        .iter()
-        .zip(b8.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in a8.zip(b8) {
-        for lane in 0..8 {
-            lanes[lane] += x[lane] * y[lane];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
 }
 
 /// `vector` scaled to length 1 (zero stays zero).

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use agentry_core::BoxFuture;
+use agentry_core::embed::dot;
 use agentry_core::memory::{
     MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
 };
@@ -115,25 +116,6 @@ pub fn decode_embedding(bytes: &[u8]) -> Vec<f32> {
         .chunks_exact(2)
         .map(|pair| half::f16::from_le_bytes([pair[0], pair[1]]).to_f32())
         .collect()
-}
-
-/// Dot product with eight independent accumulators, which the compiler turns
-/// into SIMD (a plain `zip().sum()` must add in order and stays scalar).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a_chunks
-        .remainder()
-        .iter()
-        .zip(b_chunks.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in a_chunks.zip(b_chunks) {
-        for i in 0..8 {
-            lanes[i] += x[i] * y[i];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
 }
 
 fn unit(mut vector: Vec<f32>) -> Vec<f32> {
