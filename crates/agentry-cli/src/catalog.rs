@@ -50,7 +50,24 @@ pub struct Entry {
 struct CatalogFile {
     package: String,
     size: usize,
+    /// How the tools were made ([`format`]); a cache made otherwise is rebuilt.
+    #[serde(default)]
+    format: String,
     apis: Vec<Api>,
+}
+
+/// Bump when what a catalog keeps of an operation changes.
+const FORMAT_VERSION: u32 = 1;
+
+/// How this build makes catalog tools: the format version and the schema
+/// budgets of `agentry-openapi`, so that a cache built by another version is
+/// not taken for this one's.
+fn format() -> String {
+    format!(
+        "{FORMAT_VERSION}; $defs at most {} components, {} bytes",
+        agentry_openapi::MAX_DEFS,
+        agentry_openapi::MAX_DEFS_BYTES
+    )
 }
 
 /// Where catalogs (and the npm package) are kept: `$AGENTRY_CATALOG_DIR`, else
@@ -115,6 +132,7 @@ pub fn openapi_catalog(api: &Path, size: usize) -> Result<Vec<Api>, String> {
         && let Ok(file) = serde_json::from_str::<CatalogFile>(&text)
         && file.package == DIRECTORY_PACKAGE
         && file.size == size
+        && file.format == format()
     {
         return Ok(file.apis);
     }
@@ -123,6 +141,7 @@ pub fn openapi_catalog(api: &Path, size: usize) -> Result<Vec<Api>, String> {
     let file = CatalogFile {
         package: DIRECTORY_PACKAGE.to_owned(),
         size,
+        format: format(),
         apis,
     };
     std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;

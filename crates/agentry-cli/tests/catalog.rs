@@ -110,17 +110,33 @@ fn metatool_tools_hide_in_a_catalog_drawn_evenly_and_cached() {
     std::fs::remove_file(dir.join("api/zeta.example.com/v1.json")).unwrap();
     let second = report(&agentry(&dir, &args));
     assert_eq!(second["hits_at_5"], first["hits_at_5"]);
+    // A cache another build made (another format) is rebuilt: now from
+    // alpha's four operations alone.
+    let mut stale = file.clone();
+    stale["format"] = json!("0; made by an older agentry");
+    std::fs::write(&cached, stale.to_string()).unwrap();
+    report(&agentry(&dir, &args));
+    let rebuilt: Value = serde_json::from_str(&std::fs::read_to_string(&cached).unwrap()).unwrap();
+    assert_eq!(rebuilt["format"], file["format"]);
+    assert_eq!(rebuilt["apis"].as_array().unwrap().len(), 1, "{rebuilt}");
 
     // With usage examples: each half of the queries is searched with the
-    // other half as examples of the tools they are labelled with.
-    let examples = [&args[..], &["--usage-examples", "2"]].concat();
-    let taught = report(&agentry(&dir, &examples));
+    // other half as examples of the tools they are labelled with. Over 400
+    // queries many tools have examples in the other half.
+    let wider = |extra: &[&str]| {
+        let mut command = args.to_vec();
+        command.truncate(command.len() - 2);
+        command.extend(["--limit", "400"]);
+        command.extend(extra);
+        report(&agentry(&dir, &command))
+    };
+    let (plain, taught) = (wider(&[]), wider(&["--usage-examples", "2"]));
     assert_eq!(taught["usage_example_folds"], 2);
-    assert_eq!(taught["queries"], 40);
-    assert!(first.get("usage_example_folds").is_none());
+    assert_eq!(taught["queries"], 400);
+    assert!(plain.get("usage_example_folds").is_none());
     assert!(
-        taught["hits_at_5"].as_u64() > first["hits_at_5"].as_u64(),
-        "examples find more: {taught} against {first}"
+        taught["hits_at_5"].as_u64() > plain["hits_at_5"].as_u64(),
+        "examples find more: {taught} against {plain}"
     );
     // Folds are at least two, and examples need a catalog.
     let one_fold = [&args[..], &["--usage-examples", "1"]].concat();
