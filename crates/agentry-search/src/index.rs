@@ -1,7 +1,8 @@
 //! [`HybridIndex`]: BM25 over documents' search texts, optionally fused
 //! with the cosine similarity of their embeddings by reciprocal rank fusion.
 //! A document may have several embedded passages (a tool's description and
-//! its usage examples, say); its similarity is its best passage's.
+//! its usage examples, say); see [`HybridIndex::nearest`] for how they are
+//! pooled.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -148,9 +149,10 @@ impl HybridIndex {
         self.with_vectors(embedder, vectors)
     }
 
-    /// Also rank by embedding similarity, a document by its most similar
-    /// passage: `passages` are `(document, text)`, any number per document
-    /// (none leaves a document out of the embedding ranking).
+    /// Also rank by embedding similarity, a document by its passages (pooled
+    /// as [`nearest`](Self::nearest) says): `passages` are `(document, text)`,
+    /// any number per document (none leaves a document out of the embedding
+    /// ranking).
     pub async fn with_passages(
         self,
         embedder: Arc<dyn Embedder>,

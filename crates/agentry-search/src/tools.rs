@@ -87,9 +87,9 @@ pub fn tool_embedding_text(tool: &Tool) -> String {
 
 /// The passages embedded for `tools`: `(tool, text)`, first each tool's
 /// [`tool_embedding_text`], then its examples' descriptions, tool by tool.
-/// A tool is as similar to a query as its most similar passage, so examples
-/// of the requests a tool serves let it be found by requests worded like
-/// them.
+/// A tool's similarity to a query pools its passages (its best passage and
+/// their centroid, see [`HybridIndex::nearest`]), so examples of the
+/// requests a tool serves let it be found by requests worded like them.
 pub fn tool_passages(tools: &[Tool]) -> Vec<(usize, String)> {
     let mut passages = Vec::with_capacity(tools.len());
     for (i, tool) in tools.iter().enumerate() {
