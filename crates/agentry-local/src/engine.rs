@@ -2,26 +2,26 @@
 //! [`ChatModel`]. It renders the model's own chat template (tools included),
 //! optionally constrains decoding with an llguidance grammar so tool calls are
 //! always on the allow-list and schema-valid, streams text, and counts tokens exactly.
-//! Generation runs on Tokio's blocking pool, one request at a time per model.
+//! Decoding runs on the model's own thread ([`crate::scheduler`]), which
+//! batches concurrent requests and reuses cached prompt prefixes.
 
-use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agentry_core::model::{
     ChatModel, ChatRequest, EventStream, FinishReason, ModelError, StreamEvent, ToolChoice, Usage,
 };
 use agentry_core::tool::wire::WireNames;
-use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
-use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::sampling::LlamaSampler;
 use llguidance::api::TopLevelGrammar;
 use llguidance::{Matcher, ParserFactory};
 
+use crate::scheduler::{self, Event, Job, Settings};
 use crate::template::{ChatTemplate, Prompt};
 use crate::tool_calls::{
     GrammarTool, ParsedReply, TagStyle, json_answer_grammar, parse_reply, tool_call_grammar,
@@ -30,7 +30,8 @@ use crate::tool_calls::{
 /// Settings of a [`LocalModel`].
 #[derive(Debug, Clone)]
 pub struct LocalConfig {
-    /// Smallest context window; grown to fit long prompts.
+    /// Smallest context window per sequence, in tokens; grown (when the
+    /// model is idle) to fit a longer prompt.
     pub context_size: u32,
     /// Most tokens generated per reply unless the request says otherwise.
     pub max_tokens: u32,
@@ -40,6 +41,13 @@ pub struct LocalConfig {
     pub constrained: bool,
     /// Seed for sampling when a temperature above zero is requested.
     pub seed: u32,
+    /// Requests decoded together in one batch, and prompts kept in the KV
+    /// cache for reuse (each sequence holds one). Each takes `context_size`
+    /// tokens of cache memory.
+    pub sequences: u32,
+    /// Evaluate only the tokens after the longest prefix a sequence already
+    /// holds (on by default; greedy output is the same either way).
+    pub prompt_cache: bool,
 }
 
 impl Default for LocalConfig {
@@ -50,6 +58,8 @@ impl Default for LocalConfig {
             threads: None,
             constrained: true,
             seed: 42,
+            sequences: 4,
+            prompt_cache: true,
         }
     }
 }
@@ -67,15 +77,67 @@ pub fn backend() -> Result<&'static LlamaBackend, ModelError> {
         .map_err(|error| ModelError::Local(format!("llama.cpp backend: {error}")))
 }
 
-struct Inner {
-    model: LlamaModel,
+/// The loaded model and what is derived from it, shared with the decoding thread.
+pub(crate) struct Loaded {
+    pub(crate) model: LlamaModel,
     template: ChatTemplate,
     name: String,
     path: PathBuf,
     tags: TagStyle,
     factory: OnceLock<Result<ParserFactory, String>>,
     config: LocalConfig,
-    busy: Mutex<()>,
+    pub(crate) stats: Counters,
+}
+
+struct Inner {
+    loaded: Arc<Loaded>,
+    /// The decoding thread's queue, started on the first request; it stops
+    /// when this is dropped with the last clone of the model.
+    decoder: Mutex<Option<Sender<Job>>>,
+}
+
+/// Running totals of a model's work, updated by the decoding thread.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) requests: AtomicU64,
+    pub(crate) prompt_tokens: AtomicU64,
+    pub(crate) cached_tokens: AtomicU64,
+    pub(crate) output_tokens: AtomicU64,
+    pub(crate) peak_sequences: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> LocalStats {
+        LocalStats {
+            requests: self.requests.load(Ordering::Relaxed),
+            prompt_tokens: self.prompt_tokens.load(Ordering::Relaxed),
+            cached_tokens: self.cached_tokens.load(Ordering::Relaxed),
+            output_tokens: self.output_tokens.load(Ordering::Relaxed),
+            peak_sequences: self.peak_sequences.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What a [`LocalModel`] has done since it was loaded ([`LocalModel::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LocalStats {
+    /// Requests whose prompt was read.
+    pub requests: u64,
+    /// Prompt tokens of those requests.
+    pub prompt_tokens: u64,
+    /// Prompt tokens taken from the cache rather than evaluated.
+    pub cached_tokens: u64,
+    /// Tokens generated.
+    pub output_tokens: u64,
+    /// The most requests decoded together in one batch.
+    pub peak_sequences: u64,
+}
+
+impl LocalStats {
+    /// Prompt tokens the model actually evaluated.
+    pub fn evaluated_tokens(&self) -> u64 {
+        self.prompt_tokens - self.cached_tokens
+    }
 }
 
 /// A local GGUF chat model.
@@ -87,21 +149,23 @@ pub struct LocalModel {
 impl std::fmt::Debug for LocalModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalModel")
-            .field("path", &self.inner.path)
+            .field("path", &self.inner.loaded.path)
             .finish()
     }
 }
 
 /// How a raw generation ended: token counts and the text.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Generation {
     /// The generated text.
     pub text: String,
     /// Prompt tokens.
     pub prompt_tokens: u64,
+    /// Of the prompt tokens, those reused from the cache (not evaluated).
+    pub cached_tokens: u64,
     /// Generated tokens (end-of-generation token excluded).
     pub output_tokens: u64,
-    /// Seconds spent on the prompt.
+    /// Seconds spent on the prompt (waiting for a free sequence excluded).
     pub prompt_seconds: f64,
     /// Seconds spent generating.
     pub generation_seconds: f64,
@@ -152,21 +216,24 @@ impl LocalModel {
         });
         Ok(Self {
             inner: Arc::new(Inner {
-                model,
-                template,
-                name,
-                path,
-                tags,
-                factory: OnceLock::new(),
-                config,
-                busy: Mutex::new(()),
+                loaded: Arc::new(Loaded {
+                    model,
+                    template,
+                    name,
+                    path,
+                    tags,
+                    factory: OnceLock::new(),
+                    config,
+                    stats: Counters::default(),
+                }),
+                decoder: Mutex::new(None),
             }),
         })
     }
 
     /// The model's name from its metadata.
     pub fn name(&self) -> &str {
-        &self.inner.name
+        &self.inner.loaded.name
     }
 
     /// The prompt the model would see for `request` (wire names for tools).
@@ -185,6 +252,7 @@ impl LocalModel {
             return self.render_with(&without_tools, names);
         }
         self.inner
+            .loaded
             .template
             .render_prompt(request, &|name| names.wire_of(name))
             .map_err(|e| ModelError::Config(e.to_string()))
@@ -194,7 +262,7 @@ impl LocalModel {
     /// template rendered (tools included) and run through its tokenizer.
     pub fn count_tokens(&self, request: &ChatRequest) -> Result<usize, ModelError> {
         let prompt = self.render_prompt(request)?;
-        let vocab = self.inner.model.vocab();
+        let vocab = self.inner.loaded.model.vocab();
         Ok(prompt
             .segments
             .iter()
@@ -212,7 +280,7 @@ impl LocalModel {
         request: &ChatRequest,
         names: &WireNames,
     ) -> Result<Option<String>, ModelError> {
-        if !self.inner.config.constrained {
+        if !self.inner.loaded.config.constrained {
             return Ok(None);
         }
         let answer = request
@@ -243,7 +311,7 @@ impl LocalModel {
         Ok(Some(tool_call_grammar(
             &tools,
             allow_text,
-            self.inner.tags,
+            self.inner.loaded.tags,
             answer,
         )))
     }
@@ -257,9 +325,10 @@ impl LocalModel {
         if let Some(grammar) = grammar {
             let factory = self
                 .inner
+                .loaded
                 .factory
                 .get_or_init(|| {
-                    let env = LlamaSampler::llguidance_tok_env(&self.inner.model);
+                    let env = LlamaSampler::llguidance_tok_env(&self.inner.loaded.model);
                     ParserFactory::new_simple(&env).map_err(|e| e.to_string())
                 })
                 .as_ref()
@@ -274,7 +343,7 @@ impl LocalModel {
         match temperature.filter(|t| *t > 0.0) {
             Some(t) => {
                 chain.push(LlamaSampler::temp(t as f32));
-                chain.push(LlamaSampler::dist(self.inner.config.seed));
+                chain.push(LlamaSampler::dist(self.inner.loaded.config.seed));
             }
             None => chain.push(LlamaSampler::greedy()),
         }
@@ -285,6 +354,10 @@ impl LocalModel {
     /// (return `false` to stop). Special-token markers count only in the
     /// prompt's template text ([`Prompt::trusted`] for a raw prompt).
     /// Blocking: call it off the async runtime.
+    ///
+    /// Requests from any number of threads are decoded together (up to
+    /// [`LocalConfig::sequences`] at once), and a prompt that begins like an
+    /// earlier one evaluates only its new tokens ([`Generation::cached_tokens`]).
     pub fn generate(
         &self,
         prompt: &Prompt,
@@ -294,93 +367,130 @@ impl LocalModel {
         stop: &[String],
         mut on_text: impl FnMut(&str) -> bool,
     ) -> Result<Generation, ModelError> {
-        let inner = &self.inner;
-        let _one_at_a_time = inner.busy.lock().unwrap_or_else(|p| p.into_inner());
-        let local = |what: &str, error: &dyn std::fmt::Display| {
-            ModelError::Local(format!("{what}: {error}"))
-        };
-        let vocab = inner.model.vocab();
-        let tokens: Vec<_> = prompt
+        let (sender, receiver) = std::sync::mpsc::channel();
+        self.submit(
+            prompt,
+            grammar,
+            max_tokens,
+            temperature,
+            stop,
+            move |event| sender.send(event).is_ok(),
+        )?;
+        let mut collector = Collector::default();
+        for event in receiver {
+            if let Some(done) = collector.on(event, &mut on_text) {
+                return done;
+            }
+        }
+        Err(decoder_stopped())
+    }
+
+    /// Tokenise `prompt`, build its sampler and queue it for the decoding thread.
+    fn submit(
+        &self,
+        prompt: &Prompt,
+        grammar: Option<&str>,
+        max_tokens: u32,
+        temperature: Option<f64>,
+        stop: &[String],
+        sink: impl FnMut(Event) -> bool + Send + 'static,
+    ) -> Result<(), ModelError> {
+        let vocab = self.inner.loaded.model.vocab();
+        let tokens = prompt
             .segments
             .iter()
             .flat_map(|(text, markers)| vocab.tokenize(text.as_bytes(), false, *markers))
             .collect();
-        let n_ctx = (tokens.len() as u32 + max_tokens + 8).max(inner.config.context_size);
-        let threads = inner
-            .config
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
-            as i32;
-        let batch_size = 512usize;
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(n_ctx))
-            .with_n_batch(batch_size as u32)
-            .with_n_threads(threads)
-            .with_n_threads_batch(threads);
-        let mut ctx = inner
-            .model
-            .new_context(backend()?, params)
-            .map_err(|e| local("context", &e))?;
-        let mut sampler = self.sampler(grammar, temperature)?;
+        let job = Job {
+            tokens,
+            sampler: self.sampler(grammar, temperature)?,
+            max_tokens,
+            stop: stop.to_vec(),
+            sink: Box::new(sink),
+        };
+        let mut decoder = self
+            .inner
+            .decoder
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // A decoding thread that died (it never should) is replaced.
+        let job = match decoder.as_ref() {
+            Some(sender) => match sender.send(job) {
+                Ok(()) => return Ok(()),
+                Err(std::sync::mpsc::SendError(job)) => job,
+            },
+            None => job,
+        };
+        let config = &self.inner.loaded.config;
+        let settings = Settings {
+            window: config.context_size,
+            slots: config.sequences.max(1),
+            threads: config
+                .threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+                as i32,
+            prompt_cache: config.prompt_cache,
+        };
+        let sender = scheduler::spawn(self.inner.loaded.clone(), settings)?;
+        sender.send(job).map_err(|_| decoder_stopped())?;
+        *decoder = Some(sender);
+        Ok(())
+    }
 
-        let started = std::time::Instant::now();
-        let mut batch = LlamaBatch::new(batch_size, 1);
-        for (chunk_index, chunk) in tokens.chunks(batch_size).enumerate() {
-            batch.clear();
-            for (i, token) in chunk.iter().enumerate() {
-                let position = (chunk_index * batch_size + i) as i32;
-                let last = chunk_index * batch_size + i == tokens.len() - 1;
-                batch
-                    .add(*token, position, &[0], last)
-                    .map_err(|e| local("batch", &e))?;
-            }
-            ctx.decode(&mut batch)
-                .map_err(|e| local("prompt decode", &e))?;
-        }
-        let prompt_seconds = started.elapsed().as_secs_f64();
+    /// Counters of the work this model has done since it was loaded.
+    pub fn stats(&self) -> LocalStats {
+        self.inner.loaded.stats.snapshot()
+    }
+}
 
-        let started = std::time::Instant::now();
-        let mut text = String::new();
-        let mut pending: Vec<u8> = Vec::new();
-        let mut position = tokens.len() as i32;
-        let mut produced = 0u64;
-        while produced < u64::from(max_tokens) {
-            let token = sampler.sample(&ctx, batch.n_tokens() - 1);
-            if vocab.is_eog(token) {
-                break;
+fn decoder_stopped() -> ModelError {
+    ModelError::Local("the decoding thread stopped unexpectedly".into())
+}
+
+/// Turns the decoding thread's events for one request into a [`Generation`].
+#[derive(Default)]
+struct Collector {
+    generation: Generation,
+    generating: Option<std::time::Instant>,
+}
+
+impl Collector {
+    /// Take one event; `Some` when the request is over (or the caller stopped it).
+    fn on(
+        &mut self,
+        event: Event,
+        on_text: &mut impl FnMut(&str) -> bool,
+    ) -> Option<Result<Generation, ModelError>> {
+        match event {
+            Event::Prompt {
+                tokens,
+                cached,
+                seconds,
+            } => {
+                self.generation.prompt_tokens = tokens;
+                self.generation.cached_tokens = cached;
+                self.generation.prompt_seconds = seconds;
+                self.generating = Some(std::time::Instant::now());
+                None
             }
-            produced += 1;
-            pending.extend(vocab.token_to_piece(token, true, None));
-            let valid = match std::str::from_utf8(&pending) {
-                Ok(all) => all.len(),
-                Err(error) => error.valid_up_to(),
-            };
-            if valid > 0 {
-                let piece = String::from_utf8_lossy(&pending[..valid]).into_owned();
-                pending.drain(..valid);
-                text.push_str(&piece);
-                if !on_text(&piece) {
-                    break;
+            Event::Text { piece, produced } => {
+                self.generation.text.push_str(&piece);
+                self.generation.output_tokens = produced;
+                if on_text(&piece) {
+                    return None;
                 }
-                if let Some(stop_at) = stop.iter().find_map(|s| text.find(s.as_str())) {
-                    text.truncate(stop_at);
-                    break;
-                }
+                self.generation.generation_seconds = self
+                    .generating
+                    .map_or(0.0, |started| started.elapsed().as_secs_f64());
+                Some(Ok(std::mem::take(&mut self.generation)))
             }
-            batch.clear();
-            batch
-                .add(token, position, &[0], true)
-                .map_err(|e| local("batch", &e))?;
-            position += 1;
-            ctx.decode(&mut batch).map_err(|e| local("decode", &e))?;
+            Event::Done(result) => Some(result.map(|finished| Generation {
+                text: finished.text,
+                output_tokens: finished.output_tokens,
+                generation_seconds: finished.seconds,
+                ..std::mem::take(&mut self.generation)
+            })),
         }
-        Ok(Generation {
-            text,
-            prompt_tokens: tokens.len() as u64,
-            output_tokens: produced,
-            prompt_seconds,
-            generation_seconds: started.elapsed().as_secs_f64(),
-        })
     }
 }
 
@@ -392,14 +502,9 @@ fn wire_names(request: &ChatRequest) -> Result<WireNames, ModelError> {
 
 static CALL_COUNTER: AtomicU64 = AtomicU64::new(1);
 
-enum Progress {
-    Text(String),
-    Done(Result<Generation, ModelError>),
-}
-
 impl ChatModel for LocalModel {
     fn model_id(&self) -> &str {
-        &self.inner.name
+        &self.inner.loaded.name
     }
 
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
@@ -407,27 +512,34 @@ impl ChatModel for LocalModel {
             let names = wire_names(request)?;
             let prompt = self.render_with(request, &names)?;
             let grammar = self.grammar_with(request, &names)?;
-            let max_tokens = request.max_tokens.unwrap_or(self.inner.config.max_tokens);
+            let max_tokens = request.max_tokens.unwrap_or(self.inner.loaded.config.max_tokens);
             let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-            let model = self.clone();
-            let (temperature, stop) = (request.temperature, request.stop.clone());
-            let worker = tokio::task::spawn_blocking(move || {
-                let text_sender = sender.clone();
-                let result = model.generate(&prompt, grammar.as_deref(), max_tokens, temperature, &stop, |piece| {
-                    text_sender.send(Progress::Text(piece.to_owned())).is_ok()
-                });
-                let _ = sender.send(Progress::Done(result));
-            });
+            // Dropping this stream drops the receiver, which cancels the request.
+            self.submit(&prompt, grammar.as_deref(), max_tokens, request.temperature, &request.stop, move |event| {
+                sender.send(event).is_ok()
+            })?;
+            let mut collector = Collector::default();
             let mut output = String::new();
             let mut streamed = 0usize;
             let mut text_mode = request.tools.is_empty();
             // With a structured answer under the grammar, a reply opening with
             // `{` is the answer (JSON), never a call: calls open with a tag or
             // a fence. Unconstrained, a bare JSON call stays a call.
-            let structured = request.response_format.is_some() && self.inner.config.constrained;
+            let structured = request.response_format.is_some() && self.inner.loaded.config.constrained;
             let generation = loop {
-                match receiver.recv().await {
-                    Some(Progress::Text(piece)) => {
+                let event = match receiver.recv().await {
+                    Some(event) => event,
+                    None => Err(decoder_stopped())?,
+                };
+                let piece = match &event {
+                    Event::Text { piece, .. } => Some(piece.clone()),
+                    _ => None,
+                };
+                if let Some(done) = collector.on(event, &mut |_| true) {
+                    break done?;
+                }
+                match piece {
+                    Some(piece) => {
                         output.push_str(&piece);
                         if !text_mode {
                             let start = output.trim_start();
@@ -445,11 +557,9 @@ impl ChatModel for LocalModel {
                             }
                         }
                     }
-                    Some(Progress::Done(result)) => break result?,
-                    None => Err(ModelError::Local("the generation thread stopped unexpectedly".into()))?,
+                    None => {}
                 }
             };
-            let _ = worker.await;
             // A structured answer streamed whole as text; there are no calls in it.
             let parsed = if structured && text_mode {
                 ParsedReply::default()

@@ -27,9 +27,10 @@
 mod embedder;
 mod engine;
 pub mod fetch;
+mod scheduler;
 pub mod template;
 pub mod tool_calls;
 
 pub use embedder::{DEFAULT_BATCH_SIZE, DEFAULT_MAX_TOKENS, LocalEmbedder};
-pub use engine::{Generation, LocalConfig, LocalModel, backend};
+pub use engine::{Generation, LocalConfig, LocalModel, LocalStats, backend};
 pub use template::Prompt;

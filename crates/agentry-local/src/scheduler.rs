@@ -1,0 +1,481 @@
+//! The decoding thread behind a [`LocalModel`](crate::LocalModel).
+//!
+//! One llama.cpp context serves every request of a model. Its sequences are
+//! *slots*: each request runs in one, and several running requests are
+//! decoded together in one batch (continuous batching: prompt chunks and the
+//! next token of every generating request share a decode call), so on a
+//! memory-bound CPU four sessions cost far less than four times one.
+//!
+//! A finished request leaves its tokens in its slot's KV cache. The next
+//! request takes the idle slot whose cached tokens share the longest prefix
+//! with its prompt and evaluates only the rest: the second step of an agent
+//! run, or the next turn of a chat, reads only what is new. Slots that share
+//! nothing are reused least recently used first.
+//!
+//! Requests are admitted first come, first served; a request that needs a
+//! longer window than the slots have waits until the context is idle and is
+//! then given a larger one (the cache starts over).
+
+use std::collections::VecDeque;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::Instant;
+
+use agentry_core::model::ModelError;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+
+use crate::engine::Loaded;
+
+/// Tokens per decode call (prompt chunks and generated tokens together).
+const BATCH_SIZE: usize = 512;
+/// Slot windows are whole multiples of this (llama.cpp pads them so).
+const WINDOW_STEP: u32 = 256;
+
+/// How the decoding thread is set up.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settings {
+    /// Smallest window per slot, in tokens.
+    pub window: u32,
+    /// Slots: requests decoded together, and prompts kept cached.
+    pub slots: u32,
+    /// CPU threads.
+    pub threads: i32,
+    /// Reuse cached prompt prefixes.
+    pub prompt_cache: bool,
+}
+
+/// One request for the decoding thread.
+pub(crate) struct Job {
+    /// The whole prompt, tokenised.
+    pub tokens: Vec<LlamaToken>,
+    /// Grammar and sampling, built by the caller.
+    pub sampler: LlamaSampler,
+    /// Most tokens to generate.
+    pub max_tokens: u32,
+    /// Generation ends at the first of these strings (cut from the text).
+    pub stop: Vec<String>,
+    /// Receives the request's events; returning `false` cancels it.
+    pub sink: Box<dyn FnMut(Event) -> bool + Send>,
+}
+
+/// What a running request reports, in this order: `Prompt` once, `Text`
+/// for each decoded piece, `Done` last.
+pub(crate) enum Event {
+    /// The prompt is read.
+    Prompt {
+        /// Prompt tokens in all.
+        tokens: u64,
+        /// Of those, how many came from the cache without being evaluated.
+        cached: u64,
+        /// Seconds from admission to the first token's logits.
+        seconds: f64,
+    },
+    /// A decoded piece of text.
+    Text {
+        /// The piece.
+        piece: String,
+        /// Tokens generated so far, this piece's included.
+        produced: u64,
+    },
+    /// The request ended.
+    Done(Result<Finished, ModelError>),
+}
+
+/// How a request ended.
+pub(crate) struct Finished {
+    /// The generated text, cut at a stop string.
+    pub text: String,
+    /// Generated tokens (the end-of-generation token excluded).
+    pub output_tokens: u64,
+    /// Seconds from the first generated token to the end.
+    pub seconds: f64,
+}
+
+/// Start the decoding thread for `model`; it ends when the returned sender
+/// (and every clone of it) is dropped.
+pub(crate) fn spawn(model: Arc<Loaded>, settings: Settings) -> Result<Sender<Job>, ModelError> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("agentry-local-decode".into())
+        .spawn(move || run(&model, settings, receiver))
+        .map_err(|error| ModelError::Local(format!("starting the decoding thread: {error}")))?;
+    Ok(sender)
+}
+
+/// A sequence of the context and the tokens its KV cache holds.
+#[derive(Default)]
+struct Slot {
+    tokens: Vec<LlamaToken>,
+    last_used: u64,
+    busy: bool,
+}
+
+/// A request being decoded.
+struct Running {
+    job: Job,
+    slot: usize,
+    /// Prompt tokens not yet evaluated.
+    pending: VecDeque<LlamaToken>,
+    cached: u64,
+    admitted: Instant,
+    generating: Option<Instant>,
+    /// The token to feed next (the last one sampled).
+    feed: Option<LlamaToken>,
+    produced: u64,
+    text: String,
+    partial_utf8: Vec<u8>,
+}
+
+struct Engine<'m> {
+    context: LlamaContext<'m>,
+    slots: Vec<Slot>,
+    window: u32,
+}
+
+fn run(loaded: &Loaded, settings: Settings, jobs: Receiver<Job>) {
+    let model = &loaded.model;
+    let mut engine: Option<Engine<'_>> = None;
+    let mut queue: VecDeque<Job> = VecDeque::new();
+    let mut running: Vec<Running> = Vec::new();
+    let mut clock = 0u64;
+    let mut batch = LlamaBatch::new(BATCH_SIZE, 1);
+    loop {
+        if running.is_empty() && queue.is_empty() {
+            match jobs.recv() {
+                Ok(job) => queue.push_back(job),
+                Err(_) => return,
+            }
+        }
+        queue.extend(jobs.try_iter());
+        admit(model, settings, &mut engine, &mut queue, &mut running);
+        if let Some(engine) = engine.as_mut()
+            && !running.is_empty()
+        {
+            step(loaded, engine, &mut batch, &mut running, &mut clock);
+        }
+    }
+}
+
+/// Move queued jobs into free slots, first come first served.
+fn admit<'m>(
+    model: &'m LlamaModel,
+    settings: Settings,
+    engine: &mut Option<Engine<'m>>,
+    queue: &mut VecDeque<Job>,
+    running: &mut Vec<Running>,
+) {
+    while let Some(job) = queue.front() {
+        if job.tokens.is_empty() {
+            let mut job = queue.pop_front().expect("front exists");
+            (job.sink)(Event::Done(Err(ModelError::Local(
+                "the prompt is empty".into(),
+            ))));
+            continue;
+        }
+        let needed = job.tokens.len() as u64 + u64::from(job.max_tokens) + 1;
+        let fits = engine
+            .as_ref()
+            .is_some_and(|e| needed <= u64::from(e.window));
+        if !fits {
+            if !running.is_empty() {
+                return; // wait until the context is idle, then grow it
+            }
+            let window = u32::try_from(needed)
+                .unwrap_or(u32::MAX)
+                .max(settings.window)
+                .next_multiple_of(WINDOW_STEP);
+            *engine = None; // free the old cache before allocating the new one
+            match new_engine(model, settings, window) {
+                Ok(created) => *engine = Some(created),
+                Err(error) => {
+                    let mut job = queue.pop_front().expect("front exists");
+                    (job.sink)(Event::Done(Err(error)));
+                    continue;
+                }
+            }
+        }
+        let engine = engine.as_mut().expect("created above");
+        let Some((slot, common)) = choose_slot(&engine.slots, &job.tokens, settings.prompt_cache)
+        else {
+            return; // every slot is busy
+        };
+        let job = queue.pop_front().expect("front exists");
+        // The last prompt token is always evaluated: its logits start the reply.
+        let reuse = common.min(job.tokens.len() - 1);
+        let state = &mut engine.slots[slot];
+        if engine
+            .context
+            .clear_kv_cache_seq(Some(slot as u32), Some(reuse as u32), None)
+            .is_err()
+        {
+            state.tokens.clear();
+            engine
+                .context
+                .clear_kv_cache_seq(Some(slot as u32), None, None)
+                .ok();
+        } else {
+            state.tokens.truncate(reuse);
+        }
+        let reuse = state.tokens.len();
+        state.busy = true;
+        running.push(Running {
+            pending: job.tokens[reuse..].iter().copied().collect(),
+            cached: reuse as u64,
+            job,
+            slot,
+            admitted: Instant::now(),
+            generating: None,
+            feed: None,
+            produced: 0,
+            text: String::new(),
+            partial_utf8: Vec::new(),
+        });
+    }
+}
+
+fn new_engine(
+    model: &LlamaModel,
+    settings: Settings,
+    window: u32,
+) -> Result<Engine<'_>, ModelError> {
+    let slots = settings.slots.max(1);
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(window.saturating_mul(slots)))
+        .with_n_seq_max(slots)
+        .with_kv_unified(false)
+        .with_n_batch(BATCH_SIZE as u32)
+        .with_n_threads(settings.threads)
+        .with_n_threads_batch(settings.threads);
+    let context = model
+        .new_context(crate::engine::backend()?, params)
+        .map_err(|error| ModelError::Local(format!("context: {error}")))?;
+    Ok(Engine {
+        context,
+        slots: (0..slots).map(|_| Slot::default()).collect(),
+        window,
+    })
+}
+
+/// The idle slot for `tokens` and how many leading tokens it already holds.
+///
+/// In order: the slot sharing the longest prefix, when that is at least half
+/// of what the slot holds (the same conversation, grown); an empty slot; the
+/// slot sharing the longest prefix, when that is at least half of the new
+/// prompt; the least recently used slot.
+fn choose_slot(
+    slots: &[Slot],
+    tokens: &[LlamaToken],
+    prompt_cache: bool,
+) -> Option<(usize, usize)> {
+    let shared = |slot: &Slot| {
+        if !prompt_cache {
+            return 0;
+        }
+        slot.tokens
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let idle: Vec<(usize, &Slot, usize)> = slots
+        .iter()
+        .enumerate()
+        .filter(|(_, slot)| !slot.busy)
+        .map(|(index, slot)| (index, slot, shared(slot)))
+        .collect();
+    let best = idle
+        .iter()
+        .max_by_key(|(_, slot, common)| (*common, slot.last_used))?;
+    if best.2 > 0 && best.2 * 2 >= best.1.tokens.len() {
+        return Some((best.0, best.2));
+    }
+    if let Some(empty) = idle.iter().find(|(_, slot, _)| slot.tokens.is_empty()) {
+        return Some((empty.0, 0));
+    }
+    if best.2 > 0 && best.2 * 2 >= tokens.len() {
+        return Some((best.0, best.2));
+    }
+    idle.iter()
+        .min_by_key(|(_, slot, _)| slot.last_used)
+        .map(|(index, _, common)| (*index, *common))
+}
+
+/// One decode call: the next token of every generating request, then prompt
+/// chunks in admission order while the batch has room.
+fn step(
+    loaded: &Loaded,
+    engine: &mut Engine<'_>,
+    batch: &mut LlamaBatch,
+    running: &mut Vec<Running>,
+    clock: &mut u64,
+) {
+    batch.clear();
+    // (running index, batch index of its logits)
+    let mut sampled: Vec<(usize, i32)> = Vec::new();
+    let mut fed: Vec<(usize, Vec<LlamaToken>)> = Vec::new();
+    let mut room = BATCH_SIZE;
+    let mut failure = None;
+    for (index, request) in running.iter_mut().enumerate() {
+        if let Some(token) = request.feed.take() {
+            let position = engine.slots[request.slot].tokens.len() as i32;
+            if let Err(error) = batch.add(token, position, &[request.slot as i32], true) {
+                failure = Some(format!("batch: {error}"));
+            }
+            sampled.push((index, batch.n_tokens() - 1));
+            fed.push((index, vec![token]));
+            room -= 1;
+        }
+    }
+    for (index, request) in running.iter_mut().enumerate() {
+        if room == 0 || request.pending.is_empty() {
+            continue;
+        }
+        let take = room.min(request.pending.len());
+        let start = engine.slots[request.slot].tokens.len();
+        let chunk: Vec<LlamaToken> = request.pending.drain(..take).collect();
+        let last = request.pending.is_empty();
+        for (offset, token) in chunk.iter().enumerate() {
+            let logits = last && offset + 1 == chunk.len();
+            if let Err(error) = batch.add(
+                *token,
+                (start + offset) as i32,
+                &[request.slot as i32],
+                logits,
+            ) {
+                failure = Some(format!("batch: {error}"));
+            }
+        }
+        if last {
+            sampled.push((index, batch.n_tokens() - 1));
+        }
+        fed.push((index, chunk));
+        room -= take;
+    }
+    let sequences = fed.len() as u64;
+    loaded
+        .stats
+        .peak_sequences
+        .fetch_max(sequences, Ordering::Relaxed);
+    let decoded = match failure {
+        Some(error) => Err(error),
+        None => engine
+            .context
+            .decode(batch)
+            .map_err(|error| format!("decode: {error}")),
+    };
+    if let Err(error) = decoded {
+        // The cache's state is unknown now: fail every running request and start over.
+        engine.context.clear_kv_cache();
+        for slot in &mut engine.slots {
+            *slot = Slot::default();
+        }
+        for mut request in running.drain(..) {
+            (request.job.sink)(Event::Done(Err(ModelError::Local(error.clone()))));
+        }
+        return;
+    }
+    for (index, tokens) in fed {
+        let slot = running[index].slot;
+        engine.slots[slot].tokens.extend(tokens);
+    }
+    let mut finished = Vec::new();
+    for (index, logits) in sampled {
+        if !next_token(loaded, &engine.context, &mut running[index], logits) {
+            finished.push(index);
+        }
+    }
+    finished.sort_unstable();
+    for index in finished.into_iter().rev() {
+        let mut request = running.swap_remove(index);
+        *clock += 1;
+        let slot = &mut engine.slots[request.slot];
+        slot.busy = false;
+        slot.last_used = *clock;
+        loaded
+            .stats
+            .output_tokens
+            .fetch_add(request.produced, Ordering::Relaxed);
+        let seconds = request
+            .generating
+            .map_or(0.0, |started| started.elapsed().as_secs_f64());
+        (request.job.sink)(Event::Done(Ok(Finished {
+            text: std::mem::take(&mut request.text),
+            output_tokens: request.produced,
+            seconds,
+        })));
+    }
+}
+
+/// Sample one token for `request` from the logits at `logits`; `false` when
+/// the request is finished.
+fn next_token(
+    loaded: &Loaded,
+    context: &LlamaContext<'_>,
+    request: &mut Running,
+    logits: i32,
+) -> bool {
+    if request.generating.is_none() {
+        request.generating = Some(Instant::now());
+        let stats = &loaded.stats;
+        stats.requests.fetch_add(1, Ordering::Relaxed);
+        let tokens = request.job.tokens.len() as u64;
+        stats.prompt_tokens.fetch_add(tokens, Ordering::Relaxed);
+        stats
+            .cached_tokens
+            .fetch_add(request.cached, Ordering::Relaxed);
+        let event = Event::Prompt {
+            tokens,
+            cached: request.cached,
+            seconds: request.admitted.elapsed().as_secs_f64(),
+        };
+        if !(request.job.sink)(event) {
+            return false;
+        }
+    }
+    if request.produced >= u64::from(request.job.max_tokens) {
+        return false;
+    }
+    let vocab = loaded.model.vocab();
+    let token = request.job.sampler.sample(context, logits);
+    if vocab.is_eog(token) {
+        return false;
+    }
+    request.produced += 1;
+    request
+        .partial_utf8
+        .extend(vocab.token_to_piece(token, true, None));
+    let valid = match std::str::from_utf8(&request.partial_utf8) {
+        Ok(all) => all.len(),
+        Err(error) => error.valid_up_to(),
+    };
+    if valid > 0 {
+        let piece = String::from_utf8_lossy(&request.partial_utf8[..valid]).into_owned();
+        request.partial_utf8.drain(..valid);
+        request.text.push_str(&piece);
+        let produced = request.produced;
+        if !(request.job.sink)(Event::Text { piece, produced }) {
+            return false;
+        }
+        if let Some(stop_at) = request
+            .job
+            .stop
+            .iter()
+            .find_map(|stop| request.text.find(stop.as_str()))
+        {
+            request.text.truncate(stop_at);
+            return false;
+        }
+    }
+    if request.produced >= u64::from(request.job.max_tokens) {
+        return false;
+    }
+    request.feed = Some(token);
+    true
+}
