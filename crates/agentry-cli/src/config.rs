@@ -53,6 +53,8 @@ pub struct ModelSection {
     pub name: Option<String>,
     /// Local: write tool calls under a grammar (default true).
     pub grammar: Option<bool>,
+    /// Local: reuse the KV cache of prompts that begin the same way (default true).
+    pub prompt_cache: Option<bool>,
 }
 
 /// `[agent]`: prompt, tools and limits.

@@ -32,6 +32,8 @@ pub struct ModelChoice {
     pub model: Option<String>,
     /// Local: write tool calls under a grammar.
     pub grammar: bool,
+    /// Local: reuse cached prompt prefixes.
+    pub prompt_cache: bool,
 }
 
 impl ModelArgs {
@@ -45,6 +47,7 @@ impl ModelArgs {
                 .unwrap_or(ProviderKind::Local),
             model: self.model.clone().or_else(|| section.name.clone()),
             grammar: !self.no_grammar && section.grammar.unwrap_or(true),
+            prompt_cache: !self.no_prompt_cache && section.prompt_cache.unwrap_or(true),
         }
     }
 }

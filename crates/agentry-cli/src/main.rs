@@ -58,6 +58,10 @@ pub struct ModelArgs {
     /// Local: let the model write tool calls freely instead of under a grammar.
     #[arg(long)]
     no_grammar: bool,
+    /// Local: read every prompt in full instead of reusing the cached prefix
+    /// an earlier step or turn left (same answers, slower; for comparison).
+    #[arg(long)]
+    no_prompt_cache: bool,
 }
 
 #[derive(Subcommand)]

@@ -88,8 +88,12 @@ fn print_trace(run: &RunOutcome) {
         }
     }
     println!("answer: {}", run.text());
+    let cached = match run.usage.cached_input_tokens {
+        0 => String::new(),
+        cached => format!(" ({cached} from the prompt cache)"),
+    };
     println!(
-        "tokens: {} in, {} out, {} total over {} step{}",
+        "tokens: {} in{cached}, {} out, {} total over {} step{}",
         run.usage.input_tokens,
         run.usage.output_tokens,
         run.usage.total(),

@@ -87,6 +87,7 @@ pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         provider: crate::ProviderKind::Local,
         model: args.model.clone(),
         grammar: true,
+        prompt_cache: true,
     };
     let model = crate::providers::local_model(&choice).await?;
     let api = catalog::directory(args.directory.as_deref())?;

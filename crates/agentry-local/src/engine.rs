@@ -576,7 +576,9 @@ impl ChatModel for LocalModel {
                 yield StreamEvent::ToolCallStart { index, id, name };
                 yield StreamEvent::ToolCallDelta { index, arguments: arguments.to_string() };
             }
-            yield StreamEvent::Usage { usage: Usage::new(generation.prompt_tokens, generation.output_tokens) };
+            let usage = Usage::new(generation.prompt_tokens, generation.output_tokens)
+                .with_cached_input(generation.cached_tokens);
+            yield StreamEvent::Usage { usage };
             let reason = if has_calls {
                 FinishReason::ToolCalls
             } else if generation.output_tokens >= u64::from(max_tokens) {

@@ -268,6 +268,22 @@ struct AnthropicUsage {
     input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: u64,
+}
+
+impl AnthropicUsage {
+    /// Anthropic counts cache reads and writes apart from `input_tokens`;
+    /// agentry's input counts every prompt token, cached ones included.
+    fn usage(&self) -> Usage {
+        let input = self
+            .input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens);
+        Usage::new(input, self.output_tokens).with_cached_input(self.cache_read_input_tokens)
+    }
 }
 
 #[derive(Deserialize)]
@@ -361,7 +377,7 @@ pub(crate) fn reply_events<'a>(
                 match parsed {
                     Event::MessageStart { message } => {
                         if let Some(usage) = message.usage {
-                            yield StreamEvent::Usage { usage: Usage::new(usage.input_tokens, usage.output_tokens) };
+                            yield StreamEvent::Usage { usage: usage.usage() };
                         }
                     }
                     Event::ContentBlockStart { index, content_block } => match content_block {
@@ -383,7 +399,7 @@ pub(crate) fn reply_events<'a>(
                             reason = stop_reason(&stop);
                         }
                         if let Some(usage) = usage {
-                            yield StreamEvent::Usage { usage: Usage::new(usage.input_tokens, usage.output_tokens) };
+                            yield StreamEvent::Usage { usage: usage.usage() };
                         }
                     }
                     Event::MessageStop {} => {

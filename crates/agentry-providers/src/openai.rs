@@ -267,6 +267,25 @@ struct ChunkUsage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// `usage.prompt_tokens_details`: how many prompt tokens the server's cache served.
+#[derive(Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+impl ChunkUsage {
+    fn usage(&self) -> Usage {
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .map_or(0, |details| details.cached_tokens);
+        Usage::new(self.prompt_tokens, self.completion_tokens).with_cached_input(cached)
+    }
 }
 
 fn finish_reason(reason: &str) -> FinishReason {
@@ -351,7 +370,7 @@ pub(crate) fn reply_events<'a>(
                     }
                 }
                 if let Some(usage) = chunk.usage {
-                    yield StreamEvent::Usage { usage: Usage::new(usage.prompt_tokens, usage.completion_tokens) };
+                    yield StreamEvent::Usage { usage: usage.usage() };
                 }
             }
             // Only `[DONE]` says the stream is whole: a finish reason comes

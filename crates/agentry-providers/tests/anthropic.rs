@@ -345,3 +345,17 @@ async fn an_endless_line_is_a_protocol_error_not_a_growing_buffer() {
         ModelError::Protocol("an event-stream line is longer than 262144 bytes".into())
     );
 }
+
+#[tokio::test]
+async fn cache_reads_and_writes_count_as_input_and_reads_as_cached() {
+    let body = fixture("anthropic/text.sse").replace(
+        r#""input_tokens":25,"cache_creation_input_tokens":0,"cache_read_input_tokens":0"#,
+        r#""input_tokens":25,"cache_creation_input_tokens":10,"cache_read_input_tokens":900"#,
+    );
+    let server = serve(vec![Reply::Sse { body, cut: false }]).await;
+    let step = provider(&server.base_url)
+        .step(&weather_request())
+        .await
+        .unwrap();
+    assert_eq!(step.tokens(), Usage::new(935, 15).with_cached_input(900));
+}

@@ -400,3 +400,17 @@ async fn a_huge_error_body_is_read_only_in_part_and_reported_short() {
         message.chars().count()
     );
 }
+
+#[tokio::test]
+async fn prompt_tokens_served_by_the_cache_are_reported() {
+    let body = fixture("openai/text.sse").replace(
+        r#""prompt_tokens_details":{"cached_tokens":0"#,
+        r#""prompt_tokens_details":{"cached_tokens":48"#,
+    );
+    let server = serve(vec![Reply::Sse { body, cut: false }]).await;
+    let step = provider(&server.base_url)
+        .step(&weather_request())
+        .await
+        .unwrap();
+    assert_eq!(step.tokens(), Usage::new(57, 6).with_cached_input(48));
+}

@@ -13,6 +13,8 @@ use crate::model::Usage;
 pub(crate) struct Spend {
     input: AtomicU64,
     output: AtomicU64,
+    /// Of the input, what a prompt cache served.
+    cached_input: AtomicU64,
     budget: u64,
     parent: Option<Arc<Spend>>,
 }
@@ -23,6 +25,7 @@ impl Spend {
         Arc::new(Self {
             input: AtomicU64::new(0),
             output: AtomicU64::new(0),
+            cached_input: AtomicU64::new(0),
             budget,
             parent: None,
         })
@@ -40,6 +43,7 @@ impl Spend {
         Self {
             input: AtomicU64::new(0),
             output: AtomicU64::new(0),
+            cached_input: AtomicU64::new(0),
             budget,
             parent: None,
         }
@@ -54,6 +58,7 @@ impl Spend {
         };
         add(&self.input, usage.input_tokens);
         add(&self.output, usage.output_tokens);
+        add(&self.cached_input, usage.cached_input_tokens);
         if let Some(parent) = &self.parent {
             parent.charge(usage);
         }
@@ -65,6 +70,7 @@ impl Spend {
             self.input.load(Ordering::Relaxed),
             self.output.load(Ordering::Relaxed),
         )
+        .with_cached_input(self.cached_input.load(Ordering::Relaxed))
     }
 
     /// True while this run and every enclosing run are within budget

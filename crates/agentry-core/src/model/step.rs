@@ -18,6 +18,15 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Generated tokens.
     pub output_tokens: u64,
+    /// Of the prompt tokens, those a prompt cache served instead of the
+    /// model reading them again (the local model's prefix cache; providers
+    /// that report it). Already counted in `input_tokens`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl Usage {
@@ -26,6 +35,15 @@ impl Usage {
         Self {
             input_tokens,
             output_tokens,
+            cached_input_tokens: 0,
+        }
+    }
+
+    /// The same usage, with `cached` of its prompt tokens served by a cache.
+    pub fn with_cached_input(self, cached: u64) -> Self {
+        Self {
+            cached_input_tokens: cached,
+            ..self
         }
     }
 
@@ -42,6 +60,10 @@ impl Add for Usage {
         Usage::new(
             self.input_tokens.saturating_add(other.input_tokens),
             self.output_tokens.saturating_add(other.output_tokens),
+        )
+        .with_cached_input(
+            self.cached_input_tokens
+                .saturating_add(other.cached_input_tokens),
         )
     }
 }
@@ -187,6 +209,9 @@ impl StepAssembler {
                 }
                 if usage.output_tokens > 0 {
                     self.usage.output_tokens = usage.output_tokens;
+                }
+                if usage.cached_input_tokens > 0 {
+                    self.usage.cached_input_tokens = usage.cached_input_tokens;
                 }
             }
             StreamEvent::Finish { reason } => self.finish = Some(reason.clone()),
