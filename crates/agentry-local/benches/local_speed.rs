@@ -18,7 +18,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::sampling::LlamaSampler;
 
 const MAX_TOKENS: u32 = 128;
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 9;
 
 struct Speed {
     prompt_tps: f64,
@@ -89,6 +89,19 @@ fn main() {
         &path,
         LocalConfig {
             threads: Some(threads),
+            // Every round reads the same prompt: cached, it would not be read at all.
+            prompt_cache: false,
+            ..LocalConfig::default()
+        },
+    )
+    .unwrap();
+    // The same with one sequence: what serving several at once costs one.
+    let single = LocalModel::load_with(
+        &path,
+        LocalConfig {
+            threads: Some(threads),
+            prompt_cache: false,
+            sequences: 1,
             ..LocalConfig::default()
         },
     )
@@ -111,6 +124,7 @@ fn main() {
 
     let (mut plain_prompt, mut plain_gen, mut our_prompt, mut our_gen) =
         (vec![], vec![], vec![], vec![]);
+    let (mut single_prompt, mut single_gen) = (vec![], vec![]);
     let mut generated = (0, 0);
     for _ in 0..ROUNDS {
         let plain = plain_loop(backend, &reference_model, &prompt.text(), threads as i32);
@@ -121,6 +135,11 @@ fn main() {
             .unwrap();
         our_prompt.push(run.prompt_tokens as f64 / run.prompt_seconds);
         our_gen.push(run.output_tokens as f64 / run.generation_seconds);
+        let run = single
+            .generate(&prompt, None, MAX_TOKENS, None, &[], |_| true)
+            .unwrap();
+        single_prompt.push(run.prompt_tokens as f64 / run.prompt_seconds);
+        single_gen.push(run.output_tokens as f64 / run.generation_seconds);
         generated = (plain.generated, run.output_tokens);
     }
     let (pp, pg, op, og) = (
@@ -143,6 +162,9 @@ fn main() {
     println!("| engine | prompt tok/s | generation tok/s |");
     println!("| --- | --- | --- |");
     println!("| plain llama-cpp-2 greedy loop | {pp:.1} | {pg:.1} |");
-    println!("| agentry LocalModel | {op:.1} | {og:.1} |");
+    println!("| agentry LocalModel (4 sequences, the default) | {op:.1} | {og:.1} |");
+    let (sp, sg) = (median(single_prompt), median(single_gen));
+    println!("| agentry LocalModel (1 sequence) | {sp:.1} | {sg:.1} |");
     println!("| ratio (ours / plain) | {:.3} | {:.3} |", op / pp, og / pg);
+    println!("| ratio (1 sequence / plain) | {:.3} | {:.3} |", sp / pp, sg / pg);
 }
