@@ -26,6 +26,9 @@ pub enum EvalCommand {
     Bfcl(BfclArgs),
     /// Score skill/tool retrieval on MetaTool (recall@1, recall@5).
     Metatool(crate::metatool::MetaToolArgs),
+    /// MetaTool end to end through an agent: the share of queries whose first
+    /// tool call names the right tool, 199 tools inline or a catalog behind discovery.
+    MetatoolAgent(crate::metatool_agent::MetaToolAgentArgs),
     /// Count the tokens a tool catalog costs per step, inline and with discovery.
     ToolPrompt(crate::tool_prompt::ToolPromptArgs),
 }
@@ -120,6 +123,7 @@ pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
     match command {
         EvalCommand::Bfcl(args) => run_bfcl(args).await,
         EvalCommand::Metatool(args) => crate::metatool::run(args).await,
+        EvalCommand::MetatoolAgent(args) => crate::metatool_agent::run(args).await,
         EvalCommand::ToolPrompt(args) => crate::tool_prompt::run(args).await,
     }
 }

@@ -10,6 +10,7 @@ mod elicit;
 mod eval;
 mod mcp;
 mod metatool;
+mod metatool_agent;
 mod metatool_catalog;
 mod models;
 mod providers;

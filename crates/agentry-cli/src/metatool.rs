@@ -56,10 +56,30 @@ pub struct MetaTool {
     pub description: String,
 }
 
+/// One labelled dev query.
 #[derive(Deserialize)]
-struct Query {
-    query: String,
-    tool: String,
+pub struct Query {
+    /// What the user asked.
+    pub query: String,
+    /// The tool that answers it.
+    pub tool: String,
+}
+
+/// MetaTool's tools and dev queries from `datasets/metatool`.
+pub fn read_dataset(datasets: &std::path::Path) -> Result<(Vec<MetaTool>, Vec<Query>), String> {
+    let dir = datasets.join("metatool");
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .map_err(|e| format!("{}: {e}", dir.join(name).display()))
+    };
+    let tools: Vec<MetaTool> =
+        serde_json::from_str(&read("tools.json")?).map_err(|e| e.to_string())?;
+    let queries: Vec<Query> = read("queries_dev.jsonl")?
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    Ok((tools, queries))
 }
 
 /// The JSON report.
@@ -87,18 +107,7 @@ struct Report {
 
 /// Run the evaluation.
 pub async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
-    let dir = args.datasets.join("metatool");
-    let read = |name: &str| {
-        std::fs::read_to_string(dir.join(name))
-            .map_err(|e| format!("{}: {e}", dir.join(name).display()))
-    };
-    let tools: Vec<MetaTool> =
-        serde_json::from_str(&read("tools.json")?).map_err(|e| e.to_string())?;
-    let mut queries: Vec<Query> = read("queries_dev.jsonl")?
-        .lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
+    let (tools, mut queries) = read_dataset(&args.datasets)?;
     if let Some(limit) = args.limit {
         queries.truncate(limit);
     }

@@ -178,7 +178,7 @@ pub async fn search(
 
 /// MiniLM vectors of `texts`, from the cache when these texts were embedded
 /// before (`tag` tells the cached files apart).
-async fn vectors(
+pub async fn vectors(
     texts: Vec<String>,
     embedder: Arc<agentry_local::LocalEmbedder>,
     tag: &str,

@@ -204,3 +204,70 @@ fn tool_prompt_counts_inline_tools_against_discovery() {
     assert!(step2 > step1, "{row}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn metatool_agent_runs_queries_through_discovery_on_the_local_model() {
+    if !common::models_present(true) {
+        return;
+    }
+    let dir = directory("agent");
+    let directory = dir.to_str().unwrap();
+    // 199 MetaTool tools and the fixture's 7 operations, behind search_tools.
+    let output = agentry(
+        &dir,
+        &[
+            "eval",
+            "metatool-agent",
+            "--catalog",
+            "206",
+            "--directory",
+            directory,
+            "--sample",
+            "2",
+        ],
+    );
+    let report = report(&output);
+    assert_eq!(report["mode"], "discovery");
+    assert_eq!(report["tools"], 206);
+    assert_eq!(report["queries"], 2);
+    let outcomes = report["outcomes"].as_array().unwrap();
+    assert_eq!(outcomes.len(), 2);
+    let right = outcomes
+        .iter()
+        .filter(|o| o["called"] == o["expected"])
+        .count();
+    assert_eq!(report["right_tool"], right);
+    for outcome in outcomes {
+        assert!(
+            outcome["expected"]
+                .as_str()
+                .unwrap()
+                .starts_with("plugins.")
+        );
+        assert!(outcome["searched_and_found"].is_boolean(), "{outcome}");
+    }
+    let found = outcomes
+        .iter()
+        .filter(|o| o["searched_and_found"] == true)
+        .count();
+    assert_eq!(report["search_found"], found);
+    // Without a catalog the 199 tools are inline; a catalog too small to hold them is refused.
+    let refused = agentry(
+        &dir,
+        &[
+            "eval",
+            "metatool-agent",
+            "--catalog",
+            "100",
+            "--directory",
+            directory,
+        ],
+    );
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("at least that many"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -116,8 +116,12 @@ fn main() {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     println!("model: {} , {threads} threads\n", path.display());
 
-    println!("### Five-turn chat, prompt cache off and on (greedy, {CHAT_MAX_TOKENS} tokens at most per reply)\n");
-    println!("| turn | prompt tokens | off: evaluated | off: seconds | on: evaluated | on: seconds |");
+    println!(
+        "### Five-turn chat, prompt cache off and on (greedy, {CHAT_MAX_TOKENS} tokens at most per reply)\n"
+    );
+    println!(
+        "| turn | prompt tokens | off: evaluated | off: seconds | on: evaluated | on: seconds |"
+    );
     println!("| --- | --- | --- | --- | --- | --- |");
     let off = chat(&load(
         &path,
@@ -146,8 +150,12 @@ fn main() {
         total(&on) / total(&off)
     );
 
-    println!("### Concurrent sessions (one model, 8 sequences; {SESSION_MAX_TOKENS} tokens at most each)\n");
-    println!("| sessions | generated tokens | total tokens/s | × one session | mean first token (s) | worst first token (s) |");
+    println!(
+        "### Concurrent sessions (one model, 8 sequences; {SESSION_MAX_TOKENS} tokens at most each)\n"
+    );
+    println!(
+        "| sessions | generated tokens | total tokens/s | × one session | mean first token (s) | worst first token (s) |"
+    );
     println!("| --- | --- | --- | --- | --- | --- |");
     let model = load(
         &path,

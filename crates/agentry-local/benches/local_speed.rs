@@ -166,5 +166,9 @@ fn main() {
     let (sp, sg) = (median(single_prompt), median(single_gen));
     println!("| agentry LocalModel (1 sequence) | {sp:.1} | {sg:.1} |");
     println!("| ratio (ours / plain) | {:.3} | {:.3} |", op / pp, og / pg);
-    println!("| ratio (1 sequence / plain) | {:.3} | {:.3} |", sp / pp, sg / pg);
+    println!(
+        "| ratio (1 sequence / plain) | {:.3} | {:.3} |",
+        sp / pp,
+        sg / pg
+    );
 }

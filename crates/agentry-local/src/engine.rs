@@ -538,26 +538,22 @@ impl ChatModel for LocalModel {
                 if let Some(done) = collector.on(event, &mut |_| true) {
                     break done?;
                 }
-                match piece {
-                    Some(piece) => {
-                        output.push_str(&piece);
-                        if !text_mode {
-                            let start = output.trim_start();
-                            text_mode = start.chars().next().is_some_and(|c| match c {
-                                '<' | '`' => false,
-                                '{' | '[' => structured,
-                                _ => true,
-                            });
-                        }
-                        if text_mode {
-                            let end = output.find("<tool_call>").unwrap_or(output.len());
-                            if end > streamed {
-                                yield StreamEvent::TextDelta { text: output[streamed..end].to_owned() };
-                                streamed = end;
-                            }
-                        }
+                let Some(piece) = piece else { continue };
+                output.push_str(&piece);
+                if !text_mode {
+                    let start = output.trim_start();
+                    text_mode = start.chars().next().is_some_and(|c| match c {
+                        '<' | '`' => false,
+                        '{' | '[' => structured,
+                        _ => true,
+                    });
+                }
+                if text_mode {
+                    let end = output.find("<tool_call>").unwrap_or(output.len());
+                    if end > streamed {
+                        yield StreamEvent::TextDelta { text: output[streamed..end].to_owned() };
+                        streamed = end;
                     }
-                    None => {}
                 }
             };
             // A structured answer streamed whole as text; there are no calls in it.

