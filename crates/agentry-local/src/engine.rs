@@ -43,7 +43,7 @@ pub struct LocalConfig {
     pub seed: u32,
     /// Requests decoded together in one batch, and prompts kept in the KV
     /// cache for reuse (each sequence holds one). Each takes `context_size`
-    /// tokens of cache memory.
+    /// tokens of cache memory. Between 1 and 256.
     pub sequences: u32,
     /// Evaluate only the tokens after the longest prefix a sequence already
     /// holds (on by default; greedy output is the same either way).

@@ -37,6 +37,9 @@ use crate::engine::Loaded;
 const BATCH_SIZE: usize = 512;
 /// Slot windows are whole multiples of this (llama.cpp pads them so).
 const WINDOW_STEP: u32 = 256;
+/// The most sequences one context may have (llama.cpp's `LLAMA_MAX_SEQ`),
+/// and fewer than the batch's tokens, so every generating request fits a batch.
+pub(crate) const MAX_SLOTS: u32 = 256;
 
 /// How the decoding thread is set up.
 #[derive(Debug, Clone, Copy)]
@@ -245,7 +248,7 @@ fn new_engine(
     settings: Settings,
     window: u32,
 ) -> Result<Engine<'_>, ModelError> {
-    let slots = settings.slots.max(1);
+    let slots = settings.slots.clamp(1, MAX_SLOTS);
     let params = LlamaContextParams::default()
         .with_n_ctx(NonZeroU32::new(window.saturating_mul(slots)))
         .with_n_seq_max(slots)
