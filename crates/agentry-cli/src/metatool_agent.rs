@@ -109,7 +109,7 @@ pub async fn run(args: MetaToolAgentArgs) -> Result<ExitCode, String> {
     let queries = sample(queries, args.sample);
     let choice = args.model.choose(&crate::config::Loaded::default());
     let model: Arc<dyn ChatModel> = crate::providers::chat_model(&choice).await?;
-    let (groups, search) = match args.catalog {
+    let (groups, search, tool_count) = match args.catalog {
         Some(size) => {
             let groups = catalog_groups(args.directory.as_deref(), size, &tools)?;
             let catalog = flatten(&groups)?;
@@ -125,11 +125,10 @@ pub async fn run(args: MetaToolAgentArgs) -> Result<ExitCode, String> {
                 .lexical_weight(TOOL_LEXICAL_WEIGHT)
                 .with_passage_vectors(embedder, tool_vectors.into_iter().enumerate().collect())
                 .map_err(|e| e.to_string())?;
-            (groups, Some(Arc::new(search)))
+            (groups, Some(Arc::new(search)), catalog.len())
         }
-        None => (vec![plugins_group(&tools)], None),
+        None => (vec![plugins_group(&tools)], None, tools.len()),
     };
-    let tool_count: usize = flatten(&groups)?.len();
     let mut builder = Agent::builder(model.clone())
         .system(SYSTEM)
         .groups(groups)
