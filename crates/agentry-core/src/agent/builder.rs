@@ -176,6 +176,17 @@ impl AgentBuilder {
         self
     }
 
+    /// With discovery and a [`tool_search`](Self::tool_search), start each
+    /// run by searching the catalog with the user's request (the last user
+    /// message) and loading what `search_tools` would find, so that the
+    /// first step can call those tools directly. The model may still search
+    /// or discover more. Small models write poor search queries; the user's
+    /// own words are usually a better one. Off by default.
+    pub fn search_first(mut self, on: bool) -> Self {
+        self.settings.search_first = on;
+        self
+    }
+
     /// Start from a toolbox built elsewhere (its tools come first, and its
     /// default timeout is kept unless [`default_timeout`](Self::default_timeout) is set).
     pub fn toolbox(mut self, toolbox: Toolbox) -> Self {

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 
 use super::agent::Agent;
 use super::outcome::CallRecord;
+use super::prompt_schema::{definition_size, prompt_schema};
 use super::skills::RunTools;
+use crate::model::Message;
 use crate::tool::{Tool, ToolError, ToolGroup, ToolHandler, ToolHints};
 
 /// The built-in that loads modules: one of seed 001's reserved names.
@@ -70,7 +72,7 @@ pub(super) fn namespace_of(name: &str) -> Option<&str> {
 }
 
 /// Every module and tool one run can load.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Catalog {
     modules: Vec<Module>,
     /// Position of each module in `modules`, by namespace.
@@ -79,15 +81,20 @@ pub(super) struct Catalog {
     tools: Vec<(String, String)>,
     /// Position of each tool in `tools`, by name.
     tool_at: HashMap<String, usize>,
-    /// How large each tool's definition is (name, description and input
-    /// schema, in bytes), in the order of `tools`.
+    /// How large each tool's definition is as the prompt shows it (name,
+    /// description and input schema, in bytes), in the order of `tools`.
     sizes: Vec<usize>,
 }
 
 impl Catalog {
     /// Add `tools`, under the `modules` the agent declared, or under a
     /// module named after their namespace (titled `title`).
-    pub(super) fn add(&mut self, modules: &[Module], tools: &[Tool], title: &str) {
+    pub(super) fn add<'a>(
+        &mut self,
+        modules: &[Module],
+        tools: impl IntoIterator<Item = &'a Tool>,
+        title: &str,
+    ) {
         let declared: HashMap<&str, &Module> =
             modules.iter().map(|m| (m.namespace.as_str(), m)).collect();
         for tool in tools {
@@ -112,7 +119,7 @@ impl Catalog {
                 .to_owned();
             self.tool_at.insert(tool.name.clone(), self.tools.len());
             self.tools.push((tool.name.clone(), line));
-            self.sizes.push(definition_size(tool));
+            self.sizes.push(definition_size(&prompt_schema(tool)));
         }
     }
 
@@ -282,35 +289,7 @@ pub(super) fn builtin_search_tools(
             if input.query.trim().is_empty() {
                 return Err(ToolError::failed("say what you need in `query`"));
             }
-            let names = searcher.search(&input.query, SEARCH_LIMIT * 4).await;
-            let catalog = catalog.read().unwrap_or_else(|p| p.into_inner());
-            let found = names
-                .iter()
-                .filter_map(|name| Some((name, catalog.line(name)?)))
-                .take(SEARCH_LIMIT);
-            let (mut loaded, mut listed, mut spent) = (Vec::new(), Vec::new(), 0);
-            for (name, (line, size)) in found {
-                let row = json!({
-                    "name": name,
-                    "description": line,
-                    "namespace": namespace_of(name).unwrap_or(""),
-                });
-                if loaded.is_empty() || spent + size <= SEARCH_BUDGET_BYTES {
-                    spent += size;
-                    loaded.push(row);
-                } else {
-                    listed.push(row);
-                }
-            }
-            if listed.is_empty() {
-                return Ok(json!({"loaded": loaded}));
-            }
-            Ok(json!({
-                "loaded": loaded,
-                "not_loaded": listed,
-                "note": "these matched too but are too large to load in the same step: \
-                         call discover with one's name to load it",
-            }))
+            Ok(search_catalog(&catalog, searcher.as_ref(), &input.query).await)
         }
     });
     Tool::new(
@@ -335,12 +314,43 @@ pub(super) fn builtin_search_tools(
     })
 }
 
-/// How large `tool`'s definition is in a prompt: its name, description and
-/// input schema, in bytes of JSON.
-fn definition_size(tool: &Tool) -> usize {
-    tool.name.len()
-        + tool.description.as_deref().map_or(0, str::len)
-        + serde_json::to_string(&tool.input_schema).map_or(0, |schema| schema.len())
+/// What `search_tools` answers for `query`: the best [`SEARCH_LIMIT`]
+/// tools of `catalog`, loaded best first while their definitions fit
+/// [`SEARCH_BUDGET_BYTES`] (the best always), the rest listed.
+async fn search_catalog(
+    catalog: &RwLock<Catalog>,
+    searcher: &dyn crate::tool::ToolSearcher,
+    query: &str,
+) -> Value {
+    let names = searcher.search(query, SEARCH_LIMIT * 4).await;
+    let catalog = catalog.read().unwrap_or_else(|p| p.into_inner());
+    let found = names
+        .iter()
+        .filter_map(|name| Some((name, catalog.line(name)?)))
+        .take(SEARCH_LIMIT);
+    let (mut loaded, mut listed, mut spent) = (Vec::new(), Vec::new(), 0);
+    for (name, (line, size)) in found {
+        let row = json!({
+            "name": name,
+            "description": line,
+            "namespace": namespace_of(name).unwrap_or(""),
+        });
+        if loaded.is_empty() || spent + size <= SEARCH_BUDGET_BYTES {
+            spent += size;
+            loaded.push(row);
+        } else {
+            listed.push(row);
+        }
+    }
+    if listed.is_empty() {
+        return json!({"loaded": loaded});
+    }
+    json!({
+        "loaded": loaded,
+        "not_loaded": listed,
+        "note": "these matched too but are too large to load in the same step: \
+                 call discover with one's name to load it",
+    })
 }
 
 /// True for the built-ins whose results load tools.
@@ -372,19 +382,24 @@ impl RunTools {
         if !agent.settings.discovery {
             return;
         }
-        let tools: Vec<Tool> = self
-            .toolbox
-            .tools()
-            .filter(|tool| self.allows(agent.settings.allow.as_deref(), tool))
-            .cloned()
-            .collect();
-        let mut catalog = Catalog::default();
-        catalog.add(&agent.settings.modules, &tools, "functions");
+        let catalog = agent
+            .catalog
+            .get_or_init(|| {
+                let mut catalog = Catalog::default();
+                let tools = self.toolbox.tools();
+                let allowed =
+                    tools.filter(|tool| self.allows(agent.settings.allow.as_deref(), tool));
+                catalog.add(&agent.settings.modules, allowed, "functions");
+                catalog
+            })
+            .clone();
         let shown = catalog.always_included();
-        self.hidden = tools
+        self.hidden = catalog
+            .tools
             .iter()
-            .map(|tool| tool.name.clone())
-            .filter(|name| !shown.contains(name))
+            .map(|(name, _)| name)
+            .filter(|name| !shown.contains(*name))
+            .cloned()
             .collect();
         let advertised = self
             .advertised
@@ -413,6 +428,14 @@ impl RunTools {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .prompt(searchable);
+        let modules = if searchable && agent.settings.search_first {
+            format!(
+                "{modules}\nThe functions that best match the request are loaded already: \
+                 call one of them if it fits."
+            )
+        } else {
+            modules
+        };
         self.system = Some(match self.system.take() {
             Some(system) => format!("{system}\n\n{modules}"),
             None => modules,
@@ -446,12 +469,9 @@ impl RunTools {
         Vec::new()
     }
 
-    /// After a step: the tools each successful `discover` loaded are shown
-    /// from the next step on, after those already shown, in catalog order.
+    /// After a step: the tools each successful `discover` or `search_tools`
+    /// loaded are shown from the next step on, after those already shown.
     pub(super) fn reveal(&mut self, records: &[CallRecord]) {
-        if self.catalog.is_none() {
-            return;
-        }
         let loaded: Vec<String> = records
             .iter()
             .filter(|record| !record.result.is_error && loads_tools(&record.call.name))
@@ -460,6 +480,18 @@ impl RunTools {
                     .map(str::to_owned)
                     .collect::<Vec<_>>()
             })
+            .collect();
+        self.reveal_names(loaded);
+    }
+
+    /// Show the hidden tools among `names` from the next step on, in that
+    /// order, their schemas shortened to [`PROMPT_SCHEMA_BYTES`](super::prompt_schema::PROMPT_SCHEMA_BYTES).
+    fn reveal_names(&mut self, names: Vec<String>) {
+        if self.catalog.is_none() {
+            return;
+        }
+        let loaded: Vec<String> = names
+            .into_iter()
             .filter(|name| self.hidden.remove(name))
             .collect();
         if loaded.is_empty() {
@@ -470,13 +502,32 @@ impl RunTools {
             loaded
                 .iter()
                 .filter_map(|name| self.toolbox.find_by_name(name))
-                .map(Tool::schema),
+                .map(prompt_schema),
         );
         // Everything is loaded: nothing is left to discover or search for.
         if self.hidden.is_empty() {
             advertised.retain(|schema| !loads_tools(&schema.name));
         }
         self.advertised = Arc::new(advertised);
+    }
+
+    /// With [`search_first`](super::AgentBuilder::search_first): before the
+    /// first step, search the catalog with the user's last message and load
+    /// what `search_tools` would, so that step 1 can call it.
+    pub(super) async fn search_first(&mut self, agent: &Agent, messages: &[Message]) {
+        let (Some(catalog), Some(searcher)) = (&self.catalog, &agent.settings.tool_search) else {
+            return;
+        };
+        let Some(query) = messages.iter().rev().find_map(|message| match message {
+            Message::User { text } if !text.trim().is_empty() => Some(text.as_str()),
+            _ => None,
+        }) else {
+            return;
+        };
+        let found = search_catalog(catalog, searcher.as_ref(), query).await;
+        let names: Vec<String> = loaded_by(&found).map(str::to_owned).collect();
+        tracing::debug!(loaded = ?names, "searched the catalog before the first step");
+        self.reveal_names(names);
     }
 
     /// `Err` with what to do when `name` is a tool not loaded yet.

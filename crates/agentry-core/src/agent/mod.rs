@@ -14,6 +14,7 @@ mod events;
 mod gate;
 mod outcome;
 mod policy;
+mod prompt_schema;
 mod run;
 mod skills;
 mod sources;
@@ -34,4 +35,5 @@ pub use outcome::{
 pub use policy::{
     Approval, Approver, AuditLog, AuditOutcome, AuditRecord, AuditSink, arguments_digest,
 };
+pub use prompt_schema::PROMPT_SCHEMA_BYTES;
 pub(crate) use run::Frame;

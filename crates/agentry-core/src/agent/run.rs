@@ -84,6 +84,9 @@ impl Agent {
     ) -> RunOutcome {
         let settings = &self.settings;
         let mut run_tools = RunTools::prepare(self, model, &messages).await;
+        if settings.search_first {
+            run_tools.search_first(self, &messages).await;
+        }
         let spend = &frame.spend;
         let mut steps = Vec::new();
         let mut n = 0;
