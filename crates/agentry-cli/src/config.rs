@@ -55,6 +55,9 @@ pub struct ModelSection {
     pub grammar: Option<bool>,
     /// Local: reuse the KV cache of prompts that begin the same way (default true).
     pub prompt_cache: Option<bool>,
+    /// Local: read a call written inside the text (a fenced or bare JSON
+    /// object naming an offered tool) as a call (default true).
+    pub text_calls: Option<bool>,
 }
 
 /// `[agent]`: prompt, tools and limits.

@@ -34,6 +34,8 @@ pub struct ModelChoice {
     pub grammar: bool,
     /// Local: reuse cached prompt prefixes.
     pub prompt_cache: bool,
+    /// Local: read calls written inside the text as calls.
+    pub text_calls: bool,
 }
 
 impl ModelArgs {
@@ -48,6 +50,7 @@ impl ModelArgs {
             model: self.model.clone().or_else(|| section.name.clone()),
             grammar: !self.no_grammar && section.grammar.unwrap_or(true),
             prompt_cache: !self.no_prompt_cache && section.prompt_cache.unwrap_or(true),
+            text_calls: !self.no_text_calls && section.text_calls.unwrap_or(true),
         }
     }
 }

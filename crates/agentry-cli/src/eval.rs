@@ -31,6 +31,9 @@ pub enum EvalCommand {
     MetatoolAgent(crate::metatool_agent::MetaToolAgentArgs),
     /// Count the tokens a tool catalog costs per step, inline and with discovery.
     ToolPrompt(crate::tool_prompt::ToolPromptArgs),
+    /// Whether the agent reads the right skill for requests written from the
+    /// shared skills' descriptions.
+    SkillChoice(crate::skill_choice::SkillChoiceArgs),
 }
 
 /// The BFCL categories shipped in the repository's `datasets/bfcl`.
@@ -63,8 +66,15 @@ impl Category {
 #[derive(clap::Args)]
 pub struct BfclArgs {
     /// Which category.
-    #[arg(long, value_enum)]
-    category: Category,
+    #[arg(long, value_enum, required_unless_present = "all")]
+    category: Option<Category>,
+    /// Every category in turn (one model load): a JSON report per category
+    /// in `--out-dir`, and one Markdown table on stdout.
+    #[arg(long, conflicts_with_all = ["category", "out"])]
+    all: bool,
+    /// With `--all`: where the reports go, as `bfcl-<category>-<grammar|free>.json`.
+    #[arg(long, default_value = ".", requires = "all")]
+    out_dir: PathBuf,
     #[command(flatten)]
     model: ModelArgs,
     /// Only the first N questions.
@@ -125,31 +135,103 @@ pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
         EvalCommand::Metatool(args) => crate::metatool::run(args).await,
         EvalCommand::MetatoolAgent(args) => crate::metatool_agent::run(args).await,
         EvalCommand::ToolPrompt(args) => crate::tool_prompt::run(args).await,
+        EvalCommand::SkillChoice(args) => crate::skill_choice::run(args).await,
     }
 }
 
 async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
+    let choice = args.model.choose(&crate::config::Loaded::default());
+    let model = crate::providers::chat_model(&choice).await?;
+    let Some(category) = args.category else {
+        let mut reports = Vec::new();
+        for category in [
+            Category::SimplePython,
+            Category::Multiple,
+            Category::Parallel,
+            Category::Irrelevance,
+        ] {
+            let report = run_category(&args, &choice, model.as_ref(), category).await?;
+            let mode = if choice.grammar { "grammar" } else { "free" };
+            let path = args
+                .out_dir
+                .join(format!("bfcl-{}-{mode}.json", category.file()));
+            let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            reports.push(report);
+        }
+        print!("{}", table(&reports));
+        return Ok(ExitCode::SUCCESS);
+    };
+    let report = run_category(&args, &choice, model.as_ref(), category).await?;
+    write_report(&report, args.out.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Write an evaluation's JSON report to `out`, or to stdout without one.
+pub fn write_report(report: &impl Serialize, out: Option<&std::path::Path>) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+    match out {
+        Some(path) => {
+            std::fs::write(path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))
+        }
+        None => {
+            println!("{json}");
+            Ok(())
+        }
+    }
+}
+
+/// The Markdown table of BFCL reports, one row each.
+fn table(reports: &[Value]) -> String {
+    let mut text = String::from(
+        "| category | grammar | text calls | questions | passed | accuracy | calls | schema-valid calls | s/question |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for r in reports {
+        let on = |key: &str| if r[key] == true { "on" } else { "off" };
+        let questions = r["questions"].as_u64().unwrap_or(0);
+        text.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {:.1}% | {} | {} | {:.1} |\n",
+            r["category"].as_str().unwrap_or(""),
+            on("grammar"),
+            on("text_calls"),
+            questions,
+            r["passed"],
+            100.0 * r["accuracy"].as_f64().unwrap_or(0.0),
+            r["calls"],
+            r["schema_valid_calls"],
+            r["seconds"].as_f64().unwrap_or(0.0) / questions.max(1) as f64,
+        ));
+    }
+    text
+}
+
+/// Run one category's questions and return its JSON report.
+async fn run_category(
+    args: &BfclArgs,
+    choice: &crate::definition::ModelChoice,
+    model: &dyn agentry::model::ChatModel,
+    category: Category,
+) -> Result<Value, String> {
     let dir = args.datasets.join("bfcl");
     let read = |name: String| {
         std::fs::read_to_string(dir.join(&name))
             .map_err(|e| format!("{}: {e}", dir.join(&name).display()))
     };
-    let questions: Vec<Question> = read(format!("{}.jsonl", args.category.file()))?
+    let questions: Vec<Question> = read(format!("{}.jsonl", category.file()))?
         .lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
-    let answers: Vec<Answer> = if args.category == Category::Irrelevance {
+    let answers: Vec<Answer> = if category == Category::Irrelevance {
         Vec::new()
     } else {
-        read(format!("{}_answers.jsonl", args.category.file()))?
+        read(format!("{}_answers.jsonl", category.file()))?
             .lines()
             .filter(|line| !line.trim().is_empty())
             .map(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
             .collect::<Result<_, _>>()?
     };
-    let choice = args.model.choose(&crate::config::Loaded::default());
-    let model = crate::providers::chat_model(&choice).await?;
     let limit = args.limit.unwrap_or(questions.len()).min(questions.len());
     let started = Instant::now();
     let mut outcomes = Vec::new();
@@ -164,14 +246,9 @@ async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
                 description: Some(f.description.clone()),
             })
             .collect();
-        let messages = question.question[0]
-            .iter()
-            .map(|turn| match turn.role.as_str() {
-                "assistant" => Message::assistant(turn.content.clone()),
-                _ => Message::user(turn.content.clone()),
-            })
-            .collect();
+        let (system, messages) = conversation(&question.question[0]);
         let request = ChatRequest {
+            system,
             messages,
             tools: tools.clone(),
             tool_choice: ToolChoice::Auto,
@@ -182,7 +259,7 @@ async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
         let outcome = match model.step(&request).await {
             Ok(Step::Final { text, .. }) => Outcome {
                 id: question.id.clone(),
-                pass: args.category == Category::Irrelevance,
+                pass: category == Category::Irrelevance,
                 calls: Vec::new(),
                 schema_valid_calls: 0,
                 text: Some(text),
@@ -193,7 +270,7 @@ async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
                     .iter()
                     .filter(|call| schema_valid(call, &tools))
                     .count();
-                let pass = match (args.category, answer) {
+                let pass = match (category, answer) {
                     (Category::Irrelevance, _) => false,
                     (_, Some(answer)) => calls_match(&calls, &answer.ground_truth),
                     (_, None) => false,
@@ -229,10 +306,11 @@ async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
     let valid: usize = outcomes.iter().map(|o| o.schema_valid_calls).sum();
     let report = json!({
         "benchmark": "bfcl",
-        "category": args.category,
+        "category": category,
         "provider": format!("{:?}", choice.provider).to_lowercase(),
         "model": model.model_id(),
         "grammar": choice.grammar,
+        "text_calls": choice.text_calls,
         "questions": total,
         "passed": passed,
         "accuracy": if total > 0 { passed as f64 / total as f64 } else { 0.0 },
@@ -242,17 +320,31 @@ async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
         "seconds": started.elapsed().as_secs_f64(),
         "results": outcomes,
     });
-    let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    match &args.out {
-        Some(path) => std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?,
-        None => println!("{text}"),
-    }
     eprintln!(
         "{}: {passed}/{total} passed ({:.1}%), {valid}/{calls} calls schema-valid",
-        args.category.file(),
+        category.file(),
         100.0 * passed as f64 / total.max(1) as f64
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(report)
+}
+
+/// A question's turns as the model gets them: `system` turns become the
+/// system prompt (joined by blank lines, in order), the rest messages.
+fn conversation(turns: &[Turn]) -> (Option<String>, Vec<Message>) {
+    let system: Vec<&str> = turns
+        .iter()
+        .filter(|turn| turn.role == "system")
+        .map(|turn| turn.content.as_str())
+        .collect();
+    let messages = turns
+        .iter()
+        .filter_map(|turn| match turn.role.as_str() {
+            "system" => None,
+            "assistant" => Some(Message::assistant(turn.content.clone())),
+            _ => Some(Message::user(turn.content.clone())),
+        })
+        .collect();
+    ((!system.is_empty()).then(|| system.join("\n\n")), messages)
 }
 
 /// BFCL's parameter schemas in JSON Schema: `dict` → `object`, `float` →
@@ -436,6 +528,38 @@ mod tests {
             &[play("Taylor Swift", 20), play("Taylor Swift", 20)],
             &gt
         ));
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_report() {
+        let report = json!({
+            "category": "parallel", "grammar": true, "text_calls": false, "questions": 4,
+            "passed": 1, "accuracy": 0.25, "calls": 5, "schema_valid_calls": 5, "seconds": 10.0
+        });
+        let table = table(&[report]);
+        assert_eq!(
+            table.lines().nth(2),
+            Some("| parallel | on | off | 4 | 1 | 25.0% | 5 | 5 | 2.5 |")
+        );
+    }
+
+    #[test]
+    fn system_turns_become_the_system_prompt() {
+        let turns: Vec<Turn> = serde_json::from_value(json!([
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Hi"},
+            {"role": "system", "content": "Use metric units."},
+            {"role": "assistant", "content": "Hello"}
+        ]))
+        .unwrap();
+        let (system, messages) = conversation(&turns);
+        assert_eq!(
+            system.as_deref(),
+            Some("You are terse.\n\nUse metric units.")
+        );
+        assert_eq!(messages, [Message::user("Hi"), Message::assistant("Hello")]);
+        let (system, _) = conversation(&turns[1..2]);
+        assert_eq!(system, None);
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod models;
 mod providers;
 mod run;
 mod serve;
+mod skill_choice;
 mod skills;
 mod tool_prompt;
 mod tools;
@@ -63,6 +64,10 @@ pub struct ModelArgs {
     /// an earlier step or turn left (same answers, slower; for comparison).
     #[arg(long)]
     no_prompt_cache: bool,
+    /// Local: leave a call the model wrote inside its text (a fenced or bare
+    /// JSON object naming an offered tool) as text instead of reading it as a call.
+    #[arg(long)]
+    no_text_calls: bool,
 }
 
 #[derive(Subcommand)]

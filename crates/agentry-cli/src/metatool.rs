@@ -192,13 +192,7 @@ pub async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
         latency_ms_p50: quantile_ms(&seconds, 0.5),
         latency_ms_p99: quantile_ms(&seconds, 0.99),
     };
-    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    match args.out {
-        Some(path) => {
-            std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?
-        }
-        None => println!("{json}"),
-    }
+    crate::eval::write_report(&report, args.out.as_deref())?;
     eprintln!(
         "{}: recall@1 {:.1}%, recall@5 {:.1}% on {} queries",
         report.scorer,

@@ -248,13 +248,7 @@ pub async fn run(args: MetaToolAgentArgs) -> Result<ExitCode, String> {
         report.queries,
         report.right_tool_rate * 100.0
     );
-    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    match args.out {
-        Some(path) => {
-            std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?
-        }
-        None => println!("{json}"),
-    }
+    crate::eval::write_report(&report, args.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 

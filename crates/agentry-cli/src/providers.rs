@@ -58,6 +58,7 @@ pub async fn local_model(args: &ModelChoice) -> Result<LocalModel, String> {
     let config = LocalConfig {
         constrained: args.grammar,
         prompt_cache: args.prompt_cache,
+        text_calls: args.text_calls,
         ..LocalConfig::default()
     };
     tokio::task::spawn_blocking(move || LocalModel::load_with(&path, config))

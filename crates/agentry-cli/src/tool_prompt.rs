@@ -88,6 +88,7 @@ pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         model: args.model.clone(),
         grammar: true,
         prompt_cache: true,
+        text_calls: true,
     };
     let model = crate::providers::local_model(&choice).await?;
     let api = catalog::directory(args.directory.as_deref())?;
@@ -106,17 +107,8 @@ pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         );
         rows.push(row);
     }
-    let json = serde_json::to_string_pretty(&json!({
-        "model": model.name(),
-        "rows": rows,
-    }))
-    .map_err(|e| e.to_string())?;
-    match args.out {
-        Some(path) => {
-            std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?
-        }
-        None => println!("{json}"),
-    }
+    let report = json!({"model": model.name(), "rows": rows});
+    crate::eval::write_report(&report, args.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -227,7 +227,7 @@ fn metatool_agent_runs_queries_through_discovery_on_the_local_model() {
         ],
     );
     let report = report(&output);
-    assert_eq!(report["mode"], "discovery");
+    assert_eq!(report["mode"], "discovery, search first");
     assert_eq!(report["tools"], 206);
     assert_eq!(report["queries"], 2);
     let outcomes = report["outcomes"].as_array().unwrap();

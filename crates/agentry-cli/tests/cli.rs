@@ -99,8 +99,11 @@ fn skills_validate_passes_valid_folders_and_names_every_problem() {
         )
     );
 
-    let empty = std::env::temp_dir();
+    // A folder of its own: the shared temp folder may hold other tests' skills.
+    let empty = std::env::temp_dir().join(format!("agentry-no-skills-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
     let output = agentry(&["skills", "validate", empty.to_str().unwrap()]);
+    std::fs::remove_dir_all(&empty).unwrap();
     assert!(!output.status.success());
     assert!(text(&output.stderr).starts_with("error: no skill folders (with a SKILL.md) in"));
 }
@@ -182,6 +185,56 @@ fn skills_list_search_and_show() {
             bad.display()
         )
     );
+}
+
+#[test]
+fn skill_choice_eval_writes_a_report() {
+    let dir = std::env::temp_dir().join(format!("agentry-skill-choice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let requests = dir.join("requests.jsonl");
+    std::fs::write(
+        &requests,
+        "{\"request\": \"Write a status update.\", \"skill\": \"internal-comms\"}\n\
+         {\"request\": \"Make a Slack GIF.\", \"skill\": \"slack-gif-creator\"}\n",
+    )
+    .unwrap();
+    let out = dir.join("report.json");
+    let output = agentry(&[
+        "eval",
+        "skill-choice",
+        "--provider",
+        "offline",
+        "--requests",
+        requests.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    // The offline model answers without reading anything.
+    assert_eq!(report["requests"], 2);
+    assert_eq!(report["name_enums"], true);
+    assert_eq!(report["no_lookup"], 2);
+    assert_eq!(report["right_first"], 0);
+    assert_eq!(report["outcomes"][1]["expected"], "slack-gif-creator");
+    let broken = dir.join("broken.jsonl");
+    std::fs::write(&broken, "{\"request\": 1}\n").unwrap();
+    let output = agentry(&[
+        "eval",
+        "skill-choice",
+        "--provider",
+        "offline",
+        "--requests",
+        broken.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("broken.jsonl"),
+        "{}",
+        text(&output.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -24,7 +24,8 @@ use llguidance::{Matcher, ParserFactory};
 use crate::scheduler::{self, Event, Job, Settings};
 use crate::template::{ChatTemplate, Prompt};
 use crate::tool_calls::{
-    GrammarTool, ParsedReply, TagStyle, json_answer_grammar, parse_reply, tool_call_grammar,
+    GrammarTool, ParsedReply, TagStyle, embedded_calls, json_answer_grammar, parse_reply,
+    tool_call_grammar,
 };
 
 /// Settings of a [`LocalModel`].
@@ -48,6 +49,10 @@ pub struct LocalConfig {
     /// Evaluate only the tokens after the longest prefix a sequence already
     /// holds (on by default; greedy output is the same either way).
     pub prompt_cache: bool,
+    /// Read a call the model wrote inside its text (a fenced or bare JSON
+    /// object naming an offered tool) as a call, validated like any other
+    /// (on by default).
+    pub text_calls: bool,
 }
 
 impl Default for LocalConfig {
@@ -60,6 +65,7 @@ impl Default for LocalConfig {
             seed: 42,
             sequences: 4,
             prompt_cache: true,
+            text_calls: true,
         }
     }
 }
@@ -303,17 +309,60 @@ impl LocalModel {
             })
             .map(|tool| (names.wire_of(&tool.name), &tool.input_schema))
             .collect();
-        let tools: Vec<GrammarTool<'_>> = offered
+        let mut tools: Vec<GrammarTool<'_>> = offered
             .iter()
             .map(|(name, schema)| GrammarTool { name, schema })
             .collect();
         let allow_text = matches!(request.tool_choice, ToolChoice::Auto);
-        Ok(Some(tool_call_grammar(
-            &tools,
-            allow_text,
-            self.inner.loaded.tags,
-            answer,
-        )))
+        let tags = self.inner.loaded.tags;
+        let grammar = tool_call_grammar(&tools, allow_text, tags, answer);
+        if self.grammar_error(&grammar).is_none() {
+            return Ok(Some(grammar));
+        }
+        // Some tool's schema is beyond the grammar engine (a pattern with
+        // look-around, a schema no value satisfies): that tool's arguments
+        // go unconstrained, and dispatch still validates them.
+        let any_object = serde_json::json!({"type": "object"});
+        for tool in &mut tools {
+            let alone = tool_call_grammar(&[*tool], false, tags, None);
+            if let Some(error) = self.grammar_error(&alone) {
+                tracing::warn!(tool = tool.name, %error, "the grammar leaves this tool's arguments unconstrained");
+                tool.schema = &any_object;
+            }
+        }
+        let grammar = tool_call_grammar(&tools, allow_text, tags, answer);
+        match self.grammar_error(&grammar) {
+            None => Ok(Some(grammar)),
+            Some(error) => Err(ModelError::Local(format!("tool-call grammar: {error}"))),
+        }
+    }
+
+    /// Why `grammar` does not compile, if it does not.
+    fn grammar_error(&self, grammar: &str) -> Option<String> {
+        match self.matcher(grammar) {
+            Ok(_) => None,
+            Err(error) => Some(error.to_string()),
+        }
+    }
+
+    /// A matcher for `grammar`, made by the model's grammar engine.
+    fn matcher(&self, grammar: &str) -> Result<Matcher, ModelError> {
+        let factory = self
+            .inner
+            .loaded
+            .factory
+            .get_or_init(|| {
+                let env = LlamaSampler::llguidance_tok_env(&self.inner.loaded.model);
+                ParserFactory::new_simple(&env).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| ModelError::Local(format!("grammar engine: {e}")))?;
+        let matcher =
+            Matcher::new(factory.create_parser(TopLevelGrammar::from_lark(grammar.to_owned())));
+        match matcher.get_error() {
+            Some(error) => Err(ModelError::Local(format!("tool-call grammar: {error}"))),
+            None => Ok(matcher),
+        }
     }
 
     fn sampler(
@@ -323,21 +372,7 @@ impl LocalModel {
     ) -> Result<LlamaSampler, ModelError> {
         let mut chain = Vec::new();
         if let Some(grammar) = grammar {
-            let factory = self
-                .inner
-                .loaded
-                .factory
-                .get_or_init(|| {
-                    let env = LlamaSampler::llguidance_tok_env(&self.inner.loaded.model);
-                    ParserFactory::new_simple(&env).map_err(|e| e.to_string())
-                })
-                .as_ref()
-                .map_err(|e| ModelError::Local(format!("grammar engine: {e}")))?;
-            let matcher =
-                Matcher::new(factory.create_parser(TopLevelGrammar::from_lark(grammar.to_owned())));
-            if let Some(error) = matcher.get_error() {
-                return Err(ModelError::Local(format!("tool-call grammar: {error}")));
-            }
+            let matcher = self.matcher(grammar)?;
             chain.push(LlamaSampler::from(matcher));
         }
         match temperature.filter(|t| *t > 0.0) {
@@ -495,6 +530,15 @@ impl Collector {
 }
 
 /// The wire-name mapping for the tools of `request`.
+impl LocalModel {
+    /// Whether a call written inside the reply's text counts for `request`.
+    fn reads_text_calls(&self, request: &ChatRequest) -> bool {
+        self.inner.loaded.config.text_calls
+            && !request.tools.is_empty()
+            && request.tool_choice != ToolChoice::None
+    }
+}
+
 fn wire_names(request: &ChatRequest) -> Result<WireNames, ModelError> {
     let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     WireNames::new(&names).map_err(|e| ModelError::Config(e.to_string()))
@@ -557,11 +601,24 @@ impl ChatModel for LocalModel {
                 }
             };
             // A structured answer streamed whole as text; there are no calls in it.
-            let parsed = if structured && text_mode {
+            let mut parsed = if structured && text_mode {
                 ParsedReply::default()
             } else {
                 parse_reply(&generation.text)
             };
+            if parsed.calls.is_empty() && !structured && self.reads_text_calls(request) {
+                let offered: Vec<String> = request
+                    .tools
+                    .iter()
+                    .filter(|tool| match &request.tool_choice {
+                        ToolChoice::Tool(only) => &tool.name == only,
+                        _ => true,
+                    })
+                    .map(|tool| names.wire_of(&tool.name))
+                    .collect();
+                let offered: Vec<&str> = offered.iter().map(String::as_str).collect();
+                parsed.calls = embedded_calls(&parsed.text, &offered);
+            }
             if !text_mode && !parsed.text.is_empty() && parsed.calls.is_empty() {
                 yield StreamEvent::TextDelta { text: parsed.text.clone() };
             }

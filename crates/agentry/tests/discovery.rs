@@ -656,3 +656,47 @@ async fn search_first_loads_what_the_request_finds_before_step_one() {
         .await;
     assert_eq!(shown(&model)[0], ["clock.now", DISCOVER, SEARCH_TOOLS]);
 }
+
+#[tokio::test]
+async fn discover_names_are_an_enum_of_modules_and_functions() {
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    Agent::builder(model.clone())
+        .groups(groups())
+        .discovery(true)
+        .build()
+        .unwrap()
+        .run("hi")
+        .await;
+    let request = &model.requests()[0];
+    let discover = request.tools.iter().find(|t| t.name == DISCOVER).unwrap();
+    let names = json!([
+        "kb",
+        "billing",
+        "clock",
+        "kb.find_policy",
+        "kb.search",
+        "billing.lookup_invoice",
+        "clock.now"
+    ]);
+    let one = &discover.input_schema["properties"]["tools"]["anyOf"];
+    assert_eq!(one[0]["enum"], names);
+    assert_eq!(one[1]["items"]["enum"], names);
+    // Past MAX_DISCOVER_ENUM names, any string.
+    let many: Vec<ToolGroup> = (0..130)
+        .map(|i| ToolGroup::new(format!("api{i}"), format!("API {i}")).tool(tool("get", "x")))
+        .collect();
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    Agent::builder(model.clone())
+        .groups(many)
+        .discovery(true)
+        .build()
+        .unwrap()
+        .run("hi")
+        .await;
+    let request = &model.requests()[0];
+    let discover = request.tools.iter().find(|t| t.name == DISCOVER).unwrap();
+    assert_eq!(
+        discover.input_schema["properties"]["tools"]["anyOf"][0].get("enum"),
+        None
+    );
+}

@@ -577,3 +577,170 @@ async fn only_offered_skills_activate_their_tools() {
         json!("order A1: shipped")
     );
 }
+
+/// `read_skill`'s input schema as the model got it in request `index`.
+fn read_skill_schema(model: &ScriptedModel, index: usize) -> Value {
+    model.requests()[index]
+        .tools
+        .iter()
+        .find(|t| t.name == "read_skill")
+        .unwrap()
+        .input_schema
+        .clone()
+}
+
+/// The `name` enum of the schemas the model got in request `index`.
+fn name_enums(model: &ScriptedModel, index: usize) -> Vec<(String, Value)> {
+    model.requests()[index]
+        .tools
+        .iter()
+        .filter(|t| t.name == "read_skill" || t.name == "apply_skill")
+        .map(|t| {
+            (
+                t.name.clone(),
+                t.input_schema["properties"]["name"]["enum"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn skill_names_are_an_enum_of_the_offered_skills_and_grow_with_search() {
+    // Lists only "orders"; "refunds" can be found by search.
+    let resolver = searchable_resolver(vec![refunds_skill(), orders_skill()], ["orders"]);
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(tool_step(vec![call(
+                "c1",
+                "search_skills",
+                json!({"query": "refund"}),
+            )]))
+            .reply(final_step("done")),
+    );
+    Agent::builder(model.clone())
+        .skill_resolver(resolver)
+        .build()
+        .unwrap()
+        .run("refund A1")
+        .await;
+    let listed = json!(["orders"]);
+    assert_eq!(
+        name_enums(&model, 0),
+        [
+            ("read_skill".into(), listed.clone()),
+            ("apply_skill".into(), listed)
+        ]
+    );
+    let found = json!(["orders", "refunds"]);
+    assert_eq!(
+        name_enums(&model, 1),
+        [
+            ("read_skill".into(), found.clone()),
+            ("apply_skill".into(), found)
+        ]
+    ); // These skills have no folder, so there is no file for `path` to name.
+    let read = read_skill_schema(&model, 0);
+    assert_eq!(read["properties"].get("path"), None, "{read}");
+}
+
+#[tokio::test]
+async fn read_skill_paths_are_an_enum_of_the_files_of_skills_read_so_far() {
+    let root = std::env::temp_dir().join(format!("agentry-skill-files-{}", std::process::id()));
+    std::fs::create_dir_all(root.join("references")).unwrap();
+    std::fs::write(
+        root.join("SKILL.md"),
+        "---\nname: comms\ndescription: d\n---\nbody",
+    )
+    .unwrap();
+    std::fs::write(root.join("references/faq.md"), "faq").unwrap();
+    let skill = || {
+        let mut skill = Skill::new("comms", "Internal comms").body("Write it plainly.");
+        skill.root = Some(root.clone());
+        skill
+    };
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(tool_step(vec![call(
+                "c1",
+                "read_skill",
+                json!({"name": "comms"}),
+            )]))
+            .reply(final_step("done")),
+    );
+    Agent::builder(model.clone())
+        .skills([skill()])
+        .build()
+        .unwrap()
+        .run("status update")
+        .await;
+    // Before the skill is read, no file is known, so `path` is not offered.
+    assert_eq!(read_skill_schema(&model, 0)["properties"].get("path"), None);
+    let read = read_skill_schema(&model, 1);
+    assert_eq!(
+        read["properties"]["path"]["enum"],
+        json!(["references/faq.md"])
+    );
+    // Without enums, the schema is as the built-in declares it.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(tool_step(vec![call(
+                "c1",
+                "read_skill",
+                json!({"name": "comms"}),
+            )]))
+            .reply(final_step("done")),
+    );
+    Agent::builder(model.clone())
+        .skills([skill()])
+        .name_enums(false)
+        .build()
+        .unwrap()
+        .run("status update")
+        .await;
+    let read = read_skill_schema(&model, 1);
+    assert_eq!(read["properties"]["path"].get("enum"), None);
+    assert_eq!(read["properties"]["name"].get("enum"), None);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[tokio::test]
+async fn a_lookup_of_an_unknown_skill_is_no_tool_round_so_the_model_can_retry() {
+    use agentry::model::ToolChoice;
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(tool_step(vec![call(
+                "c1",
+                "read_skill",
+                json!({"name": "status_report"}),
+            )]))
+            .reply(tool_step(vec![call(
+                "c2",
+                "read_skill",
+                json!({"name": "refunds"}),
+            )]))
+            .reply(final_step("Check the order, then refund it.")),
+    );
+    let run = Agent::builder(model.clone())
+        .skills([refunds_skill(), orders_skill()])
+        .max_tool_rounds(1)
+        .build()
+        .unwrap()
+        .run("how do I refund?")
+        .await;
+    assert!(run.steps[0].calls[0].result.is_error);
+    assert!(!run.steps[1].calls[0].result.is_error);
+    let choices: Vec<ToolChoice> = model
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect();
+    assert_eq!(
+        choices,
+        [ToolChoice::Auto, ToolChoice::Auto, ToolChoice::None],
+        "the failed lookup did not use up the one tool round"
+    );
+    assert_eq!(
+        run.outcome,
+        Outcome::Final("Check the order, then refund it.".into())
+    );
+}

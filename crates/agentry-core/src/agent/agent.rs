@@ -54,6 +54,8 @@ pub(super) struct Settings {
     pub tool_search: Option<Arc<dyn crate::tool::ToolSearcher>>,
     /// Search the catalog with the user's request before the first step.
     pub search_first: bool,
+    /// Offer the names `read_skill`, `apply_skill` and `discover` accept as enums.
+    pub name_enums: bool,
 }
 
 impl Default for Settings {
@@ -81,6 +83,7 @@ impl Default for Settings {
             modules: Vec::new(),
             discovery: false,
             search_first: false,
+            name_enums: true,
             tool_search: None,
         }
     }

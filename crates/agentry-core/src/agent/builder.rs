@@ -187,6 +187,16 @@ impl AgentBuilder {
         self
     }
 
+    /// Offer the names the lookup built-ins accept as an `enum` in their
+    /// schemas: `read_skill`'s and `apply_skill`'s the skills offered so far,
+    /// `discover`'s the modules and functions (up to
+    /// [`MAX_DISCOVER_ENUM`](super::MAX_DISCOVER_ENUM)). A grammar-constrained
+    /// model then cannot invent a name. On by default; off to compare.
+    pub fn name_enums(mut self, on: bool) -> Self {
+        self.settings.name_enums = on;
+        self
+    }
+
     /// Start from a toolbox built elsewhere (its tools come first, and its
     /// default timeout is kept unless [`default_timeout`](Self::default_timeout) is set).
     pub fn toolbox(mut self, toolbox: Toolbox) -> Self {

@@ -38,6 +38,10 @@ pub const SEARCH_LIMIT: usize = 5;
 /// the rest are listed for the model to `discover` by name.
 pub const SEARCH_BUDGET_BYTES: usize = 5_000;
 
+/// Most names (modules and functions together) `discover`'s argument lists
+/// as an `enum`; past this it is any string.
+pub const MAX_DISCOVER_ENUM: usize = 256;
+
 /// What the agent tells the model about one module.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Module {
@@ -415,6 +419,46 @@ impl RunTools {
             builtins.push(builtin_search_tools(catalog, searcher.clone()));
         }
         self.add(builtins, true);
+        self.constrain_discover();
+    }
+
+    /// `discover`'s argument as an `enum` of the catalog's namespaces and
+    /// function names (when there are at most [`MAX_DISCOVER_ENUM`]), so
+    /// that a grammar-constrained model can only name what exists.
+    fn constrain_discover(&mut self) {
+        let (Some(catalog), true) = (&self.catalog, self.name_enums) else {
+            return;
+        };
+        let catalog = catalog.read().unwrap_or_else(|p| p.into_inner());
+        let names: Vec<&str> = catalog
+            .namespaces()
+            .into_iter()
+            .chain(catalog.tools.iter().map(|(name, _)| name.as_str()))
+            .collect();
+        let names = (names.len() <= MAX_DISCOVER_ENUM).then_some(names);
+        let advertised = self
+            .advertised
+            .iter()
+            .cloned()
+            .map(|mut schema| {
+                if schema.name == DISCOVER && self.exempt.contains(DISCOVER) {
+                    let tools = &mut schema.input_schema["properties"]["tools"]["anyOf"];
+                    match &names {
+                        Some(names) => {
+                            tools[0]["enum"] = json!(names);
+                            tools[1]["items"]["enum"] = json!(names);
+                        }
+                        None => {
+                            tools[0].as_object_mut().map(|o| o.remove("enum"));
+                            tools[1]["items"].as_object_mut().map(|o| o.remove("enum"));
+                        }
+                    }
+                }
+                schema
+            })
+            .collect();
+        drop(catalog);
+        self.advertised = Arc::new(advertised);
     }
 
     /// With discovery on, once the sources are loaded: the module list
@@ -466,6 +510,7 @@ impl RunTools {
             }
             Err(error) => tracing::warn!(%error, "a source's tools could not be added"),
         }
+        self.constrain_discover();
         Vec::new()
     }
 
@@ -538,6 +583,18 @@ impl RunTools {
             Ok(())
         }
     }
+}
+
+/// True when every call of a step was a lookup that failed (`discover`,
+/// `read_skill` or `apply_skill` naming nothing known): such a step counts
+/// as no tool round, so the model can try again with a name that exists.
+pub(super) fn only_failed_lookups(records: &[CallRecord]) -> bool {
+    use crate::skill::{APPLY_SKILL, READ_SKILL};
+    !records.is_empty()
+        && records.iter().all(|record| {
+            record.result.is_error
+                && [DISCOVER, READ_SKILL, APPLY_SKILL].contains(&record.call.name.as_str())
+        })
 }
 
 /// True when a step only discovered (and loaded something): it counts as no

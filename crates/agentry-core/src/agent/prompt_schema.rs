@@ -127,11 +127,11 @@ fn visit(schema: &mut Value, depth: usize, f: &mut impl FnMut(&mut Map<String, V
             }
         } else if SCHEMA_VALUES.contains(&key) {
             visit(value, depth + 1, f);
-        } else if SCHEMA_LISTS.contains(&key) {
-            if let Value::Array(children) = value {
-                for child in children {
-                    visit(child, depth, f);
-                }
+        } else if SCHEMA_LISTS.contains(&key)
+            && let Value::Array(children) = value
+        {
+            for child in children {
+                visit(child, depth, f);
             }
         }
     }

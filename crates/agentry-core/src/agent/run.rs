@@ -170,7 +170,7 @@ impl Agent {
                         self.refuse(calls, &reason, sink, n)
                     };
                     discovered = super::discovery::only_discovered(&records);
-                    if !discovered {
+                    if !discovered && !super::discovery::only_failed_lookups(&records) {
                         tool_rounds += 1;
                     }
                     run_tools.activate(&records).await;

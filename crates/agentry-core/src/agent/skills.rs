@@ -28,7 +28,7 @@ pub(super) struct RunTools {
     resolver: Option<Arc<dyn SkillResolver>>,
     /// Tools callable whatever the allow-list says: the skill built-ins, and
     /// the tools of skills the developer trusted.
-    exempt: HashSet<String>,
+    pub(super) exempt: HashSet<String>,
     /// Skills the model was offered: listed in the index or found by search.
     offered: HashSet<String>,
     /// Skills whose tools are already active.
@@ -39,6 +39,11 @@ pub(super) struct RunTools {
     pub(super) catalog: Option<Arc<std::sync::RwLock<super::discovery::Catalog>>>,
     /// With discovery: tools in the toolbox not loaded yet.
     pub(super) hidden: HashSet<String>,
+    /// Offer lookup names as enums ([`AgentBuilder::name_enums`](super::AgentBuilder::name_enums)).
+    pub(super) name_enums: bool,
+    /// The files (other than `SKILL.md`) of the skills read so far: what
+    /// `read_skill`'s `path` may name (the instructions list them).
+    skill_files: std::collections::BTreeSet<String>,
 }
 
 impl RunTools {
@@ -58,6 +63,8 @@ impl RunTools {
                 sourced: HashSet::new(),
                 catalog: None,
                 hidden: HashSet::new(),
+                name_enums: agent.settings.name_enums,
+                skill_files: Default::default(),
             };
             run.enable_discovery(agent);
             run.load_sources(agent).await;
@@ -88,10 +95,13 @@ impl RunTools {
             sourced: HashSet::new(),
             catalog: None,
             hidden: HashSet::new(),
+            name_enums: agent.settings.name_enums,
+            skill_files: Default::default(),
         };
         run.enable_discovery(agent);
         let builtins = builtins_with_resolver(resolver, agent.settings.skill_context.clone());
         run.add(builtins, true);
+        run.constrain_skill_names();
         run.load_sources(agent).await;
         run.announce_modules(agent);
         run
@@ -133,6 +143,49 @@ impl RunTools {
         }
     }
 
+    /// `read_skill`'s and `apply_skill`'s `name` as an `enum` of the skills
+    /// offered so far (listed, or found by search), sorted, and
+    /// `read_skill`'s `path` as an `enum` of the files of the skills read so
+    /// far (none before a skill is read: small models fill `path` eagerly
+    /// with invented files), so that a grammar-constrained model can only
+    /// name what exists.
+    fn constrain_skill_names(&mut self) {
+        if self.offered.is_empty() || !self.name_enums {
+            return;
+        }
+        let mut names: Vec<&str> = self.offered.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        let advertised = self
+            .advertised
+            .iter()
+            .cloned()
+            .map(|schema| {
+                let builtin = schema.name == READ_SKILL || schema.name == APPLY_SKILL;
+                if !builtin || !self.exempt.contains(&schema.name) {
+                    return schema;
+                }
+                // From the built-in's own schema: an earlier call may have left `path` out.
+                let Some(mut schema) = self.toolbox.find_by_name(&schema.name).map(Tool::schema)
+                else {
+                    return schema;
+                };
+                let properties = &mut schema.input_schema["properties"];
+                properties["name"]["enum"] = serde_json::json!(names);
+                if let Some(properties) = properties.as_object_mut()
+                    && properties.contains_key("path")
+                {
+                    if self.skill_files.is_empty() {
+                        properties.remove("path");
+                    } else {
+                        properties["path"]["enum"] = serde_json::json!(self.skill_files);
+                    }
+                }
+                schema
+            })
+            .collect();
+        self.advertised = Arc::new(advertised);
+    }
+
     /// After a step: note the skills `search_skills` offered; then for each
     /// offered skill the model read or applied successfully, make its bundled
     /// tools and those of the skills it requires callable.
@@ -154,7 +207,11 @@ impl RunTools {
             .flatten()
             .filter_map(|summary| summary["name"].as_str().map(str::to_owned))
             .collect();
-        self.offered.extend(found);
+        let newly_found: Vec<String> = found
+            .into_iter()
+            .filter(|name| !self.offered.contains(name))
+            .collect();
+        self.offered.extend(newly_found.iter().cloned());
         let mut queue: Vec<String> = records
             .iter()
             .filter(|record| succeeded(record, READ_SKILL) || succeeded(record, APPLY_SKILL))
@@ -167,12 +224,16 @@ impl RunTools {
                 offered
             })
             .collect();
+        let mut constrain = !newly_found.is_empty();
         let (mut trusted, mut others) = (Vec::new(), Vec::new());
         while let Some(name) = queue.pop() {
             if !self.activated.insert(name.clone()) {
                 continue;
             }
             if let Some(skill) = resolver.read(&name).await {
+                let files = files_to_read(&skill);
+                constrain |= !files.is_empty();
+                self.skill_files.extend(files);
                 let tools = skill.tools.iter().cloned();
                 if skill.tools_bypass_allow_list {
                     trusted.extend(tools);
@@ -184,5 +245,17 @@ impl RunTools {
         }
         self.add(trusted, true);
         self.add(others, false);
+        if constrain {
+            self.constrain_skill_names();
+        }
     }
+}
+
+/// The files of `skill` that `read_skill`'s `path` may name: all but its
+/// `SKILL.md` (the instructions, read without a path).
+fn files_to_read(skill: &crate::skill::Skill) -> Vec<String> {
+    crate::skill::skill_files(skill)
+        .into_iter()
+        .filter(|file| file != "SKILL.md")
+        .collect()
 }

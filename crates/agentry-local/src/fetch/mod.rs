@@ -26,8 +26,8 @@ use sha2::{Digest, Sha256};
 pub use cache::{cache_dir, installed, installed_embedding};
 use cache::{private_cache_dir, record_verified, unique_partial};
 pub use catalog::{
-    EMBEDDING_MODELS, EmbeddingSpec, MINILM, MODELS, ModelSpec, QWEN, SMOLLM2, WheelFile,
-    WheelPart, find, find_embedding, huggingface_url,
+    EMBEDDING_MODELS, EmbeddingSpec, MINILM, MODELS, ModelSpec, QWEN, QWEN_1_5B, SMOLLM2,
+    WheelFile, WheelPart, find, find_embedding, huggingface_url,
 };
 
 /// Why a fetch failed. Nothing partial is left in the cache.
