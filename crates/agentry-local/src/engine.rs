@@ -278,14 +278,16 @@ impl LocalModel {
 
     /// The grammar a request's reply is constrained by, if any.
     pub fn grammar_for(&self, request: &ChatRequest) -> Result<Option<String>, ModelError> {
-        self.grammar_with(request, &wire_names(request)?)
+        let grammar = self.grammar_with(request, &wire_names(request)?)?;
+        Ok(grammar.map(|(text, _)| text))
     }
 
+    /// The grammar for `request` (and its matcher, compiled once), if any.
     fn grammar_with(
         &self,
         request: &ChatRequest,
         names: &WireNames,
-    ) -> Result<Option<String>, ModelError> {
+    ) -> Result<Option<(String, Matcher)>, ModelError> {
         if !self.inner.loaded.config.constrained {
             return Ok(None);
         }
@@ -294,11 +296,13 @@ impl LocalModel {
             .as_ref()
             .map(|format| &format.schema);
         if request.tools.is_empty() || request.tool_choice == ToolChoice::None {
-            return Ok(match answer {
-                Some(schema) => Some(json_answer_grammar(schema)),
-                None if request.tools.is_empty() => None,
-                None => Some(crate::tool_calls::text_only_grammar()),
-            });
+            let grammar = match answer {
+                Some(schema) => json_answer_grammar(schema),
+                None if request.tools.is_empty() => return Ok(None),
+                None => crate::tool_calls::text_only_grammar(),
+            };
+            let matcher = self.matcher(&grammar)?;
+            return Ok(Some((grammar, matcher)));
         }
         let offered: Vec<(String, &serde_json::Value)> = request
             .tools
@@ -316,8 +320,8 @@ impl LocalModel {
         let allow_text = matches!(request.tool_choice, ToolChoice::Auto);
         let tags = self.inner.loaded.tags;
         let grammar = tool_call_grammar(&tools, allow_text, tags, answer);
-        if self.grammar_error(&grammar).is_none() {
-            return Ok(Some(grammar));
+        if let Ok(matcher) = self.matcher(&grammar) {
+            return Ok(Some((grammar, matcher)));
         }
         // Some tool's schema is beyond the grammar engine (a pattern with
         // look-around, a schema no value satisfies): that tool's arguments
@@ -325,24 +329,14 @@ impl LocalModel {
         let any_object = serde_json::json!({"type": "object"});
         for tool in &mut tools {
             let alone = tool_call_grammar(&[*tool], false, tags, None);
-            if let Some(error) = self.grammar_error(&alone) {
+            if let Err(error) = self.matcher(&alone) {
                 tracing::warn!(tool = tool.name, %error, "the grammar leaves this tool's arguments unconstrained");
                 tool.schema = &any_object;
             }
         }
         let grammar = tool_call_grammar(&tools, allow_text, tags, answer);
-        match self.grammar_error(&grammar) {
-            None => Ok(Some(grammar)),
-            Some(error) => Err(ModelError::Local(format!("tool-call grammar: {error}"))),
-        }
-    }
-
-    /// Why `grammar` does not compile, if it does not.
-    fn grammar_error(&self, grammar: &str) -> Option<String> {
-        match self.matcher(grammar) {
-            Ok(_) => None,
-            Err(error) => Some(error.to_string()),
-        }
+        let matcher = self.matcher(&grammar)?;
+        Ok(Some((grammar, matcher)))
     }
 
     /// A matcher for `grammar`, made by the model's grammar engine.
@@ -365,14 +359,9 @@ impl LocalModel {
         }
     }
 
-    fn sampler(
-        &self,
-        grammar: Option<&str>,
-        temperature: Option<f64>,
-    ) -> Result<LlamaSampler, ModelError> {
+    fn sampler(&self, matcher: Option<Matcher>, temperature: Option<f64>) -> LlamaSampler {
         let mut chain = Vec::new();
-        if let Some(grammar) = grammar {
-            let matcher = self.matcher(grammar)?;
+        if let Some(matcher) = matcher {
             chain.push(LlamaSampler::from(matcher));
         }
         match temperature.filter(|t| *t > 0.0) {
@@ -382,7 +371,7 @@ impl LocalModel {
             }
             None => chain.push(LlamaSampler::greedy()),
         }
-        Ok(LlamaSampler::chain_simple(chain))
+        LlamaSampler::chain_simple(chain)
     }
 
     /// Generate from a prompt, calling `on_text` with each decoded piece
@@ -403,9 +392,10 @@ impl LocalModel {
         mut on_text: impl FnMut(&str) -> bool,
     ) -> Result<Generation, ModelError> {
         let (sender, receiver) = std::sync::mpsc::channel();
+        let matcher = grammar.map(|grammar| self.matcher(grammar)).transpose()?;
         self.submit(
             prompt,
-            grammar,
+            matcher,
             max_tokens,
             temperature,
             stop,
@@ -424,7 +414,7 @@ impl LocalModel {
     fn submit(
         &self,
         prompt: &Prompt,
-        grammar: Option<&str>,
+        matcher: Option<Matcher>,
         max_tokens: u32,
         temperature: Option<f64>,
         stop: &[String],
@@ -438,7 +428,7 @@ impl LocalModel {
             .collect();
         let job = Job {
             tokens,
-            sampler: self.sampler(grammar, temperature)?,
+            sampler: self.sampler(matcher, temperature),
             max_tokens,
             stop: stop.to_vec(),
             sink: Box::new(sink),
@@ -559,7 +549,7 @@ impl ChatModel for LocalModel {
             let max_tokens = request.max_tokens.unwrap_or(self.inner.loaded.config.max_tokens);
             let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
             // Dropping this stream drops the receiver, which cancels the request.
-            self.submit(&prompt, grammar.as_deref(), max_tokens, request.temperature, &request.stop, move |event| {
+            self.submit(&prompt, grammar.map(|(_, matcher)| matcher), max_tokens, request.temperature, &request.stop, move |event| {
                 sender.send(event).is_ok()
             })?;
             let mut collector = Collector::default();
