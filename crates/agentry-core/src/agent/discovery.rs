@@ -435,30 +435,17 @@ impl RunTools {
             .into_iter()
             .chain(catalog.tools.iter().map(|(name, _)| name.as_str()))
             .collect();
-        let names = (names.len() <= MAX_DISCOVER_ENUM).then_some(names);
-        let advertised = self
-            .advertised
-            .iter()
-            .cloned()
-            .map(|mut schema| {
-                if schema.name == DISCOVER && self.exempt.contains(DISCOVER) {
-                    let tools = &mut schema.input_schema["properties"]["tools"]["anyOf"];
-                    match &names {
-                        Some(names) => {
-                            tools[0]["enum"] = json!(names);
-                            tools[1]["items"]["enum"] = json!(names);
-                        }
-                        None => {
-                            tools[0].as_object_mut().map(|o| o.remove("enum"));
-                            tools[1]["items"].as_object_mut().map(|o| o.remove("enum"));
-                        }
-                    }
-                }
-                schema
-            })
-            .collect();
+        // Past the limit (a source may have added tools since), any string.
+        let names = (names.len() <= MAX_DISCOVER_ENUM).then(|| json!(names));
         drop(catalog);
-        self.advertised = Arc::new(advertised);
+        self.readvertise(DISCOVER, |schema| {
+            let Some(names) = names else {
+                return;
+            };
+            let tools = &mut schema.input_schema["properties"]["tools"]["anyOf"];
+            tools[0]["enum"] = names.clone();
+            tools[1]["items"]["enum"] = names;
+        });
     }
 
     /// With discovery on, once the sources are loaded: the module list

@@ -155,34 +155,40 @@ impl RunTools {
         }
         let mut names: Vec<&str> = self.offered.iter().map(String::as_str).collect();
         names.sort_unstable();
-        let advertised = self
-            .advertised
-            .iter()
-            .cloned()
-            .map(|schema| {
-                let builtin = schema.name == READ_SKILL || schema.name == APPLY_SKILL;
-                if !builtin || !self.exempt.contains(&schema.name) {
-                    return schema;
-                }
-                // From the built-in's own schema: an earlier call may have left `path` out.
-                let Some(mut schema) = self.toolbox.find_by_name(&schema.name).map(Tool::schema)
-                else {
-                    return schema;
-                };
+        let names = serde_json::json!(names);
+        let files = (!self.skill_files.is_empty()).then(|| serde_json::json!(self.skill_files));
+        for builtin in [READ_SKILL, APPLY_SKILL] {
+            self.readvertise(builtin, |schema| {
                 let properties = &mut schema.input_schema["properties"];
-                properties["name"]["enum"] = serde_json::json!(names);
+                properties["name"]["enum"] = names.clone();
                 if let Some(properties) = properties.as_object_mut()
                     && properties.contains_key("path")
                 {
-                    if self.skill_files.is_empty() {
-                        properties.remove("path");
-                    } else {
-                        properties["path"]["enum"] = serde_json::json!(self.skill_files);
+                    match &files {
+                        Some(files) => properties["path"]["enum"] = files.clone(),
+                        None => _ = properties.remove("path"),
                     }
                 }
-                schema
-            })
-            .collect();
+            });
+        }
+    }
+
+    /// Replace the advertised schema of the built-in `name` with its own
+    /// schema (as the toolbox has it) after `edit`: the edits of earlier
+    /// steps never pile up. Does nothing for a tool that is not an exempt
+    /// built-in or not advertised.
+    pub(super) fn readvertise(&mut self, name: &str, edit: impl FnOnce(&mut ToolSchema)) {
+        let at = self
+            .advertised
+            .iter()
+            .position(|schema| schema.name == name);
+        let own = self.toolbox.find_by_name(name).map(Tool::schema);
+        let (Some(at), Some(mut schema), true) = (at, own, self.exempt.contains(name)) else {
+            return;
+        };
+        edit(&mut schema);
+        let mut advertised = self.advertised.as_ref().clone();
+        advertised[at] = schema;
         self.advertised = Arc::new(advertised);
     }
 
