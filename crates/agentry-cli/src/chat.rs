@@ -51,7 +51,7 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode, String> {
     let model = crate::providers::chat_model(&choice).await?;
     let agent = args
         .agent
-        .builder(&loaded, model, choice.provider)
+        .builder(&loaded, model, &choice)
         .await?
         .approver(crate::mcp::CliApprover { yes: args.yes })
         .build()

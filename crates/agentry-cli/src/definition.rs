@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentry::agent::AgentBuilder;
+use agentry::agent::{AgentBuilder, RelevanceGate};
 use agentry::embed::Embedder;
 use agentry::memory::{Memory, MemoryStore};
 use agentry::model::ChatModel;
@@ -36,21 +36,34 @@ pub struct ModelChoice {
     pub prompt_cache: bool,
     /// Local: read calls written inside the text as calls.
     pub text_calls: bool,
+    /// Local: the system prompt says several calls are one JSON list.
+    pub call_lists: bool,
+    /// The relevance gate's floor, when the gate is on.
+    pub relevance_floor: Option<f32>,
 }
 
 impl ModelArgs {
     /// The flags over the file's `[model]`.
     pub fn choose(&self, loaded: &Loaded) -> ModelChoice {
         let section = &loaded.file.model;
+        let provider = self
+            .provider
+            .or(section.provider)
+            .unwrap_or(ProviderKind::Local);
+        let default_floor =
+            (provider == ProviderKind::Local).then_some(agentry::agent::DEFAULT_RELEVANCE_FLOOR);
         ModelChoice {
-            provider: self
-                .provider
-                .or(section.provider)
-                .unwrap_or(ProviderKind::Local),
+            provider,
             model: self.model.clone().or_else(|| section.name.clone()),
             grammar: !self.no_grammar && section.grammar.unwrap_or(true),
             prompt_cache: !self.no_prompt_cache && section.prompt_cache.unwrap_or(true),
             text_calls: !self.no_text_calls && section.text_calls.unwrap_or(true),
+            call_lists: !self.no_call_lists && section.call_lists.unwrap_or(true),
+            relevance_floor: self
+                .relevance_floor
+                .or(section.relevance_floor)
+                .or(default_floor)
+                .filter(|floor| *floor > 0.0),
         }
     }
 }
@@ -104,8 +117,9 @@ impl AgentArgs {
         &self,
         loaded: &Loaded,
         model: Arc<dyn ChatModel>,
-        provider: ProviderKind,
+        choice: &ModelChoice,
     ) -> Result<AgentBuilder, String> {
+        let provider = choice.provider;
         let section = &loaded.file.agent;
         let dir = match (&self.dir, &section.dir) {
             (Some(dir), _) => dir
@@ -159,8 +173,40 @@ impl AgentArgs {
         for server in crate::mcp::connect_all(servers).await? {
             agent = agent.tool_source(Arc::new(server));
         }
+        if let Some(gate) = relevance_gate(choice).await? {
+            agent = agent.relevance_gate(gate);
+        }
         Ok(agent)
     }
+}
+
+/// The id of the embedder the relevance gate uses.
+pub const MINILM_ID: &str = agentry_local::fetch::MINILM.id;
+
+/// The relevance gate `choice` asks for, on all-MiniLM-L6-v2 (pulled on
+/// first use), or `None` with the gate off.
+pub async fn relevance_gate(choice: &ModelChoice) -> Result<Option<RelevanceGate>, String> {
+    let Some(floor) = choice.relevance_floor else {
+        return Ok(None);
+    };
+    let embedder = minilm().await?;
+    Ok(Some(RelevanceGate::new(Arc::new(embedder), floor)))
+}
+
+/// all-MiniLM-L6-v2, pulled into the cache first (with a progress bar) when missing.
+pub async fn minilm() -> Result<agentry_local::LocalEmbedder, String> {
+    let spec = &agentry_local::fetch::MINILM;
+    if agentry_local::fetch::installed_embedding(spec).is_none() {
+        eprintln!(
+            "pulling {} into {} …",
+            spec.id,
+            agentry_local::fetch::cache_dir().display()
+        );
+        crate::providers::pull_embedding_with_bar(spec).await?;
+    }
+    agentry_local::LocalEmbedder::minilm()
+        .await
+        .map_err(|e| format!("the embedding model: {e}"))
 }
 
 /// The file's `[grants]`, paths resolved against the file and checked to exist.
@@ -199,22 +245,7 @@ impl MemoryArgs {
     pub async fn open(&self, loaded: &Loaded) -> Result<Memory, String> {
         let section = &loaded.file.memory;
         let embedder: Arc<dyn Embedder> = match section.embedder.unwrap_or_default() {
-            EmbedderKind::Minilm => {
-                let spec = &agentry_local::fetch::MINILM;
-                if agentry_local::fetch::installed_embedding(spec).is_none() {
-                    eprintln!(
-                        "pulling {} into {} …",
-                        spec.id,
-                        agentry_local::fetch::cache_dir().display()
-                    );
-                    crate::providers::pull_embedding_with_bar(spec).await?;
-                }
-                Arc::new(
-                    agentry_local::LocalEmbedder::minilm()
-                        .await
-                        .map_err(|e| format!("the embedding model: {e}"))?,
-                )
-            }
+            EmbedderKind::Minilm => Arc::new(minilm().await?),
             EmbedderKind::Openai => Arc::new(
                 agentry::providers::OpenAiEmbedder::from_env(
                     section
@@ -253,4 +284,52 @@ impl MemoryArgs {
 
 fn is_postgres(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        model: ModelArgs,
+    }
+
+    fn choose(flags: &[&str], file: &str) -> ModelChoice {
+        let cli = Cli::parse_from(std::iter::once("agentry").chain(flags.iter().copied()));
+        let loaded = Loaded {
+            file: toml::from_str(file).unwrap(),
+            ..Loaded::default()
+        };
+        cli.model.choose(&loaded)
+    }
+
+    #[test]
+    fn the_relevance_gate_is_on_for_the_local_model_only_and_zero_turns_it_off() {
+        assert_eq!(choose(&[], "").relevance_floor, Some(0.25));
+        assert_eq!(choose(&["--provider", "openai"], "").relevance_floor, None);
+        let from_file = "[model]\nprovider = \"openai\"\nrelevance_floor = 0.3";
+        assert_eq!(choose(&[], from_file).relevance_floor, Some(0.3));
+        assert_eq!(
+            choose(&["--relevance-floor", "0"], "").relevance_floor,
+            None
+        );
+        assert_eq!(
+            choose(
+                &["--relevance-floor", "0.4"],
+                "[model]\nrelevance_floor = 0.3"
+            )
+            .relevance_floor,
+            Some(0.4)
+        );
+    }
+
+    #[test]
+    fn call_lists_are_on_unless_a_flag_or_the_file_says_otherwise() {
+        assert!(choose(&[], "").call_lists);
+        assert!(!choose(&["--no-call-lists"], "").call_lists);
+        assert!(!choose(&[], "[model]\ncall_lists = false").call_lists);
+    }
 }

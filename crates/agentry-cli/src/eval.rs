@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use agentry::agent::RelevanceGate;
 use agentry::model::{ChatRequest, Message, Step, ToolChoice};
 use agentry::tool::{ToolCall, ToolSchema};
 use clap::{Subcommand, ValueEnum};
@@ -34,6 +35,9 @@ pub enum EvalCommand {
     /// Whether the agent reads the right skill for requests written from the
     /// shared skills' descriptions.
     SkillChoice(crate::skill_choice::SkillChoiceArgs),
+    /// How often the relevance gate turns requests away, on BFCL and
+    /// MetaTool (embeddings only, no chat model).
+    RelevanceGate(crate::relevance_eval::RelevanceArgs),
 }
 
 /// The BFCL categories shipped in the repository's `datasets/bfcl`.
@@ -136,12 +140,15 @@ pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
         EvalCommand::MetatoolAgent(args) => crate::metatool_agent::run(args).await,
         EvalCommand::ToolPrompt(args) => crate::tool_prompt::run(args).await,
         EvalCommand::SkillChoice(args) => crate::skill_choice::run(args).await,
+        EvalCommand::RelevanceGate(args) => crate::relevance_eval::run(args).await,
     }
 }
 
 async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
     let choice = args.model.choose(&crate::config::Loaded::default());
     let model = crate::providers::chat_model(&choice).await?;
+    let gate = crate::definition::relevance_gate(&choice).await?;
+    let gate = gate.as_ref();
     let Some(category) = args.category else {
         let mut reports = Vec::new();
         for category in [
@@ -150,7 +157,7 @@ async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
             Category::Parallel,
             Category::Irrelevance,
         ] {
-            let report = run_category(&args, &choice, model.as_ref(), category).await?;
+            let report = run_category(&args, &choice, model.as_ref(), gate, category).await?;
             let mode = if choice.grammar { "grammar" } else { "free" };
             let path = args
                 .out_dir
@@ -162,7 +169,7 @@ async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
         print!("{}", table(&reports));
         return Ok(ExitCode::SUCCESS);
     };
-    let report = run_category(&args, &choice, model.as_ref(), category).await?;
+    let report = run_category(&args, &choice, model.as_ref(), gate, category).await?;
     write_report(&report, args.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
@@ -184,17 +191,22 @@ pub fn write_report(report: &impl Serialize, out: Option<&std::path::Path>) -> R
 /// The Markdown table of BFCL reports, one row each.
 fn table(reports: &[Value]) -> String {
     let mut text = String::from(
-        "| category | grammar | text calls | questions | passed | accuracy | calls | schema-valid calls | s/question |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| category | grammar | text calls | call lists | relevance floor | gated | questions | passed | accuracy | calls | schema-valid calls | s/question |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for r in reports {
         let on = |key: &str| if r[key] == true { "on" } else { "off" };
         let questions = r["questions"].as_u64().unwrap_or(0);
         text.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {:.1}% | {} | {} | {:.1} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} | {} | {:.1} |\n",
             r["category"].as_str().unwrap_or(""),
             on("grammar"),
             on("text_calls"),
+            on("call_lists"),
+            r["relevance_floor"]
+                .as_f64()
+                .map_or("off".to_owned(), |f| f.to_string()),
+            r["gated"].as_u64().unwrap_or(0),
             questions,
             r["passed"],
             100.0 * r["accuracy"].as_f64().unwrap_or(0.0),
@@ -211,6 +223,7 @@ async fn run_category(
     args: &BfclArgs,
     choice: &crate::definition::ModelChoice,
     model: &dyn agentry::model::ChatModel,
+    gate: Option<&RelevanceGate>,
     category: Category,
 ) -> Result<Value, String> {
     let dir = args.datasets.join("bfcl");
@@ -235,6 +248,7 @@ async fn run_category(
     let limit = args.limit.unwrap_or(questions.len()).min(questions.len());
     let started = Instant::now();
     let mut outcomes = Vec::new();
+    let mut gated = 0;
     for question in questions.iter().take(limit) {
         let tools: Vec<ToolSchema> = question
             .function
@@ -247,11 +261,22 @@ async fn run_category(
             })
             .collect();
         let (system, messages) = conversation(&question.question[0]);
+        // The agent's relevance gate, as `Agent` applies it before step 1.
+        let tool_choice = match gate {
+            Some(gate) => gate
+                .first_choice(&messages, &tools)
+                .await
+                .map_err(|error| format!("the relevance gate: {error}"))?,
+            None => ToolChoice::Auto,
+        };
+        if tool_choice == ToolChoice::None {
+            gated += 1;
+        }
         let request = ChatRequest {
             system,
             messages,
             tools: tools.clone(),
-            tool_choice: ToolChoice::Auto,
+            tool_choice,
             max_tokens: Some(256),
             ..ChatRequest::default()
         };
@@ -311,6 +336,9 @@ async fn run_category(
         "model": model.model_id(),
         "grammar": choice.grammar,
         "text_calls": choice.text_calls,
+        "call_lists": choice.call_lists,
+        "relevance_floor": choice.relevance_floor,
+        "gated": gated,
         "questions": total,
         "passed": passed,
         "accuracy": if total > 0 { passed as f64 / total as f64 } else { 0.0 },
@@ -533,13 +561,14 @@ mod tests {
     #[test]
     fn the_table_has_a_row_per_report() {
         let report = json!({
-            "category": "parallel", "grammar": true, "text_calls": false, "questions": 4,
+            "category": "parallel", "grammar": true, "text_calls": false, "call_lists": true,
+            "relevance_floor": 0.25, "gated": 1, "questions": 4,
             "passed": 1, "accuracy": 0.25, "calls": 5, "schema_valid_calls": 5, "seconds": 10.0
         });
         let table = table(&[report]);
         assert_eq!(
             table.lines().nth(2),
-            Some("| parallel | on | off | 4 | 1 | 25.0% | 5 | 5 | 2.5 |")
+            Some("| parallel | on | off | on | 0.25 | 1 | 4 | 1 | 25.0% | 5 | 5 | 2.5 |")
         );
     }
 

@@ -14,6 +14,7 @@ mod metatool_agent;
 mod metatool_catalog;
 mod models;
 mod providers;
+mod relevance_eval;
 mod run;
 mod serve;
 mod skill_choice;
@@ -68,6 +69,15 @@ pub struct ModelArgs {
     /// JSON object naming an offered tool) as text instead of reading it as a call.
     #[arg(long)]
     no_text_calls: bool,
+    /// Local: leave out the system-prompt note that several calls are
+    /// written as one JSON list.
+    #[arg(long)]
+    no_call_lists: bool,
+    /// Before the first step, answer in text when no tool's name and
+    /// description is this close (cosine, all-MiniLM-L6-v2) to the request;
+    /// 0 turns the gate off [default: 0.25 with the local model, off otherwise].
+    #[arg(long, value_name = "COSINE")]
+    relevance_floor: Option<f32>,
 }
 
 #[derive(Subcommand)]

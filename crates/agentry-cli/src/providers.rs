@@ -59,6 +59,7 @@ pub async fn local_model(args: &ModelChoice) -> Result<LocalModel, String> {
         constrained: args.grammar,
         prompt_cache: args.prompt_cache,
         text_calls: args.text_calls,
+        call_lists: args.call_lists,
         ..LocalConfig::default()
     };
     tokio::task::spawn_blocking(move || LocalModel::load_with(&path, config))

@@ -37,7 +37,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
     let loaded = args.agent.load()?;
     let choice = args.model.choose(&loaded);
     let model = crate::providers::chat_model(&choice).await?;
-    let agent = args.agent.builder(&loaded, model, choice.provider).await?;
+    let agent = args.agent.builder(&loaded, model, &choice).await?;
     let agent = agent
         .approver(crate::mcp::CliApprover { yes: args.yes })
         .build()

@@ -68,7 +68,7 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
     }
     let choice = args.model.choose(&loaded);
     let model = crate::providers::chat_model(&choice).await?;
-    let agent = args.agent.builder(&loaded, model, choice.provider).await?;
+    let agent = args.agent.builder(&loaded, model, &choice).await?;
     // Nobody is at a terminal to approve a destructive call: it is refused.
     let agent = agent
         .approver(crate::mcp::CliApprover { yes: false })

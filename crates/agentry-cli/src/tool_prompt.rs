@@ -89,6 +89,8 @@ pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         grammar: true,
         prompt_cache: true,
         text_calls: true,
+        call_lists: true,
+        relevance_floor: None,
     };
     let model = crate::providers::local_model(&choice).await?;
     let api = catalog::directory(args.directory.as_deref())?;

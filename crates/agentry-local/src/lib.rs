@@ -38,5 +38,5 @@ pub mod template;
 pub mod tool_calls;
 
 pub use embedder::{DEFAULT_BATCH_SIZE, DEFAULT_MAX_TOKENS, LocalEmbedder};
-pub use engine::{Generation, LocalConfig, LocalModel, LocalStats, backend};
+pub use engine::{CALL_LIST_NOTE, Generation, LocalConfig, LocalModel, LocalStats, backend};
 pub use template::Prompt;

@@ -30,6 +30,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llguidance::Matcher;
 
 use crate::engine::Loaded;
 
@@ -58,7 +59,12 @@ pub(crate) struct Settings {
 pub(crate) struct Job {
     /// The whole prompt, tokenised.
     pub tokens: Vec<LlamaToken>,
-    /// Grammar and sampling, built by the caller.
+    /// The grammar every token must keep to, if any. The decoding thread
+    /// masks the logits with it itself: should the grammar engine fail
+    /// midway, the request ends with that error instead of going on
+    /// unconstrained (as llama.cpp's own llguidance sampler would).
+    pub grammar: Option<Matcher>,
+    /// Picks a token from the masked logits, built by the caller.
     pub sampler: LlamaSampler,
     /// Most tokens to generate.
     pub max_tokens: u32,
@@ -134,6 +140,8 @@ struct Running {
     produced: u64,
     text: String,
     partial_utf8: Vec<u8>,
+    /// Why the request ended early, if it failed.
+    failure: Option<String>,
 }
 
 struct Engine<'m> {
@@ -236,6 +244,7 @@ fn admit<'m>(
             admitted: Instant::now(),
             generating: None,
             feed: None,
+            failure: None,
             produced: 0,
             text: String::new(),
             partial_utf8: Vec::new(),
@@ -408,6 +417,10 @@ fn step(
         let seconds = request
             .generating
             .map_or(0.0, |started| started.elapsed().as_secs_f64());
+        if let Some(failure) = request.failure.take() {
+            (request.job.sink)(Event::Done(Err(ModelError::Local(failure))));
+            continue;
+        }
         (request.job.sink)(Event::Done(Ok(Finished {
             text: std::mem::take(&mut request.text),
             output_tokens: request.produced,
@@ -446,7 +459,18 @@ fn next_token(
         return false;
     }
     let vocab = loaded.model.vocab();
-    let token = request.job.sampler.sample(context, logits);
+    let token = match request.job.grammar.as_mut() {
+        None => request.job.sampler.sample(context, logits),
+        Some(grammar) => {
+            match constrained_token(context, logits, grammar, &mut request.job.sampler) {
+                Ok(token) => token,
+                Err(error) => {
+                    request.failure = Some(format!("the grammar engine failed: {error}"));
+                    return false;
+                }
+            }
+        }
+    };
     if vocab.is_eog(token) {
         return false;
     }
@@ -481,4 +505,33 @@ fn next_token(
     }
     request.feed = Some(token);
     true
+}
+
+/// Pick a token from the logits at `logits` that `grammar` allows, and
+/// advance the grammar past it. An end-of-generation token is allowed only
+/// where the grammar may end.
+fn constrained_token(
+    context: &LlamaContext<'_>,
+    logits: i32,
+    grammar: &mut Matcher,
+    sampler: &mut LlamaSampler,
+) -> Result<LlamaToken, String> {
+    let mask = grammar.compute_mask_or_eos().map_err(|e| e.to_string())?;
+    let mut candidates = context.token_data_array_ith(logits);
+    for candidate in &mut candidates.data {
+        if !mask.is_allowed(candidate.id().0 as u32) {
+            candidate.set_logit(f32::NEG_INFINITY);
+        }
+    }
+    candidates.apply_sampler(sampler);
+    let token = candidates
+        .selected_token()
+        .ok_or_else(|| "no token was allowed".to_owned())?;
+    sampler.accept(token);
+    if !grammar.is_stopped() {
+        grammar
+            .consume_token(token.0 as u32)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(token)
 }

@@ -59,8 +59,11 @@ pub fn tool_call_grammar(
     // fall back to; either way the body is checked against the tool's schema.
     grammar.push_str(&format!(
         "calls: tagged (\"\\n\" tagged)* | fenced (\"\\n\" fenced)*\n\
-         tagged: {open} \"\\n\" body \"\\n\" {close}\n\
-         fenced: \"```json\\n\" body \"\\n```\"\n"
+         tagged: {open} \"\\n\" (body | list) \"\\n\" {close}\n\
+         fenced: \"```json\\n\" (body | list) \"\\n```\"\n\
+         list: \"[\" ws body (\",\" ws body)* ws \"]\"\n\
+         ws: | WS\n\
+         WS: /[ \\t\\n]+/\n"
     ));
     let alternatives: Vec<String> = (0..tools.len()).map(|i| format!("body_{i}")).collect();
     grammar.push_str(&format!("body: {}\n", alternatives.join(" | ")));
@@ -155,8 +158,8 @@ pub fn parse_reply(output: &str) -> ParsedReply {
             Some(end) => (&after[..end], &after[end + "</tool_call>".len()..]),
             None => (after, ""),
         };
-        match call_from_json(body.trim()) {
-            Some(call) => calls.push(call),
+        match calls_from_json(body.trim()) {
+            Some(found) => calls.extend(found),
             None => text.push_str(&rest[start..rest.len() - next.len()]),
         }
         rest = next;
@@ -190,8 +193,12 @@ fn call_from_value(value: &Value) -> Option<(String, Value)> {
     Some((name, arguments))
 }
 
-fn call_from_json(text: &str) -> Option<(String, Value)> {
-    call_from_value(&serde_json::from_str(text).ok()?)
+/// The call, or list of calls, in one JSON text.
+fn calls_from_json(text: &str) -> Option<Vec<(String, Value)>> {
+    match serde_json::from_str(text).ok()? {
+        Value::Array(items) if !items.is_empty() => items.iter().map(call_from_value).collect(),
+        value => Some(vec![call_from_value(&value)?]),
+    }
 }
 
 /// Calls the model wrote inside its text, as small models do when they
@@ -274,6 +281,25 @@ mod tests {
     }
 
     #[test]
+    fn a_list_of_calls_is_several_calls() {
+        let tagged = "<tool_call>\n[{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"a\", \"arguments\": {\"x\": 2}}]\n</tool_call>";
+        assert_eq!(
+            parse_reply(tagged).calls,
+            vec![("a".into(), json!({"x": 1})), ("a".into(), json!({"x": 2}))]
+        );
+        let fenced = "```json\n[\n  {\"name\": \"b\", \"arguments\": {}}\n]\n```";
+        assert_eq!(parse_reply(fenced).calls, vec![("b".into(), json!({}))]);
+        // A list with anything but calls in it is text.
+        let mixed = "<tool_call>\n[{\"name\": \"a\"}, 3]\n</tool_call>";
+        assert!(parse_reply(mixed).calls.is_empty());
+        assert!(
+            parse_reply("<tool_call>\n[]\n</tool_call>")
+                .calls
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn parses_fenced_and_unterminated_calls() {
         let fenced = "```json\n{\"name\": \"add\", \"arguments\": {\"x\": 1}}\n```";
         assert_eq!(
@@ -343,11 +369,11 @@ mod tests {
         );
         assert!(grammar.starts_with("start: text | calls\n"));
         assert!(
-            grammar.contains("tagged: <[7]> \"\\n\" body \"\\n\" <[8]>"),
+            grammar.contains("tagged: <[7]> \"\\n\" (body | list) \"\\n\" <[8]>"),
             "{grammar}"
         );
         assert!(
-            grammar.contains("fenced: \"```json\\n\" body \"\\n```\""),
+            grammar.contains("fenced: \"```json\\n\" (body | list) \"\\n```\""),
             "{grammar}"
         );
         assert!(grammar.contains(r#"body_0: %json {"type":"object","properties":{"name":{"const":"calc__add"},"arguments":{"type":"object","properties":{"x":{"type":"integer"}},"additionalProperties":false}}"#), "{grammar}");

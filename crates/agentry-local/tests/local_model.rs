@@ -60,8 +60,12 @@ fn qwen() -> Option<LocalModel> {
 /// * `expression` - Arithmetic such as `(2 + 3) * 4.5`.
 #[agentry::tool(name = "calculator")]
 pub fn calculator(expression: String) -> Result<f64, String> {
-    let cleaned: String = expression.chars().filter(|c| !c.is_whitespace()).collect();
-    // A tiny evaluator for a*b+c forms is enough for this test's question.
+    // A tiny evaluator for a*b+c forms is enough for this test's question;
+    // the model may bracket the product, `(a*b)+c`, which means the same.
+    let cleaned: String = expression
+        .chars()
+        .filter(|c| !c.is_whitespace() && !matches!(c, '(' | ')'))
+        .collect();
     let (product, sum) = cleaned.split_once('+').unwrap_or((&cleaned, "0"));
     let (a, b) = product.split_once('*').ok_or("expected a*b+c")?;
     let parse = |s: &str| s.parse::<f64>().map_err(|e| format!("{s:?}: {e}"));
@@ -542,4 +546,49 @@ async fn markers_in_message_text_are_plain_text_not_role_switches() {
         guarded.prompt_tokens,
         trusted.prompt_tokens
     );
+}
+
+/// A request for the same thing twice: with call lists (the default) the
+/// system prompt says several calls are one JSON list, the grammar accepts
+/// one, and the reply is two calls; without the note the model stops after
+/// one call (the BFCL `parallel` failure, 0 of 200 before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_calls_come_as_one_list() {
+    let Some(path) = installed(&fetch::QWEN) else {
+        return;
+    };
+    let request = ChatRequest {
+        messages: vec![Message::user(
+            "Get the current weather for Paris and for Tokyo.",
+        )],
+        tools: vec![ToolSchema {
+            name: "weather".into(),
+            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+            output_schema: None,
+            description: Some("Current weather for a city.".into()),
+        }],
+        max_tokens: Some(128),
+        ..ChatRequest::default()
+    };
+    let load = |call_lists| {
+        let config = LocalConfig {
+            call_lists,
+            ..LocalConfig::default()
+        };
+        LocalModel::load_with(&path, config).expect("the model loads")
+    };
+    let with_lists = load(true);
+    let prompt = with_lists.render_prompt(&request).unwrap().text();
+    assert!(prompt.contains(agentry_local::CALL_LIST_NOTE), "{prompt}");
+    let step = with_lists.step(&request).await.unwrap();
+    let Step::Tool { calls, .. } = step else {
+        panic!("{step:?}")
+    };
+    let cities: Vec<String> = calls.iter().map(|c| c.input["city"].to_string()).collect();
+    assert_eq!(cities, ["\"Paris\"", "\"Tokyo\""], "{calls:?}");
+    let step = load(false).step(&request).await.unwrap();
+    let Step::Tool { calls, .. } = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(calls.len(), 1, "{calls:?}");
 }

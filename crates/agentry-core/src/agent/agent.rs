@@ -56,6 +56,8 @@ pub(super) struct Settings {
     pub search_first: bool,
     /// Offer the names `read_skill`, `apply_skill` and `discover` accept as enums.
     pub name_enums: bool,
+    /// Asks for a text answer at step 1 when no tool is near the request.
+    pub relevance_gate: Option<Arc<super::RelevanceGate>>,
 }
 
 impl Default for Settings {
@@ -85,6 +87,7 @@ impl Default for Settings {
             search_first: false,
             name_enums: true,
             tool_search: None,
+            relevance_gate: None,
         }
     }
 }

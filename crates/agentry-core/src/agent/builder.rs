@@ -197,6 +197,17 @@ impl AgentBuilder {
         self
     }
 
+    /// Before the first step, compare the request with the agent's tools
+    /// ([`RelevanceGate`](super::RelevanceGate)): when none is near it, step 1
+    /// must answer in text instead of calling a tool that does not fit. The
+    /// gate stands aside with discovery or skills on (step 1 then offers
+    /// built-ins whose descriptions say nothing about the request), when the
+    /// first tool choice is not `Auto`, and when the embedder fails.
+    pub fn relevance_gate(mut self, gate: super::RelevanceGate) -> Self {
+        self.settings.relevance_gate = Some(Arc::new(gate));
+        self
+    }
+
     /// Start from a toolbox built elsewhere (its tools come first, and its
     /// default timeout is kept unless [`default_timeout`](Self::default_timeout) is set).
     pub fn toolbox(mut self, toolbox: Toolbox) -> Self {

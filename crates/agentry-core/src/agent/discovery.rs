@@ -550,10 +550,7 @@ impl RunTools {
         let (Some(catalog), Some(searcher)) = (&self.catalog, &agent.settings.tool_search) else {
             return;
         };
-        let Some(query) = messages.iter().rev().find_map(|message| match message {
-            Message::User { text } if !text.trim().is_empty() => Some(text.as_str()),
-            _ => None,
-        }) else {
+        let Some(query) = super::relevance::last_user_text(messages) else {
             return;
         };
         let found = search_catalog(catalog, searcher.as_ref(), query).await;

@@ -15,6 +15,7 @@ mod gate;
 mod outcome;
 mod policy;
 mod prompt_schema;
+mod relevance;
 mod run;
 mod skills;
 mod sources;
@@ -37,4 +38,5 @@ pub use policy::{
     Approval, Approver, AuditLog, AuditOutcome, AuditRecord, AuditSink, arguments_digest,
 };
 pub use prompt_schema::PROMPT_SCHEMA_BYTES;
+pub use relevance::{DEFAULT_RELEVANCE_FLOOR, RelevanceGate};
 pub(crate) use run::Frame;

@@ -107,6 +107,13 @@ impl Agent {
                 _ if discovered => ToolChoice::Required,
                 _ => ToolChoice::Auto,
             };
+            let tool_choice = match tool_choice {
+                ToolChoice::Auto if n == 1 => {
+                    super::relevance::first_step_choice(settings, &run_tools.advertised, &messages)
+                        .await
+                }
+                other => other,
+            };
             let request = ChatRequest {
                 system: run_tools.system.clone(),
                 messages: messages.clone(),

@@ -1,0 +1,194 @@
+//! `agentry eval relevance-gate`: how often the relevance gate
+//! ([`RelevanceGate`]) turns a request away, without running a chat model.
+//! For each BFCL question the tools are the question's functions; for each
+//! MetaTool dev query the tool is the one it is labelled with, alone. A
+//! turned-away `irrelevance` question is right; any other turned-away
+//! request is one that a tool fits, so the gate cost it its call. The report
+//! keeps every request's best similarity, so any floor can be read off it.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use agentry::agent::RelevanceGate;
+use agentry::tool::ToolSchema;
+use serde_json::{Value, json};
+
+/// Arguments of `agentry eval relevance-gate`.
+#[derive(clap::Args)]
+pub struct RelevanceArgs {
+    /// The floors to count at (comma-separated cosines).
+    #[arg(long, value_delimiter = ',', default_values_t = [0.2, 0.25, 0.3, 0.35])]
+    floors: Vec<f32>,
+    /// Where the datasets are (`bfcl/*.jsonl`, `metatool/{tools.json,queries_dev.jsonl}`).
+    #[arg(long, default_value_os_t = crate::default_datasets())]
+    datasets: PathBuf,
+    /// Write the JSON report here (default: stdout).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// One request and the tools offered with it.
+struct Case {
+    id: String,
+    request: String,
+    tools: Vec<ToolSchema>,
+}
+
+fn schema(name: &str, description: &str) -> ToolSchema {
+    ToolSchema {
+        name: name.to_owned(),
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        description: Some(description.to_owned()),
+    }
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A BFCL category's questions: the last user turn, and the functions.
+fn bfcl(datasets: &Path, category: &str) -> Result<Vec<Case>, String> {
+    let text = read(&datasets.join("bfcl").join(format!("{category}.jsonl")))?;
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let question: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            let request = question["question"][0]
+                .as_array()
+                .and_then(|turns| turns.iter().rev().find(|turn| turn["role"] == "user"))
+                .and_then(|turn| turn["content"].as_str())
+                .ok_or_else(|| format!("{category}: a question without a user turn"))?;
+            let tools = question["function"]
+                .as_array()
+                .map(|functions| {
+                    functions
+                        .iter()
+                        .map(|f| {
+                            schema(
+                                f["name"].as_str().unwrap_or_default(),
+                                f["description"].as_str().unwrap_or_default(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(Case {
+                id: question["id"].as_str().unwrap_or_default().to_owned(),
+                request: request.to_owned(),
+                tools,
+            })
+        })
+        .collect()
+}
+
+/// MetaTool's dev queries, each with its labelled tool alone.
+fn metatool(datasets: &Path) -> Result<Vec<Case>, String> {
+    let dir = datasets.join("metatool");
+    let tools: Vec<Value> =
+        serde_json::from_str(&read(&dir.join("tools.json"))?).map_err(|e| e.to_string())?;
+    let description = |name: &str| {
+        tools
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .and_then(|tool| tool["description"].as_str())
+            .map(str::to_owned)
+    };
+    let mut cases = Vec::new();
+    for (index, line) in read(&dir.join("queries_dev.jsonl"))?.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let query: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let name = query["tool"].as_str().unwrap_or_default();
+        let Some(described) = description(name) else {
+            continue;
+        };
+        cases.push(Case {
+            id: format!("metatool_{index}"),
+            request: query["query"].as_str().unwrap_or_default().to_owned(),
+            tools: vec![schema(name, &described)],
+        });
+    }
+    Ok(cases)
+}
+
+/// Run the measurement.
+pub async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
+    let embedder = crate::definition::minilm().await?;
+    // The floor does not matter here: only best similarities are read.
+    let gate = RelevanceGate::new(Arc::new(embedder), 0.0);
+    let sets = [
+        (
+            "bfcl simple_python",
+            bfcl(&args.datasets, "simple_python")?,
+            false,
+        ),
+        ("bfcl multiple", bfcl(&args.datasets, "multiple")?, false),
+        ("bfcl parallel", bfcl(&args.datasets, "parallel")?, false),
+        (
+            "bfcl irrelevance",
+            bfcl(&args.datasets, "irrelevance")?,
+            true,
+        ),
+        (
+            "metatool dev (labelled tool)",
+            metatool(&args.datasets)?,
+            false,
+        ),
+    ];
+    let mut table = String::from("| requests | no tool fits | n |");
+    for floor in &args.floors {
+        table.push_str(&format!(" turned away at {floor} |"));
+    }
+    table.push_str("\n| --- | --- | --- |");
+    table.push_str(&" --- |".repeat(args.floors.len()));
+    table.push('\n');
+    let mut report = Vec::new();
+    for (name, cases, irrelevant) in sets {
+        let mut best = Vec::new();
+        for case in &cases {
+            let similarity = gate
+                .best_match(&case.request, &case.tools)
+                .await
+                .map_err(|e| e.to_string())?
+                .unwrap_or(f32::NEG_INFINITY);
+            best.push(json!({"id": case.id, "best": similarity}));
+        }
+        let similarities: Vec<f32> = best
+            .iter()
+            .map(|row| row["best"].as_f64().unwrap_or(0.0) as f32)
+            .collect();
+        table.push_str(&format!(
+            "| {name} | {} | {} |",
+            if irrelevant { "yes" } else { "no" },
+            cases.len()
+        ));
+        let mut counts = Vec::new();
+        for floor in &args.floors {
+            let gated = similarities.iter().filter(|s| **s < *floor).count();
+            counts.push(json!({"floor": floor, "turned_away": gated}));
+            table.push_str(&format!(
+                " {gated} ({:.1}%) |",
+                100.0 * gated as f64 / cases.len().max(1) as f64
+            ));
+        }
+        table.push('\n');
+        report.push(json!({
+            "set": name,
+            "no_tool_fits": irrelevant,
+            "requests": cases.len(),
+            "counts": counts,
+            "best": best,
+        }));
+    }
+    eprint!("{table}");
+    let report = json!({
+        "benchmark": "relevance-gate",
+        "embedder": crate::definition::MINILM_ID,
+        "sets": report,
+    });
+    crate::eval::write_report(&report, args.out.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}

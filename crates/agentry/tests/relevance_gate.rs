@@ -1,0 +1,121 @@
+//! The relevance gate, with a scripted model and a keyword embedder: a
+//! request no tool is near makes step 1 answer in text (`ToolChoice::None`);
+//! a request a tool fits, later steps, skills or discovery, and an embedder
+//! fault leave the choice alone.
+use std::sync::Arc;
+
+use agentry::BoxFuture;
+use agentry::agent::{Agent, RelevanceGate};
+use agentry::embed::{EmbedError, Embedder, KeywordEmbedder};
+use agentry::model::{ScriptedModel, Step, ToolChoice, Usage};
+use agentry::tool::{Tool, ToolCall, function};
+use serde_json::{Value, json};
+
+fn weather() -> Tool {
+    function("weather")
+        .description("The weather in a city.")
+        .handler(|_: Value| Ok::<_, String>("sunny"))
+        .build()
+        .unwrap()
+}
+
+fn done() -> Step {
+    Step::Final {
+        text: "done".into(),
+        tokens: Usage::new(1, 1),
+    }
+}
+
+fn call_weather() -> Step {
+    Step::Tool {
+        calls: vec![ToolCall::new("1", "utils.weather", json!({}))],
+        text: String::new(),
+        tokens: Usage::new(1, 1),
+    }
+}
+
+fn gate() -> RelevanceGate {
+    RelevanceGate::new(
+        Arc::new(KeywordEmbedder::new(["weather", "rectangle"])),
+        0.5,
+    )
+}
+
+fn choices(model: &ScriptedModel) -> Vec<ToolChoice> {
+    model
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_request_no_tool_is_near_is_answered_in_text() {
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    let run = Agent::builder(model.clone())
+        .tool(weather())
+        .relevance_gate(gate())
+        .build()
+        .unwrap()
+        .run("What is the area of a rectangle 5 by 7?")
+        .await;
+    assert_eq!(run.text(), "done");
+    assert_eq!(choices(&model), [ToolChoice::None]);
+}
+
+#[tokio::test]
+async fn a_request_a_tool_fits_may_call_and_later_steps_are_not_gated() {
+    let model = Arc::new(ScriptedModel::new().reply(call_weather()).reply(done()));
+    let run = Agent::builder(model.clone())
+        .tool(weather())
+        .relevance_gate(gate())
+        .build()
+        .unwrap()
+        .run("What is the weather in Lima?")
+        .await;
+    assert_eq!(run.steps[0].calls[0].result.output, json!("sunny"));
+    assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::Auto]);
+}
+
+#[tokio::test]
+async fn with_skills_or_discovery_the_gate_stands_aside() {
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    Agent::builder(model.clone())
+        .tool(weather())
+        .discovery(true)
+        .relevance_gate(gate())
+        .build()
+        .unwrap()
+        .run("What is the area of a rectangle?")
+        .await;
+    assert_eq!(choices(&model), [ToolChoice::Auto]);
+}
+
+/// An embedder that always fails.
+struct Broken;
+
+impl Embedder for Broken {
+    fn model_id(&self) -> &str {
+        "broken"
+    }
+    fn dimensions(&self) -> usize {
+        2
+    }
+    fn embed<'a>(&'a self, _: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
+        Box::pin(async { Err(EmbedError("no model".into())) })
+    }
+}
+
+#[tokio::test]
+async fn an_embedder_fault_leaves_calls_allowed() {
+    let model = Arc::new(ScriptedModel::new().reply(call_weather()).reply(done()));
+    let run = Agent::builder(model.clone())
+        .tool(weather())
+        .relevance_gate(RelevanceGate::new(Arc::new(Broken), 0.5))
+        .build()
+        .unwrap()
+        .run("What is the area of a rectangle?")
+        .await;
+    assert_eq!(run.steps[0].calls[0].result.output, json!("sunny"));
+    assert_eq!(choices(&model)[0], ToolChoice::Auto);
+}
