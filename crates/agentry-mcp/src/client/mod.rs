@@ -17,7 +17,7 @@ mod rounds;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use agentry_core::BoxFuture;
 use agentry_core::tool::{Tool, ToolError, ToolHandler, ToolSource};
@@ -34,6 +34,10 @@ pub use file::servers_from_toml;
 use crate::McpError;
 use handler::Handler;
 use link::Link;
+
+/// How much longer than the client's call time-out the toolbox waits
+/// before it gives up on an MCP tool call itself.
+const BACKSTOP_MARGIN: Duration = Duration::from_secs(2);
 
 /// A connection to one MCP server.
 ///
@@ -168,7 +172,11 @@ impl McpClient {
         tool.output_schema = output_schema;
         tool.pass_input = true;
         tool.hints = convert::hints(remote.annotations.as_ref(), self.inner.config.trusted);
-        tool.hints.timeout = Some(self.inner.config.call_timeout);
+        // The client's own time-out cancels the request and says so; the
+        // toolbox's, a little later, is only the backstop (a restart that
+        // hangs, say). With the same limit the two raced, and the plainer
+        // "timed out" message could win.
+        tool.hints.timeout = Some(self.inner.config.call_timeout + BACKSTOP_MARGIN);
         Ok(tool)
     }
 
