@@ -681,8 +681,9 @@ async fn discover_names_are_an_enum_of_modules_and_functions() {
     let one = &discover.input_schema["properties"]["tools"]["anyOf"];
     assert_eq!(one[0]["enum"], names);
     assert_eq!(one[1]["items"]["enum"], names);
-    // Past MAX_DISCOVER_ENUM names, any string.
-    let many: Vec<ToolGroup> = (0..130)
+    // Past DISCOVER_ENUM_BYTES of names (60 modules and 60 functions, about
+    // 1,300 bytes), any string.
+    let many: Vec<ToolGroup> = (0..60)
         .map(|i| ToolGroup::new(format!("api{i}"), format!("API {i}")).tool(tool("get", "x")))
         .collect();
     let model = Arc::new(ScriptedModel::new().reply(done()));

@@ -189,8 +189,8 @@ impl AgentBuilder {
 
     /// Offer the names the lookup built-ins accept as an `enum` in their
     /// schemas: `read_skill`'s and `apply_skill`'s the skills offered so far,
-    /// `discover`'s the modules and functions (up to
-    /// [`MAX_DISCOVER_ENUM`](super::MAX_DISCOVER_ENUM)). A grammar-constrained
+    /// `discover`'s the modules and functions (while their names take at most
+    /// [`DISCOVER_ENUM_BYTES`](super::DISCOVER_ENUM_BYTES)). A grammar-constrained
     /// model then cannot invent a name. On by default; off to compare.
     pub fn name_enums(mut self, on: bool) -> Self {
         self.settings.name_enums = on;

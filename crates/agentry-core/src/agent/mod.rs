@@ -26,7 +26,7 @@ pub use builder::{AgentBuilder, AgentError};
 pub use child::CHILD_AGENT_TIMEOUT;
 pub(crate) use child::CallScope;
 pub use discovery::{
-    DISCOVER, MAX_DISCOVER_ENUM, MAX_LISTED_MODULES, SEARCH_BUDGET_BYTES, SEARCH_LIMIT,
+    DISCOVER, DISCOVER_ENUM_BYTES, MAX_LISTED_MODULES, SEARCH_BUDGET_BYTES, SEARCH_LIMIT,
     SEARCH_TOOLS,
 };
 pub use events::AgentEvent;
