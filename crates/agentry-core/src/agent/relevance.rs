@@ -95,15 +95,16 @@ impl RelevanceGate {
                 )
             })
             .collect();
+        // Each tool text not yet known, once (`dedup` alone would miss
+        // duplicates that are not next to each other).
         let missing: Vec<String> = {
             let known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-            let mut missing: Vec<String> = texts
+            let mut seen = std::collections::HashSet::new();
+            texts
                 .iter()
-                .filter(|text| !known.contains_key(*text))
+                .filter(|text| !known.contains_key(*text) && seen.insert(*text))
                 .cloned()
-                .collect();
-            missing.dedup();
-            missing
+                .collect()
         };
         let mut asked = vec![request.to_owned()];
         asked.extend(missing.iter().cloned());
@@ -227,6 +228,7 @@ mod tests {
         let tools = [
             tool("weather", "Weather in a city."),
             tool("draw", "Draw a circle."),
+            tool("weather", "Weather in a city."),
         ];
         let best = gate.best_match("Weather in Lima?", &tools).await.unwrap();
         assert!(best.unwrap() > 0.9, "{best:?}");
