@@ -47,7 +47,10 @@ Ctrl-C stops a reply";
 /// Chat until `/exit` or end of input.
 pub async fn run(args: ChatArgs) -> Result<ExitCode, String> {
     let loaded = args.agent.load()?;
-    let choice = args.model.choose(&loaded);
+    let choice = crate::definition::ModelChoice {
+        prompt_store: true, // the next run starts warm
+        ..args.model.choose(&loaded)
+    };
     let model = crate::providers::chat_model(&choice).await?;
     let agent = args
         .agent

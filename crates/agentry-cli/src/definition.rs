@@ -34,6 +34,11 @@ pub struct ModelChoice {
     pub grammar: bool,
     /// Local: reuse cached prompt prefixes.
     pub prompt_cache: bool,
+    /// Local: with the prompt cache, keep prompts on disk too so that the
+    /// next process starts warm. Only `run` and `chat` (one user, one-shot
+    /// processes) turn it on: a server would write other people's prompts to
+    /// this user's cache, and an evaluation's prompts are never seen again.
+    pub prompt_store: bool,
     /// Local: read calls written inside the text as calls.
     pub text_calls: bool,
     /// Local: the system prompt says several calls are one JSON list.
@@ -57,6 +62,7 @@ impl ModelArgs {
             model: self.model.clone().or_else(|| section.name.clone()),
             grammar: !self.no_grammar && section.grammar.unwrap_or(true),
             prompt_cache: !self.no_prompt_cache && section.prompt_cache.unwrap_or(true),
+            prompt_store: false,
             text_calls: !self.no_text_calls && section.text_calls.unwrap_or(true),
             call_lists: !self.no_call_lists && section.call_lists.unwrap_or(true),
             relevance_floor: self

@@ -62,7 +62,8 @@ pub struct ModelArgs {
     #[arg(long)]
     no_grammar: bool,
     /// Local: read every prompt in full instead of reusing the cached prefix
-    /// an earlier step or turn left (same answers, slower; for comparison).
+    /// an earlier step, turn or run left (kept in memory, and on disk in the
+    /// model cache's `prompts` folder; same answers, slower; for comparison).
     #[arg(long)]
     no_prompt_cache: bool,
     /// Local: leave a call the model wrote inside its text (a fenced or bare

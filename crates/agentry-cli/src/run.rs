@@ -35,7 +35,10 @@ pub struct RunArgs {
 /// Run the demo agent.
 pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
     let loaded = args.agent.load()?;
-    let choice = args.model.choose(&loaded);
+    let choice = crate::definition::ModelChoice {
+        prompt_store: true, // the next run starts warm
+        ..args.model.choose(&loaded)
+    };
     let model = crate::providers::chat_model(&choice).await?;
     let agent = args.agent.builder(&loaded, model, &choice).await?;
     let agent = agent

@@ -88,6 +88,7 @@ pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         model: args.model.clone(),
         grammar: true,
         prompt_cache: true,
+        prompt_store: false,
         text_calls: true,
         call_lists: true,
         relevance_floor: None,

@@ -21,6 +21,7 @@ use llguidance::{Matcher, ParserFactory};
 
 mod grammar;
 
+use crate::prompt_store::PromptStore;
 use crate::scheduler::{self, Event, Job, Settings};
 use crate::template::{ChatTemplate, Prompt};
 use crate::tool_calls::{ParsedReply, TagStyle, embedded_calls, parse_reply};
@@ -46,6 +47,17 @@ pub struct LocalConfig {
     /// Evaluate only the tokens after the longest prefix a sequence already
     /// holds (on by default; greedy output is the same either way).
     pub prompt_cache: bool,
+    /// A folder where evaluated prompts are also kept on disk, so that another
+    /// process (the next `agentry run`) whose prompt begins the same way
+    /// loads the state of that prefix instead of evaluating it again: the
+    /// system prompt and tool schemas are read once, not once per run. Off
+    /// (`None`) by default; [`fetch::prompt_store_dir`](crate::fetch::prompt_store_dir)
+    /// is the usual place. Used only with `prompt_cache` on; entries are kept
+    /// per model file, 16 at most, least recently used dropped first. The
+    /// folder holds the prompts' text (as tokens): it is created private
+    /// (0700) and refused when it is not. Greedy output is the same as a full
+    /// evaluation: prompts are read in aligned chunks ([`crate::PROMPT_CHUNK`]).
+    pub prompt_store: Option<PathBuf>,
     /// Read a call the model wrote inside its text (a fenced or bare JSON
     /// object naming an offered tool) as a call, validated like any other
     /// (on by default).
@@ -59,6 +71,9 @@ pub struct LocalConfig {
 /// The note [`LocalConfig::call_lists`] adds to the system prompt when tools
 /// are offered. Without it the 0.5B model makes one call where a request asks
 /// for several (0 of 10 BFCL `parallel` questions right; with it, 4 of 10).
+/// A worked example of three calls did better on `parallel` (21 of the first
+/// 40 against 16) but made the model call several times where one call was
+/// asked for (`simple_python` 248 of 400 against 280): see `BENCHMARKS.md`.
 pub const CALL_LIST_NOTE: &str = "To call several functions, write them as a JSON list: \
 [{\"name\": ..., \"arguments\": ...}, {\"name\": ..., \"arguments\": ...}]. \
 Make one call for each thing the user asks for.";
@@ -73,6 +88,7 @@ impl Default for LocalConfig {
             seed: 42,
             sequences: 4,
             prompt_cache: true,
+            prompt_store: None,
             text_calls: true,
             call_lists: true,
         }
@@ -117,6 +133,7 @@ pub(crate) struct Counters {
     pub(crate) requests: AtomicU64,
     pub(crate) prompt_tokens: AtomicU64,
     pub(crate) cached_tokens: AtomicU64,
+    pub(crate) stored_tokens: AtomicU64,
     pub(crate) output_tokens: AtomicU64,
     pub(crate) peak_sequences: AtomicU64,
 }
@@ -127,6 +144,7 @@ impl Counters {
             requests: self.requests.load(Ordering::Relaxed),
             prompt_tokens: self.prompt_tokens.load(Ordering::Relaxed),
             cached_tokens: self.cached_tokens.load(Ordering::Relaxed),
+            stored_tokens: self.stored_tokens.load(Ordering::Relaxed),
             output_tokens: self.output_tokens.load(Ordering::Relaxed),
             peak_sequences: self.peak_sequences.load(Ordering::Relaxed),
         }
@@ -142,6 +160,9 @@ pub struct LocalStats {
     pub prompt_tokens: u64,
     /// Prompt tokens taken from the cache rather than evaluated.
     pub cached_tokens: u64,
+    /// Of the cached tokens, how many were loaded from the prompt store
+    /// ([`LocalConfig::prompt_store`]) rather than found in memory.
+    pub stored_tokens: u64,
     /// Tokens generated.
     pub output_tokens: u64,
     /// The most requests decoded together in one batch.
@@ -387,7 +408,11 @@ impl LocalModel {
                 as i32,
             prompt_cache: config.prompt_cache,
         };
-        let sender = scheduler::spawn(self.inner.loaded.clone(), settings)?;
+        let store = match &config.prompt_store {
+            Some(root) if config.prompt_cache => PromptStore::open(root, &self.inner.loaded.path),
+            _ => None,
+        };
+        let sender = scheduler::spawn(self.inner.loaded.clone(), settings, store)?;
         sender.send(job).map_err(|_| decoder_stopped())?;
         *decoder = Some(sender);
         Ok(())

@@ -9,7 +9,9 @@
 //! batched together, and a prompt that begins like an earlier one (the next
 //! step of an agent run, the next turn of a chat) evaluates only its new
 //! tokens ([`LocalConfig::sequences`], [`LocalConfig::prompt_cache`],
-//! [`LocalModel::stats`]).
+//! [`LocalModel::stats`]). With [`LocalConfig::prompt_store`] those prompts
+//! are also kept on disk, so the next process reads its system prompt and
+//! tool schemas from there instead of evaluating them again.
 //!
 //! ```no_run
 //! use agentry_core::agent::Agent;
@@ -33,10 +35,12 @@
 mod embedder;
 mod engine;
 pub mod fetch;
+mod prompt_store;
 mod scheduler;
 pub mod template;
 pub mod tool_calls;
 
 pub use embedder::{DEFAULT_BATCH_SIZE, DEFAULT_MAX_TOKENS, LocalEmbedder};
 pub use engine::{CALL_LIST_NOTE, Generation, LocalConfig, LocalModel, LocalStats, backend};
+pub use scheduler::PROMPT_CHUNK;
 pub use template::Prompt;

@@ -12,6 +12,10 @@
 //! run, or the next turn of a chat, reads only what is new. Slots that share
 //! nothing are reused least recently used first.
 //!
+//! With a [`PromptStore`], a prompt that evaluated many new tokens is also
+//! written to disk, and a request that finds a longer prefix there than in
+//! any slot loads it into its slot first: the next process starts warm.
+//!
 //! Requests are admitted first come, first served; a request that needs a
 //! longer window than the slots have waits until the context is idle and is
 //! then given a larger one (the cache starts over).
@@ -33,9 +37,18 @@ use llama_cpp_2::token::LlamaToken;
 use llguidance::Matcher;
 
 use crate::engine::Loaded;
+use crate::prompt_store::{self, PromptStore};
 
 /// Tokens per decode call (prompt chunks and generated tokens together).
 const BATCH_SIZE: usize = 512;
+/// Prompts are evaluated in chunks that end at multiples of this position,
+/// and a cached prefix is reused up to such a multiple. A reused prefix and a
+/// full evaluation then compute the same chunks: llama.cpp's results depend
+/// in the last bits on how many tokens a batch holds, and without the
+/// alignment a reused prefix followed by a short tail flipped greedy near
+/// ties (3 of 15 `agentry run` questions with the prompt store; 0 of 5 of
+/// those with it; `BENCHMARKS.md`). It costs about 2% of prompt speed.
+pub const PROMPT_CHUNK: usize = 64;
 /// Slot windows are whole multiples of this (llama.cpp pads them so).
 const WINDOW_STEP: u32 = 256;
 /// The most sequences one context may have (llama.cpp's `LLAMA_MAX_SEQ`),
@@ -109,11 +122,15 @@ pub(crate) struct Finished {
 
 /// Start the decoding thread for `model`; it ends when the returned sender
 /// (and every clone of it) is dropped.
-pub(crate) fn spawn(model: Arc<Loaded>, settings: Settings) -> Result<Sender<Job>, ModelError> {
+pub(crate) fn spawn(
+    model: Arc<Loaded>,
+    settings: Settings,
+    store: Option<PromptStore>,
+) -> Result<Sender<Job>, ModelError> {
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("agentry-local-decode".into())
-        .spawn(move || run(&model, settings, receiver))
+        .spawn(move || run(&model, settings, store.as_ref(), receiver))
         .map_err(|error| ModelError::Local(format!("starting the decoding thread: {error}")))?;
     Ok(sender)
 }
@@ -133,6 +150,8 @@ struct Running {
     /// Prompt tokens not yet evaluated.
     pending: VecDeque<LlamaToken>,
     cached: u64,
+    /// Of the cached tokens, how many were loaded from the prompt store.
+    stored: u64,
     admitted: Instant,
     generating: Option<Instant>,
     /// The token to feed next (the last one sampled).
@@ -150,7 +169,7 @@ struct Engine<'m> {
     window: u32,
 }
 
-fn run(loaded: &Loaded, settings: Settings, jobs: Receiver<Job>) {
+fn run(loaded: &Loaded, settings: Settings, store: Option<&PromptStore>, jobs: Receiver<Job>) {
     let model = &loaded.model;
     let mut engine: Option<Engine<'_>> = None;
     let mut queue: VecDeque<Job> = VecDeque::new();
@@ -165,11 +184,18 @@ fn run(loaded: &Loaded, settings: Settings, jobs: Receiver<Job>) {
             }
         }
         queue.extend(jobs.try_iter());
-        admit(model, settings, &mut engine, &mut queue, &mut running);
+        admit(
+            model,
+            settings,
+            store,
+            &mut engine,
+            &mut queue,
+            &mut running,
+        );
         if let Some(engine) = engine.as_mut()
             && !running.is_empty()
         {
-            step(loaded, engine, &mut batch, &mut running, &mut clock);
+            step(loaded, store, engine, &mut batch, &mut running, &mut clock);
         }
     }
 }
@@ -178,6 +204,7 @@ fn run(loaded: &Loaded, settings: Settings, jobs: Receiver<Job>) {
 fn admit<'m>(
     model: &'m LlamaModel,
     settings: Settings,
+    store: Option<&PromptStore>,
     engine: &mut Option<Engine<'m>>,
     queue: &mut VecDeque<Job>,
     running: &mut Vec<Running>,
@@ -213,13 +240,30 @@ fn admit<'m>(
             }
         }
         let engine = engine.as_mut().expect("created above");
-        let Some((slot, common)) = choose_slot(&engine.slots, &job.tokens, settings.prompt_cache)
+        let Some((slot, mut common)) =
+            choose_slot(&engine.slots, &job.tokens, settings.prompt_cache)
         else {
             return; // every slot is busy
         };
         let job = queue.pop_front().expect("front exists");
-        // The last prompt token is always evaluated: its logits start the reply.
-        let reuse = common.min(job.tokens.len() - 1);
+        let from_store = match store {
+            Some(store) if settings.prompt_cache => store.load_into(
+                &mut engine.context,
+                slot,
+                &mut engine.slots[slot].tokens,
+                engine.window as usize,
+                &job.tokens,
+                common,
+            ),
+            _ => None,
+        };
+        if let Some(loaded) = from_store {
+            common = loaded;
+        }
+        // The last prompt token is always evaluated (its logits start the
+        // reply), and reuse ends on a chunk boundary, so the rest is evaluated in the
+        // same chunks as a full evaluation would use.
+        let reuse = common.min(job.tokens.len() - 1) / PROMPT_CHUNK * PROMPT_CHUNK;
         let state = &mut engine.slots[slot];
         if engine
             .context
@@ -239,6 +283,11 @@ fn admit<'m>(
         running.push(Running {
             pending: job.tokens[reuse..].iter().copied().collect(),
             cached: reuse as u64,
+            stored: if from_store.is_some() {
+                reuse as u64
+            } else {
+                0
+            },
             job,
             slot,
             admitted: Instant::now(),
@@ -290,11 +339,7 @@ fn choose_slot(
         if !prompt_cache {
             return 0;
         }
-        slot.tokens
-            .iter()
-            .zip(tokens)
-            .take_while(|(a, b)| a == b)
-            .count()
+        prompt_store::shared_prefix(&slot.tokens, tokens)
     };
     let idle: Vec<(usize, &Slot, usize)> = slots
         .iter()
@@ -323,6 +368,7 @@ fn choose_slot(
 /// chunks in admission order while the batch has room.
 fn step(
     loaded: &Loaded,
+    store: Option<&PromptStore>,
     engine: &mut Engine<'_>,
     batch: &mut LlamaBatch,
     running: &mut Vec<Running>,
@@ -349,8 +395,10 @@ fn step(
         if room == 0 || request.pending.is_empty() {
             continue;
         }
-        let take = room.min(request.pending.len());
         let start = engine.slots[request.slot].tokens.len();
+        let take = room
+            .min(request.pending.len())
+            .min(PROMPT_CHUNK - start % PROMPT_CHUNK);
         let chunk: Vec<LlamaToken> = request.pending.drain(..take).collect();
         let last = request.pending.is_empty();
         for (offset, token) in chunk.iter().enumerate() {
@@ -396,6 +444,17 @@ fn step(
     for (index, tokens) in fed {
         let slot = running[index].slot;
         engine.slots[slot].tokens.extend(tokens);
+    }
+    if let Some(store) = store {
+        for (index, _) in &sampled {
+            let request = &running[*index];
+            let new_tokens = request.job.tokens.len() as u64 - request.cached;
+            if request.generating.is_none() && new_tokens >= prompt_store::MIN_NEW_TOKENS as u64 {
+                // The slot holds exactly the prompt now: keep it for the next process.
+                let slot = request.slot;
+                store.save(&engine.context, slot as i32, &engine.slots[slot].tokens);
+            }
+        }
     }
     let mut finished = Vec::new();
     for (index, logits) in sampled {
@@ -446,6 +505,9 @@ fn next_token(
         stats
             .cached_tokens
             .fetch_add(request.cached, Ordering::Relaxed);
+        stats
+            .stored_tokens
+            .fetch_add(request.stored, Ordering::Relaxed);
         let event = Event::Prompt {
             tokens,
             cached: request.cached,

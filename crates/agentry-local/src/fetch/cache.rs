@@ -27,9 +27,16 @@ pub fn cache_dir() -> PathBuf {
     }
 }
 
+/// Where [`LocalConfig::prompt_store`](crate::LocalConfig::prompt_store)
+/// keeps prompt prefixes by default: `prompts` in the model cache (private,
+/// like the models: a planted state would steer the model).
+pub fn prompt_store_dir() -> PathBuf {
+    cache_dir().join("prompts")
+}
+
 /// Why `dir` may not hold models: owned by another user, or writable by
 /// group or others (who could swap a model in).
-fn not_private(dir: &Path) -> Option<String> {
+pub(crate) fn not_private(dir: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(dir).ok()?;
     if meta.uid() != rustix::process::getuid().as_raw() {

@@ -23,7 +23,8 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-pub use cache::{cache_dir, installed, installed_embedding};
+pub(crate) use cache::not_private;
+pub use cache::{cache_dir, installed, installed_embedding, prompt_store_dir};
 use cache::{private_cache_dir, record_verified, unique_partial};
 pub use catalog::{
     EMBEDDING_MODELS, EmbeddingSpec, MINILM, MODELS, ModelSpec, QWEN, QWEN_1_5B, SMOLLM2,
