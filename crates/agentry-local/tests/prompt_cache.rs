@@ -8,35 +8,16 @@
 //! These tests need the model in the cache (`agentry model pull`). Without it
 //! they say so loudly and pass, unless `AGENTRY_REQUIRE_MODEL=1` (set by CI).
 
+mod common;
+
 use std::time::Duration;
 
 use agentry::model::{ChatModel, ChatRequest, Message, StreamEvent, ToolChoice};
 use agentry::tool::{ToolCall, ToolResult, ToolSchema};
-use agentry_local::fetch;
-use agentry_local::{Generation, LocalConfig, LocalModel, PROMPT_CHUNK, Prompt};
+use agentry_local::{Generation, LocalConfig, LocalModel, Prompt};
+use common::{generate, load, reusable};
 use futures_util::StreamExt;
 use serde_json::json;
-
-fn load(config: LocalConfig) -> Option<LocalModel> {
-    let Some(path) = fetch::installed(&fetch::QWEN) else {
-        if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-            panic!("{} is missing and AGENTRY_REQUIRE_MODEL=1", fetch::QWEN.id);
-        }
-        eprintln!(
-            "\n*** SKIPPED: {} is not in {}; run `agentry model pull` to run this test ***\n",
-            fetch::QWEN.id,
-            fetch::cache_dir().display()
-        );
-        return None;
-    };
-    Some(LocalModel::load_with(path, config).expect("the model loads"))
-}
-
-/// The most of a prompt of `tokens` the cache can supply: all but the last
-/// token, down to a whole number of chunks.
-fn reusable(tokens: u64) -> u64 {
-    (tokens - 1) / PROMPT_CHUNK as u64 * PROMPT_CHUNK as u64
-}
 
 fn cached_and_uncached() -> Option<(LocalModel, LocalModel)> {
     let cached = load(LocalConfig::default())?;
@@ -45,14 +26,6 @@ fn cached_and_uncached() -> Option<(LocalModel, LocalModel)> {
         ..LocalConfig::default()
     })?;
     Some((cached, uncached))
-}
-
-fn generate(model: &LocalModel, request: &ChatRequest) -> Generation {
-    let prompt = model.render_prompt(request).unwrap();
-    let grammar = model.grammar_for(request).unwrap();
-    model
-        .generate(&prompt, grammar.as_deref(), 60, None, &[], |_| true)
-        .unwrap()
 }
 
 fn weather_tool() -> ToolSchema {
@@ -157,7 +130,7 @@ fn chat_turns_reuse_the_history_and_say_the_same() {
     // After the first turn each turn reads only the last reply's end and its question.
     for (turn, tokens) in evaluated.iter().enumerate().skip(1) {
         assert!(
-            *tokens < PROMPT_CHUNK as u64 + 40,
+            *tokens < agentry_local::PROMPT_CHUNK as u64 + 40,
             "turn {turn} evaluated {tokens} tokens: {evaluated:?}"
         );
     }

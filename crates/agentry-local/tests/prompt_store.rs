@@ -10,28 +10,15 @@
 //! These tests need the model in the cache (`agentry model pull`). Without it
 //! they say so loudly and pass, unless `AGENTRY_REQUIRE_MODEL=1` (set by CI).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use agentry::model::{ChatRequest, Message, ToolChoice};
 use agentry::tool::ToolSchema;
-use agentry_local::fetch;
-use agentry_local::{Generation, LocalConfig, LocalModel, PROMPT_CHUNK};
+use agentry_local::LocalConfig;
+use common::{generate, load, reusable};
 use serde_json::json;
-
-fn load(config: LocalConfig) -> Option<LocalModel> {
-    let Some(path) = fetch::installed(&fetch::QWEN) else {
-        if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-            panic!("{} is missing and AGENTRY_REQUIRE_MODEL=1", fetch::QWEN.id);
-        }
-        eprintln!(
-            "\n*** SKIPPED: {} is not in {}; run `agentry model pull` to run this test ***\n",
-            fetch::QWEN.id,
-            fetch::cache_dir().display()
-        );
-        return None;
-    };
-    Some(LocalModel::load_with(path, config).expect("the model loads"))
-}
 
 /// A fresh, private store folder for one test.
 fn store_dir(test: &str) -> PathBuf {
@@ -71,20 +58,6 @@ fn request(question: &str) -> ChatRequest {
         tool_choice: ToolChoice::Auto,
         ..ChatRequest::default()
     }
-}
-
-/// The most of a prompt of `tokens` a cache can supply: all but the last
-/// token, down to a whole number of chunks.
-fn reusable(tokens: u64) -> u64 {
-    (tokens - 1) / PROMPT_CHUNK as u64 * PROMPT_CHUNK as u64
-}
-
-fn generate(model: &LocalModel, request: &ChatRequest) -> Generation {
-    let prompt = model.render_prompt(request).unwrap();
-    let grammar = model.grammar_for(request).unwrap();
-    model
-        .generate(&prompt, grammar.as_deref(), 60, None, &[], |_| true)
-        .unwrap()
 }
 
 /// The store's entries: (state files, token lists), in all model folders.

@@ -1,0 +1,39 @@
+//! What the real-model cache tests share: loading the default model (or
+//! saying loudly why not), asking it, and how much of a prompt a cache can
+//! supply.
+
+use agentry::model::ChatRequest;
+use agentry_local::{Generation, LocalConfig, LocalModel, PROMPT_CHUNK, fetch};
+
+/// The default model with `config`; `None`, after a loud message, when it is
+/// not in the cache, unless `AGENTRY_REQUIRE_MODEL=1` (then it panics).
+pub fn load(config: LocalConfig) -> Option<LocalModel> {
+    let Some(path) = fetch::installed(&fetch::QWEN) else {
+        if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
+            panic!("{} is missing and AGENTRY_REQUIRE_MODEL=1", fetch::QWEN.id);
+        }
+        eprintln!(
+            "\n*** SKIPPED: {} is not in {}; run `agentry model pull` to run this test ***\n",
+            fetch::QWEN.id,
+            fetch::cache_dir().display()
+        );
+        return None;
+    };
+    Some(LocalModel::load_with(path, config).expect("the model loads"))
+}
+
+/// The most of a prompt of `tokens` a cache can supply: all but the last
+/// token, down to a whole number of chunks.
+pub fn reusable(tokens: u64) -> u64 {
+    (tokens - 1) / PROMPT_CHUNK as u64 * PROMPT_CHUNK as u64
+}
+
+/// `request` through `model` as the agent would send it (its template and
+/// grammar), greedy, up to 60 tokens.
+pub fn generate(model: &LocalModel, request: &ChatRequest) -> Generation {
+    let prompt = model.render_prompt(request).unwrap();
+    let grammar = model.grammar_for(request).unwrap();
+    model
+        .generate(&prompt, grammar.as_deref(), 60, None, &[], |_| true)
+        .unwrap()
+}
