@@ -46,8 +46,8 @@ const BATCH_SIZE: usize = 512;
 /// full evaluation then compute the same chunks: llama.cpp's results depend
 /// in the last bits on how many tokens a batch holds, and without the
 /// alignment a reused prefix followed by a short tail flipped greedy near
-/// ties (3 of 15 `agentry run` questions with the prompt store; 0 of 5 of
-/// those with it; `BENCHMARKS.md`). It costs about 2% of prompt speed.
+/// ties (3 of 15 `agentry run` questions with the prompt store; with it, 0
+/// of 14; `BENCHMARKS.md`). It costs about 2% of prompt speed.
 pub const PROMPT_CHUNK: usize = 64;
 /// Slot windows are whole multiples of this (llama.cpp pads them so).
 const WINDOW_STEP: u32 = 256;
@@ -261,8 +261,8 @@ fn admit<'m>(
             common = loaded;
         }
         // The last prompt token is always evaluated (its logits start the
-        // reply), and reuse ends on a chunk boundary, so the rest is evaluated in the
-        // same chunks as a full evaluation would use.
+        // reply), and reuse ends on a chunk boundary, so the rest is read in
+        // the same chunks as a full evaluation would use.
         let reuse = common.min(job.tokens.len() - 1) / PROMPT_CHUNK * PROMPT_CHUNK;
         let state = &mut engine.slots[slot];
         if engine
