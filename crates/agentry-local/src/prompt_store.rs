@@ -12,7 +12,7 @@
 //! Entries live in a folder per model file (its path, size and modification
 //! time), so a state is never loaded into another model. An entry is two
 //! files, `KEY.kv` (the state) and `KEY.tokens` (its tokens, little-endian
-//! `u32`); each is written to a temporary name and renamed, the tokens last,
+//! `i32`); each is written to a temporary name and renamed, the tokens last,
 //! so a reader never sees half an entry. The least recently used entries go
 //! beyond [`CAPACITY`].
 
@@ -93,10 +93,7 @@ impl PromptStore {
             let Ok(bytes) = std::fs::read(&path) else {
                 continue;
             };
-            let stored: Vec<LlamaToken> = bytes
-                .chunks_exact(4)
-                .map(|b| LlamaToken(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-                .collect();
+            let stored = decode(&bytes);
             if stored.is_empty() || stored.len() > window {
                 continue;
             }
@@ -181,12 +178,11 @@ impl PromptStore {
             PathBuf::from(name)
         };
         let (kv_partial, list_partial) = (partial(&kv), partial(&list));
-        let bytes: Vec<u8> = tokens.iter().flat_map(|t| t.0.to_le_bytes()).collect();
         let written = context
             .state_seq_save_file(&kv_partial, seq, tokens)
             .map_err(|error| error.to_string())
             .and_then(|_| std::fs::rename(&kv_partial, &kv).map_err(|e| e.to_string()))
-            .and_then(|()| std::fs::write(&list_partial, bytes).map_err(|e| e.to_string()))
+            .and_then(|()| std::fs::write(&list_partial, encode(tokens)).map_err(|e| e.to_string()))
             .and_then(|()| std::fs::rename(&list_partial, &list).map_err(|e| e.to_string()));
         if let Err(error) = written {
             tracing::warn!(dir = %self.dir.display(), %error, "storing a prompt failed");
@@ -219,6 +215,19 @@ impl PromptStore {
     }
 }
 
+/// A token list as a `.tokens` file holds it: little-endian `i32`s.
+fn encode(tokens: &[LlamaToken]) -> Vec<u8> {
+    tokens.iter().flat_map(|t| t.0.to_le_bytes()).collect()
+}
+
+/// The tokens of a `.tokens` file (a trailing partial token is ignored).
+fn decode(bytes: &[u8]) -> Vec<LlamaToken> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| LlamaToken(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        .collect()
+}
+
 /// How many leading tokens `a` and `b` share.
 pub(crate) fn shared_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
@@ -242,16 +251,22 @@ fn touch(path: &Path) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_least_recently_used_entries_go_beyond_capacity() {
-        let dir = std::env::temp_dir().join(format!("agentry-store-evict-{}", std::process::id()));
+    /// An empty store in a fresh temporary folder named after `test`.
+    fn scratch(test: &str) -> PromptStore {
+        let dir = std::env::temp_dir().join(format!("agentry-store-{test}-{}", std::process::id()));
         std::fs::remove_dir_all(&dir).ok();
         std::fs::create_dir_all(&dir).unwrap();
-        let store = PromptStore { dir: dir.clone() };
+        PromptStore { dir }
+    }
+
+    #[test]
+    fn the_least_recently_used_entries_go_beyond_capacity() {
+        let store = scratch("evict");
+        let dir = store.dir.clone();
         let start = std::time::SystemTime::now() - std::time::Duration::from_secs(1000);
         for i in 0..CAPACITY + 3 {
             let list = dir.join(format!("{i:02}.tokens"));
-            std::fs::write(&list, 1i32.to_le_bytes()).unwrap();
+            std::fs::write(&list, encode(&[LlamaToken(1)])).unwrap();
             std::fs::write(list.with_extension("kv"), b"state").unwrap();
             let file = std::fs::File::options().append(true).open(&list).unwrap();
             file.set_modified(start + std::time::Duration::from_secs(i as u64))
@@ -277,13 +292,11 @@ mod tests {
 
     #[test]
     fn the_longest_shared_prefix_wins_and_longer_than_the_window_is_skipped() {
-        let dir = std::env::temp_dir().join(format!("agentry-store-best-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).unwrap();
-        let store = PromptStore { dir: dir.clone() };
+        let store = scratch("best");
+        let dir = store.dir.clone();
         let write = |name: &str, tokens: &[i32]| {
-            let bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
-            std::fs::write(dir.join(format!("{name}.tokens")), bytes).unwrap();
+            let tokens: Vec<LlamaToken> = tokens.iter().copied().map(LlamaToken).collect();
+            std::fs::write(dir.join(format!("{name}.tokens")), encode(&tokens)).unwrap();
         };
         write("short", &[1, 2, 3]);
         write("long", &[1, 2, 3, 4, 5, 9]);

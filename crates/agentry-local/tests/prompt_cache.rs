@@ -13,9 +13,9 @@ mod common;
 use std::time::Duration;
 
 use agentry::model::{ChatModel, ChatRequest, Message, StreamEvent, ToolChoice};
-use agentry::tool::{ToolCall, ToolResult, ToolSchema};
+use agentry::tool::{ToolCall, ToolResult};
 use agentry_local::{Generation, LocalConfig, LocalModel, Prompt};
-use common::{generate, load, reusable};
+use common::{generate, load, reusable, weather_tool};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -26,16 +26,6 @@ fn cached_and_uncached() -> Option<(LocalModel, LocalModel)> {
         ..LocalConfig::default()
     })?;
     Some((cached, uncached))
-}
-
-fn weather_tool() -> ToolSchema {
-    ToolSchema {
-        name: "weather".into(),
-        description: Some("Current weather for a city.".into()),
-        input_schema: json!({"type": "object",
-            "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        output_schema: None,
-    }
 }
 
 /// The two steps of an agent run: the second repeats the first's prompt,

@@ -15,10 +15,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use agentry::model::{ChatRequest, Message, ToolChoice};
-use agentry::tool::ToolSchema;
 use agentry_local::LocalConfig;
-use common::{generate, load, reusable};
-use serde_json::json;
+use common::{generate, load, reusable, weather_tool};
 
 /// A fresh, private store folder for one test.
 fn store_dir(test: &str) -> PathBuf {
@@ -48,13 +46,7 @@ fn request(question: &str) -> ChatRequest {
     ChatRequest {
         system: Some("Use the tools to answer. Be brief.".into()),
         messages: vec![Message::user(question)],
-        tools: vec![ToolSchema {
-            name: "weather".into(),
-            description: Some("Current weather for a city.".into()),
-            input_schema: json!({"type": "object",
-                "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-            output_schema: None,
-        }],
+        tools: vec![weather_tool()],
         tool_choice: ToolChoice::Auto,
         ..ChatRequest::default()
     }

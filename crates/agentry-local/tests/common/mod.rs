@@ -1,8 +1,9 @@
 //! What the real-model cache tests share: loading the default model (or
-//! saying loudly why not), asking it, and how much of a prompt a cache can
+//! saying loudly why not), asking it, a tool to offer, and how much of a prompt a cache can
 //! supply.
 
 use agentry::model::ChatRequest;
+use agentry::tool::ToolSchema;
 use agentry_local::{Generation, LocalConfig, LocalModel, PROMPT_CHUNK, fetch};
 
 /// The default model with `config`; `None`, after a loud message, when it is
@@ -36,4 +37,15 @@ pub fn generate(model: &LocalModel, request: &ChatRequest) -> Generation {
     model
         .generate(&prompt, grammar.as_deref(), 60, None, &[], |_| true)
         .unwrap()
+}
+
+/// A one-argument tool the agent-step requests offer.
+pub fn weather_tool() -> ToolSchema {
+    ToolSchema {
+        name: "weather".into(),
+        description: Some("Current weather for a city.".into()),
+        input_schema: serde_json::json!({"type": "object",
+            "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        output_schema: None,
+    }
 }
