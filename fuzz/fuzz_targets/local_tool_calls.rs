@@ -1,7 +1,7 @@
-//! The local model's tool-call parser on any text: calls and text, never a
-//! panic. The module is compiled from `agentry-local`'s own source file, so
-//! the target fuzzes exactly the parser the engine runs without building
-//! llama.cpp.
+//! The local model's tool-call parsers (`<tool_call>` JSON and Python-style
+//! lists) on any text: calls and text, never a panic. The modules are
+//! compiled from `agentry-local`'s own source files, so the target fuzzes
+//! exactly the parsers the engine runs without building llama.cpp.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -9,6 +9,10 @@ use libfuzzer_sys::fuzz_target;
 #[allow(dead_code)]
 #[path = "../../crates/agentry-local/src/tool_calls.rs"]
 mod tool_calls;
+
+#[allow(dead_code)]
+#[path = "../../crates/agentry-local/src/python_calls.rs"]
+mod python_calls;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
@@ -19,6 +23,15 @@ fuzz_target!(|data: &[u8]| {
         }
         for (name, _) in &parsed.calls {
             assert!(text.contains(name.as_str()) || text.contains('\\'));
+        }
+        if let Some(calls) = python_calls::parse_python_calls(text) {
+            for (name, _) in &calls {
+                assert!(text.contains(name.as_str()));
+            }
+            // Calls written back (as earlier calls are shown to the model) read the same.
+            let written =
+                python_calls::write_python_calls(calls.iter().map(|(name, a)| (name.clone(), a)));
+            assert_eq!(python_calls::parse_python_calls(&written), Some(calls));
         }
     }
 });

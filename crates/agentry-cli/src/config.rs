@@ -58,7 +58,9 @@ pub struct ModelSection {
     /// Local: read a call written inside the text (a fenced or bare JSON
     /// object naming an offered tool) as a call (default true).
     pub text_calls: Option<bool>,
-    /// Local: tell the model that several calls are one JSON list (default true).
+    /// Local: how the model is asked to write tool calls, `template` (default) or `python`.
+    pub call_syntax: Option<crate::CallSyntaxArg>,
+    /// Local, template syntax: tell the model that several calls are one JSON list (default true).
     pub call_lists: Option<bool>,
     /// The relevance gate's floor (default 0.25 with the local model; 0 turns it off).
     pub relevance_floor: Option<f32>,

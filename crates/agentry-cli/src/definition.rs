@@ -41,7 +41,9 @@ pub struct ModelChoice {
     pub prompt_store: bool,
     /// Local: read calls written inside the text as calls.
     pub text_calls: bool,
-    /// Local: the system prompt says several calls are one JSON list.
+    /// Local: how the model is asked to write tool calls.
+    pub call_syntax: crate::CallSyntaxArg,
+    /// Local, template syntax: the system prompt says several calls are one JSON list.
     pub call_lists: bool,
     /// The relevance gate's floor, when the gate is on.
     pub relevance_floor: Option<f32>,
@@ -64,6 +66,10 @@ impl ModelArgs {
             prompt_cache: !self.no_prompt_cache && section.prompt_cache.unwrap_or(true),
             prompt_store: false,
             text_calls: !self.no_text_calls && section.text_calls.unwrap_or(true),
+            call_syntax: self
+                .call_syntax
+                .or(section.call_syntax)
+                .unwrap_or(crate::CallSyntaxArg::Template),
             call_lists: !self.no_call_lists && section.call_lists.unwrap_or(true),
             relevance_floor: self
                 .relevance_floor
@@ -337,5 +343,18 @@ mod tests {
         assert!(choose(&[], "").call_lists);
         assert!(!choose(&["--no-call-lists"], "").call_lists);
         assert!(!choose(&[], "[model]\ncall_lists = false").call_lists);
+    }
+
+    #[test]
+    fn calls_are_template_json_unless_a_flag_or_the_file_says_otherwise() {
+        use crate::CallSyntaxArg::{Python, Template};
+        assert_eq!(choose(&[], "").call_syntax, Template);
+        assert_eq!(choose(&["--call-syntax", "python"], "").call_syntax, Python);
+        let file = "[model]\ncall_syntax = \"python\"";
+        assert_eq!(choose(&[], file).call_syntax, Python);
+        assert_eq!(
+            choose(&["--call-syntax", "template"], file).call_syntax,
+            Template
+        );
     }
 }

@@ -191,18 +191,24 @@ pub fn write_report(report: &impl Serialize, out: Option<&std::path::Path>) -> R
 /// The Markdown table of BFCL reports, one row each.
 fn table(reports: &[Value]) -> String {
     let mut text = String::from(
-        "| category | grammar | text calls | call lists | relevance floor | gated | questions | passed | accuracy | calls | schema-valid calls | s/question |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| category | call syntax | grammar | text calls | call lists | relevance floor | gated | questions | passed | accuracy | calls | schema-valid calls | s/question |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for r in reports {
         let on = |key: &str| if r[key] == true { "on" } else { "off" };
         let questions = r["questions"].as_u64().unwrap_or(0);
         text.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} | {} | {:.1} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} | {} | {:.1} |\n",
             r["category"].as_str().unwrap_or(""),
+            r["call_syntax"].as_str().unwrap_or("template"),
             on("grammar"),
             on("text_calls"),
-            on("call_lists"),
+            // The note exists only with the template's syntax.
+            if r["call_syntax"] == "python" {
+                "-"
+            } else {
+                on("call_lists")
+            },
             r["relevance_floor"]
                 .as_f64()
                 .map_or("off".to_owned(), |f| f.to_string()),
@@ -336,6 +342,7 @@ async fn run_category(
         "model": model.model_id(),
         "grammar": choice.grammar,
         "text_calls": choice.text_calls,
+        "call_syntax": choice.call_syntax.to_possible_value().map(|v| v.get_name().to_owned()),
         "call_lists": choice.call_lists,
         "relevance_floor": choice.relevance_floor,
         "gated": gated,
@@ -561,14 +568,16 @@ mod tests {
     #[test]
     fn the_table_has_a_row_per_report() {
         let report = json!({
-            "category": "parallel", "grammar": true, "text_calls": false, "call_lists": true,
+            "category": "parallel", "call_syntax": "template", "grammar": true, "text_calls": false, "call_lists": true,
             "relevance_floor": 0.25, "gated": 1, "questions": 4,
             "passed": 1, "accuracy": 0.25, "calls": 5, "schema_valid_calls": 5, "seconds": 10.0
         });
         let table = table(&[report]);
         assert_eq!(
             table.lines().nth(2),
-            Some("| parallel | on | off | on | 0.25 | 1 | 4 | 1 | 25.0% | 5 | 5 | 2.5 |")
+            Some(
+                "| parallel | template | on | off | on | 0.25 | 1 | 4 | 1 | 25.0% | 5 | 5 | 2.5 |"
+            )
         );
     }
 

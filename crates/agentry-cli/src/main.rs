@@ -49,6 +49,27 @@ pub enum ProviderKind {
     Offline,
 }
 
+/// How the local model is asked to write tool calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallSyntaxArg {
+    /// The `<tool_call>` JSON blocks of the model's chat template (default).
+    Template,
+    /// A Python-style list, `[f(x=1), f(x=2)]`: several calls to one tool
+    /// come out far more often, but the model also calls tools it was not
+    /// asked to (see BENCHMARKS.md).
+    Python,
+}
+
+impl From<CallSyntaxArg> for agentry_local::CallSyntax {
+    fn from(syntax: CallSyntaxArg) -> Self {
+        match syntax {
+            CallSyntaxArg::Python => Self::Python,
+            CallSyntaxArg::Template => Self::Template,
+        }
+    }
+}
+
 /// Options shared by commands that talk to a model.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ModelArgs {
@@ -70,8 +91,11 @@ pub struct ModelArgs {
     /// JSON object naming an offered tool) as text instead of reading it as a call.
     #[arg(long)]
     no_text_calls: bool,
-    /// Local: leave out the system-prompt note that several calls are
-    /// written as one JSON list.
+    /// Local: how the model is asked to write tool calls [default: template].
+    #[arg(long, value_enum, value_name = "SYNTAX")]
+    call_syntax: Option<CallSyntaxArg>,
+    /// Local, with `--call-syntax template`: leave out the system-prompt
+    /// note that several calls are written as one JSON list.
     #[arg(long)]
     no_call_lists: bool,
     /// Before the first step, answer in text when no tool's name and

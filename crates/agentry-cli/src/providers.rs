@@ -61,6 +61,7 @@ pub async fn local_model(args: &ModelChoice) -> Result<LocalModel, String> {
         // One-shot commands start warm: the prompts of earlier runs are on disk.
         prompt_store: (args.prompt_cache && args.prompt_store).then(fetch::prompt_store_dir),
         text_calls: args.text_calls,
+        call_syntax: args.call_syntax.into(),
         call_lists: args.call_lists,
         ..LocalConfig::default()
     };

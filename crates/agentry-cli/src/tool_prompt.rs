@@ -90,6 +90,7 @@ pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         prompt_cache: true,
         prompt_store: false,
         text_calls: true,
+        call_syntax: crate::CallSyntaxArg::Template,
         call_lists: true,
         relevance_floor: None,
     };

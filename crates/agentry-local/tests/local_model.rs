@@ -10,22 +10,23 @@ use agentry::agent::{Agent, Outcome};
 use agentry::model::{ChatModel, ChatRequest, Message, ModelError, Step, StreamEvent, ToolChoice};
 use agentry::tool::{ToolSchema, Toolbox};
 use agentry_local::fetch::{self, ModelSpec};
-use agentry_local::{LocalConfig, LocalModel};
+use agentry_local::{CallSyntax, LocalConfig, LocalModel};
 use futures_util::StreamExt;
 use serde_json::json;
 
 fn model_for(spec: &ModelSpec, constrained: bool) -> Option<LocalModel> {
-    let path = installed(spec)?;
-    Some(
-        LocalModel::load_with(
-            path,
-            LocalConfig {
-                constrained,
-                ..LocalConfig::default()
-            },
-        )
-        .expect("the model loads"),
+    model_with(
+        spec,
+        LocalConfig {
+            constrained,
+            ..LocalConfig::default()
+        },
     )
+}
+
+fn model_with(spec: &ModelSpec, config: LocalConfig) -> Option<LocalModel> {
+    let path = installed(spec)?;
+    Some(LocalModel::load_with(path, config).expect("the model loads"))
 }
 
 /// The model's path, or `None` (said loudly) when it is not in the cache.
@@ -52,6 +53,17 @@ fn installed(spec: &ModelSpec) -> Option<std::path::PathBuf> {
 fn qwen() -> Option<LocalModel> {
     static MODEL: OnceLock<Option<LocalModel>> = OnceLock::new();
     MODEL.get_or_init(|| model_for(&fetch::QWEN, true)).clone()
+}
+
+fn python_qwen() -> Option<LocalModel> {
+    static MODEL: OnceLock<Option<LocalModel>> = OnceLock::new();
+    let config = LocalConfig {
+        call_syntax: CallSyntax::Python,
+        ..LocalConfig::default()
+    };
+    MODEL
+        .get_or_init(|| model_with(&fetch::QWEN, config))
+        .clone()
 }
 
 /// Evaluate an arithmetic expression.
@@ -222,6 +234,7 @@ async fn a_call_written_inside_text_is_read_as_a_call() {
         let config = LocalConfig {
             constrained: false,
             text_calls,
+            call_syntax: CallSyntax::Template,
             ..LocalConfig::default()
         };
         LocalModel::load_with(&path, config).expect("the model loads")
@@ -342,7 +355,11 @@ async fn text_streams_and_tokens_are_counted_exactly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn models_without_tool_call_tokens_use_spelled_out_tags() {
-    let Some(model) = model_for(&fetch::SMOLLM2, true) else {
+    let config = LocalConfig {
+        call_syntax: CallSyntax::Template,
+        ..LocalConfig::default()
+    };
+    let Some(model) = model_with(&fetch::SMOLLM2, config) else {
         return;
     };
     let request = ChatRequest {
@@ -548,10 +565,11 @@ async fn markers_in_message_text_are_plain_text_not_role_switches() {
     );
 }
 
-/// A request for the same thing twice: with call lists (the default) the
-/// system prompt says several calls are one JSON list, the grammar accepts
-/// one, and the reply is two calls; without the note the model stops after
-/// one call (the BFCL `parallel` failure, 0 of 200 before).
+/// A request for the same thing twice, calls in the template's JSON: with
+/// call lists (the default) the system prompt says several calls are one
+/// JSON list, the grammar accepts one, and the reply is two calls; without
+/// the note the model stops after one call (the BFCL `parallel` failure, 0
+/// of 200 before).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn several_calls_come_as_one_list() {
     let Some(path) = installed(&fetch::QWEN) else {
@@ -573,6 +591,7 @@ async fn several_calls_come_as_one_list() {
     let load = |call_lists| {
         let config = LocalConfig {
             call_lists,
+            call_syntax: CallSyntax::Template,
             ..LocalConfig::default()
         };
         LocalModel::load_with(&path, config).expect("the model loads")
@@ -591,4 +610,118 @@ async fn several_calls_come_as_one_list() {
         panic!("{step:?}")
     };
     assert_eq!(calls.len(), 1, "{calls:?}");
+}
+
+/// Python-style calls: the tools are listed in the system prompt, the model
+/// writes `[weather(city="Paris"), weather(city="Tokyo")]`, that is two
+/// calls, and the next step shows them the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_style_calls_come_several_at_once() {
+    let Some(model) = python_qwen() else { return };
+    let question = Message::user("Get the current weather for Paris and for Tokyo.");
+    let request = ChatRequest {
+        messages: vec![question.clone()],
+        tools: vec![ToolSchema {
+            name: "weather".into(),
+            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+            output_schema: None,
+            description: Some("Current weather for a city.".into()),
+        }],
+        max_tokens: Some(128),
+        ..ChatRequest::default()
+    };
+    let prompt = model.render_prompt(&request).unwrap().text();
+    assert!(
+        prompt.contains(agentry_local::python_calls::PYTHON_CALLS_PROMPT),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("<tools>"), "{prompt}");
+    let Step::Tool { calls, .. } = model.step(&request).await.unwrap() else {
+        panic!("a call")
+    };
+    let cities: Vec<String> = calls.iter().map(|c| c.input["city"].to_string()).collect();
+    assert_eq!(cities, ["\"Paris\"", "\"Tokyo\""], "{calls:?}");
+    let mut messages = vec![
+        question,
+        Message::Assistant {
+            text: String::new(),
+            tool_calls: calls.clone(),
+        },
+    ];
+    for call in &calls {
+        messages.push(Message::tool(agentry::tool::ToolResult::ok(
+            call.id.clone(),
+            json!("sunny"),
+        )));
+    }
+    let next = ChatRequest {
+        messages,
+        ..request
+    };
+    let prompt = model.render_prompt(&next).unwrap().text();
+    assert!(
+        prompt.contains(r#"[weather(city="Paris"), weather(city="Tokyo")]"#),
+        "{prompt}"
+    );
+    // With the tools withdrawn (an agent's last round), the model answers
+    // from the results; the calls stay in the history as it wrote them.
+    let last = ChatRequest {
+        tool_choice: ToolChoice::None,
+        ..next
+    };
+    let prompt = model.render_prompt(&last).unwrap().text();
+    assert!(!prompt.contains("You are an expert in composing functions"));
+    assert!(prompt.contains(r#"[weather(city="Paris"), weather(city="Tokyo")]"#));
+    let step = model.step(&last).await.unwrap();
+    let Step::Final { text, .. } = step else {
+        panic!("an answer after the results: {step:?}")
+    };
+    assert!(text.to_lowercase().contains("sunny"), "{text}");
+}
+
+/// Python-style calls hold to the schema whatever its shape: an optional
+/// argument before required ones may be left out, enums are enforced, and a
+/// tool that declares no arguments still compiles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_style_grammar_compiles_for_every_argument_shape() {
+    let Some(model) = python_qwen() else { return };
+    let request = ChatRequest {
+        messages: vec![Message::user("Convert 3 km to miles.")],
+        tools: vec![
+            ToolSchema {
+                name: "convert".into(),
+                input_schema: json!({"type": "object", "properties": {
+                    "precision": {"type": "integer"},
+                    "value": {"type": "number"},
+                    "from": {"enum": ["km", "mi"]},
+                    "to": {"enum": ["km", "mi"]}},
+                    "required": ["value", "from", "to"]}),
+                output_schema: None,
+                description: Some("Convert a distance between units.".into()),
+            },
+            ToolSchema {
+                name: "anything".into(),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+                description: Some("Takes any arguments.".into()),
+            },
+        ],
+        tool_choice: ToolChoice::Required,
+        max_tokens: Some(64),
+        ..ChatRequest::default()
+    };
+    let grammar = model.grammar_for(&request).expect("the grammar compiles");
+    assert!(
+        grammar
+            .unwrap()
+            .contains(r#"call_1: "anything(" (args_1)? ")""#)
+    );
+    let Step::Tool { calls, .. } = model.step(&request).await.unwrap() else {
+        panic!("a call")
+    };
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let input = &calls[0].input;
+    assert_eq!(calls[0].name, "convert");
+    assert_eq!(input["value"].as_f64(), Some(3.0), "{input}");
+    assert_eq!((&input["from"], &input["to"]), (&json!("km"), &json!("mi")));
 }

@@ -9,7 +9,8 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llguidance::api::TopLevelGrammar;
 use llguidance::{Matcher, ParserFactory};
 
-use super::{LocalModel, wire_names};
+use super::{CallSyntax, LocalModel, wire_names};
+use crate::python_calls::python_call_grammar;
 use crate::tool_calls::{GrammarTool, json_answer_grammar, tool_call_grammar};
 
 impl LocalModel {
@@ -56,7 +57,12 @@ impl LocalModel {
             .collect();
         let allow_text = matches!(request.tool_choice, ToolChoice::Auto);
         let tags = self.inner.loaded.tags;
-        let grammar = tool_call_grammar(&tools, allow_text, tags, answer);
+        let syntax = self.inner.loaded.config.call_syntax;
+        let build = |tools: &[GrammarTool<'_>], allow_text, answer| match syntax {
+            CallSyntax::Python => python_call_grammar(tools, allow_text, answer),
+            CallSyntax::Template => tool_call_grammar(tools, allow_text, tags, answer),
+        };
+        let grammar = build(&tools, allow_text, answer);
         if let Ok(matcher) = self.matcher(&grammar) {
             return Ok(Some((grammar, matcher)));
         }
@@ -65,13 +71,13 @@ impl LocalModel {
         // go unconstrained, and dispatch still validates them.
         let any_object = serde_json::json!({"type": "object"});
         for tool in &mut tools {
-            let alone = tool_call_grammar(&[*tool], false, tags, None);
+            let alone = build(&[*tool], false, None);
             if let Err(error) = self.matcher(&alone) {
                 tracing::warn!(tool = tool.name, %error, "the grammar leaves this tool's arguments unconstrained");
                 tool.schema = &any_object;
             }
         }
-        let grammar = tool_call_grammar(&tools, allow_text, tags, answer);
+        let grammar = build(&tools, allow_text, answer);
         let matcher = self.matcher(&grammar)?;
         Ok(Some((grammar, matcher)))
     }

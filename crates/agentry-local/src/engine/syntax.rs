@@ -1,0 +1,134 @@
+//! How a [`LocalModel`] asks the model to write tool calls
+//! ([`CallSyntax`]): the prompt each way renders, and how a reply's calls
+//! are read back.
+
+use agentry_core::model::{ChatRequest, Message, ModelError, ToolChoice};
+use agentry_core::tool::wire::WireNames;
+
+use super::{CALL_LIST_NOTE, LocalModel};
+use crate::python_calls::{
+    ListedTool, parse_python_calls, python_calls_system, write_python_calls,
+};
+use crate::template::Prompt;
+use crate::tool_calls::{ParsedReply, parse_reply};
+
+/// How a [`LocalModel`] asks the model to write tool calls
+/// ([`LocalConfig::call_syntax`](crate::LocalConfig::call_syntax)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallSyntax {
+    /// The `<tool_call>` JSON blocks the model's own chat template describes,
+    /// with the tools rendered by that template (and, with
+    /// [`LocalConfig::call_lists`](crate::LocalConfig::call_lists), a note that
+    /// several calls go in one JSON list). The default.
+    #[default]
+    Template,
+    /// A Python-style list, `[get_weather(city="Paris"), get_weather(city="Rome")]`
+    /// ([`crate::python_calls`]). The tools are listed in the system prompt
+    /// with the Berkeley Function Calling Leaderboard's wording, and earlier
+    /// calls in the conversation are shown the same way. On BFCL the 0.5B
+    /// model writes the several calls a request asks for far more often this
+    /// way (`parallel`), but it also calls every offered function where one
+    /// was asked for (`multiple`): see `BENCHMARKS.md`. Best where one tool
+    /// is called for many values.
+    Python,
+}
+
+impl LocalModel {
+    /// The prompt for `request`, tools offered the way the configured
+    /// [`CallSyntax`] asks for calls.
+    pub(super) fn render_with(
+        &self,
+        request: &ChatRequest,
+        names: &WireNames,
+    ) -> Result<Prompt, ModelError> {
+        let config = &self.inner.loaded.config;
+        if config.call_syntax == CallSyntax::Python {
+            return self.render_template(&python_request(request, names), names);
+        }
+        if request.tool_choice == ToolChoice::None && !request.tools.is_empty() {
+            let without_tools = ChatRequest {
+                tools: Vec::new(),
+                ..request.clone()
+            };
+            return self.render_with(&without_tools, names);
+        }
+        if config.call_lists && !request.tools.is_empty() {
+            let system = match &request.system {
+                Some(system) => format!("{system}\n\n{CALL_LIST_NOTE}"),
+                None => CALL_LIST_NOTE.to_owned(),
+            };
+            let noted = ChatRequest {
+                system: Some(system),
+                ..request.clone()
+            };
+            return self.render_template(&noted, names);
+        }
+        self.render_template(request, names)
+    }
+
+    /// The text and calls of a reply.
+    pub(super) fn read_reply(&self, output: &str) -> ParsedReply {
+        if self.inner.loaded.config.call_syntax == CallSyntax::Python
+            && let Some(calls) = parse_python_calls(output)
+        {
+            return ParsedReply {
+                text: String::new(),
+                calls,
+            };
+        }
+        parse_reply(output)
+    }
+}
+
+/// `request` as the chat template sees it with Python-style calls: the tools
+/// listed in the system prompt (none with `ToolChoice::None`, so a small
+/// model is not invited to call one), and earlier calls written as the
+/// assistant's text.
+fn python_request(request: &ChatRequest, names: &WireNames) -> ChatRequest {
+    let messages = request
+        .messages
+        .iter()
+        .map(|message| match message {
+            Message::Assistant { text, tool_calls } if !tool_calls.is_empty() => {
+                let calls = write_python_calls(
+                    tool_calls
+                        .iter()
+                        .map(|call| (names.wire_of(&call.name), &call.input)),
+                );
+                let text = if text.trim().is_empty() {
+                    calls
+                } else {
+                    format!("{text}\n{calls}")
+                };
+                Message::assistant(text)
+            }
+            other => other.clone(),
+        })
+        .collect();
+    let system = if request.tools.is_empty() || request.tool_choice == ToolChoice::None {
+        request.system.clone()
+    } else {
+        let wire: Vec<String> = request
+            .tools
+            .iter()
+            .map(|tool| names.wire_of(&tool.name))
+            .collect();
+        let listed: Vec<ListedTool<'_>> = request
+            .tools
+            .iter()
+            .zip(&wire)
+            .map(|(tool, name)| ListedTool {
+                name,
+                description: tool.description.as_deref().unwrap_or_default(),
+                schema: &tool.input_schema,
+            })
+            .collect();
+        Some(python_calls_system(request.system.as_deref(), &listed))
+    };
+    ChatRequest {
+        system,
+        messages,
+        tools: Vec::new(),
+        ..request.clone()
+    }
+}
