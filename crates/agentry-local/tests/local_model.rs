@@ -6,11 +6,15 @@
 
 use std::sync::{Arc, OnceLock};
 
+#[allow(dead_code)] // the other helpers are for the cache tests
+mod common;
+
 use agentry::agent::{Agent, Outcome};
 use agentry::model::{ChatModel, ChatRequest, Message, ModelError, Step, StreamEvent, ToolChoice};
 use agentry::tool::{ToolSchema, Toolbox};
 use agentry_local::fetch::{self, ModelSpec};
 use agentry_local::{CallSyntax, LocalConfig, LocalModel};
+use common::weather_tool;
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -221,12 +225,7 @@ async fn a_call_written_inside_text_is_read_as_a_call() {
                 .into(),
         ),
         messages: vec![Message::user("What is the weather in Lima?")],
-        tools: vec![ToolSchema {
-            name: "weather".into(),
-            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-            output_schema: None,
-            description: Some("Current weather for a city.".into()),
-        }],
+        tools: vec![weather_tool()],
         max_tokens: Some(64),
         ..ChatRequest::default()
     };
@@ -364,12 +363,7 @@ async fn models_without_tool_call_tokens_use_spelled_out_tags() {
     };
     let request = ChatRequest {
         messages: vec![Message::user("What is the weather in Paris?")],
-        tools: vec![ToolSchema {
-            name: "weather".into(),
-            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-            output_schema: None,
-            description: Some("Current weather for a city.".into()),
-        }],
+        tools: vec![weather_tool()],
         tool_choice: ToolChoice::Required,
         max_tokens: Some(64),
         ..ChatRequest::default()
@@ -579,12 +573,7 @@ async fn several_calls_come_as_one_list() {
         messages: vec![Message::user(
             "Get the current weather for Paris and for Tokyo.",
         )],
-        tools: vec![ToolSchema {
-            name: "weather".into(),
-            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-            output_schema: None,
-            description: Some("Current weather for a city.".into()),
-        }],
+        tools: vec![weather_tool()],
         max_tokens: Some(128),
         ..ChatRequest::default()
     };
@@ -621,12 +610,7 @@ async fn python_style_calls_come_several_at_once() {
     let question = Message::user("Get the current weather for Paris and for Tokyo.");
     let request = ChatRequest {
         messages: vec![question.clone()],
-        tools: vec![ToolSchema {
-            name: "weather".into(),
-            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-            output_schema: None,
-            description: Some("Current weather for a city.".into()),
-        }],
+        tools: vec![weather_tool()],
         max_tokens: Some(128),
         ..ChatRequest::default()
     };

@@ -1,4 +1,4 @@
-//! What the real-model cache tests share: loading the default model (or
+//! What the real-model tests share: loading the default model (or
 //! saying loudly why not), asking it, a tool to offer, and how much of a prompt a cache can
 //! supply.
 
