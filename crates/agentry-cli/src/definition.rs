@@ -83,7 +83,7 @@ impl ModelArgs {
 /// The agent's definition on the command line, shared by `agentry run`,
 /// `agentry chat` and `agentry serve`; each flag may come from `agentry.toml`
 /// instead.
-#[derive(clap::Args)]
+#[derive(clap::Args, Default)]
 pub struct AgentArgs {
     /// The agent definition file (default: `agentry.toml` here, if there is one).
     #[arg(long)]
@@ -117,6 +117,15 @@ pub struct AgentArgs {
 }
 
 impl AgentArgs {
+    /// The built-in agent working in `dir`, as `agentry run` would build it
+    /// with no other flags: `agentry mcp serve --agent` serves this one.
+    pub fn in_dir(dir: PathBuf) -> Self {
+        Self {
+            dir: Some(dir),
+            ..Self::default()
+        }
+    }
+
     /// The definition file these arguments name, or find.
     pub fn load(&self) -> Result<Loaded, String> {
         Loaded::find(self.config.as_deref())

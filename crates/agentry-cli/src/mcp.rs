@@ -1,5 +1,5 @@
 //! MCP in the CLI. `agentry mcp serve`: agentry's tools for any MCP host,
-//! over stdio (the default) or Streamable HTTP (`--http 127.0.0.1:PORT`): the
+//! over stdio (the default) or Streamable HTTP (`--http PORT`, on 127.0.0.1): the
 //! demo tools, an Agent Skills folder's skills (`--skills DIR`), and an agent
 //! as one tool, `ask` (`--agent`), so another host can delegate to it.
 //! `agentry mcp tools SERVER` lists what a server gives an agent, and
@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::io::IsTerminal;
 
 use agentry::BoxFuture;
-use agentry::agent::{AgentBuilder, Approval, Approver};
+use agentry::agent::{Approval, Approver};
 use agentry::skill::{builtin_list_skills, builtin_read_skill};
 use agentry::tool::{Capabilities, Capability, Tool, ToolCall, ToolContext, Toolbox};
 use agentry_mcp::{HttpOptions, McpClient, McpServer, McpServerConfig};
@@ -121,8 +121,10 @@ impl Approver for CliApprover {
 /// Arguments of `agentry mcp serve`.
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// Serve Streamable HTTP on this address (such as 127.0.0.1:8808) instead of stdio.
-    #[arg(long)]
+    /// Serve Streamable HTTP instead of stdio, on this port of 127.0.0.1
+    /// (`--http 8808`) or on an address (`--http 0.0.0.0:8808`, with
+    /// `--allow-host` and a `--token`).
+    #[arg(long, value_name = "[ADDRESS:]PORT", value_parser = http_address)]
     http: Option<SocketAddr>,
     /// Require `Authorization: Bearer TOKEN` on HTTP.
     #[arg(long, env = "AGENTRY_MCP_TOKEN", hide_env_values = true)]
@@ -144,6 +146,17 @@ pub struct ServeArgs {
     agent: bool,
     #[command(flatten)]
     model: ModelArgs,
+}
+
+/// `--http`'s value: a bare port is on loopback, so nothing is reachable
+/// from elsewhere unless an address says so.
+fn http_address(value: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = value.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    value
+        .parse()
+        .map_err(|_| format!("{value:?} is neither a port nor an address such as 127.0.0.1:8808"))
 }
 
 /// Run an `mcp` command.
@@ -207,14 +220,15 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         tools.push(builtin_read_skill(skills));
     }
     if args.agent {
-        let choice = args.model.choose(&crate::config::Loaded::default());
+        // The same agent `agentry run` builds (limits, one tool round on the
+        // local model, the relevance gate), without `agentry.toml`: what is
+        // served is what the flags say.
+        let loaded = crate::config::Loaded::default();
+        let choice = args.model.choose(&loaded);
         let model = crate::providers::chat_model(&choice).await?;
-        let agent = AgentBuilder::new(model)
-            .tools(crate::demo_tools::all(&dir))
-            .system(crate::run::SYSTEM)
-            .grant(Capability::fs_read(&dir))
-            .max_steps(6)
-            .max_tokens(512)
+        let agent = crate::definition::AgentArgs::in_dir(dir.clone())
+            .builder(&loaded, model, &choice)
+            .await?
             .build()
             .map_err(|e| e.to_string())?;
         tools.push(agent.as_tool(
@@ -252,4 +266,23 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::http_address;
+
+    #[test]
+    fn a_bare_port_is_served_on_loopback() {
+        assert_eq!(http_address("8808").unwrap().to_string(), "127.0.0.1:8808");
+        assert_eq!(
+            http_address("0.0.0.0:8808").unwrap().to_string(),
+            "0.0.0.0:8808"
+        );
+        assert_eq!(http_address("[::1]:9").unwrap().to_string(), "[::1]:9");
+        assert_eq!(
+            http_address("localhost").unwrap_err(),
+            "\"localhost\" is neither a port nor an address such as 127.0.0.1:8808"
+        );
+    }
 }

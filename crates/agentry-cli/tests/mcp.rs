@@ -114,7 +114,7 @@ fn the_inspector_lists_and_calls_agentrys_tools_over_stdio() {
     );
 }
 
-/// `agentry mcp serve --http` on a free port, killed on drop.
+/// `agentry mcp serve --http PORT` (on 127.0.0.1) on a free port, killed on drop.
 struct Served(std::process::Child, String);
 impl Drop for Served {
     fn drop(&mut self) {
@@ -133,7 +133,7 @@ fn serve_http(token: &str) -> Served {
             "mcp",
             "serve",
             "--http",
-            &format!("127.0.0.1:{port}"),
+            &port.to_string(),
             "--token",
             token,
         ])
@@ -155,6 +155,23 @@ fn the_inspector_calls_agentrys_tools_over_http_with_a_token() {
     let Some(peers) = peers() else { return };
     let served = serve_http("t0ken");
     let auth = "Authorization: Bearer t0ken";
+    let listed = json_of(&inspect(
+        &peers,
+        &[&served.1],
+        &["--header", auth, "--method", "tools/list"],
+    ));
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["calculator", "current_time", "convert_units", "read_file"],
+        "the demo tools, in the toolbox's order"
+    );
+    assert_eq!(listed["tools"][0]["annotations"]["readOnlyHint"], true);
     let good = json_of(&inspect(
         &peers,
         &[&served.1],
@@ -354,4 +371,99 @@ fn servers_come_from_a_config_file_with_their_own_allow_list() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown field `comand`"));
+}
+
+#[test]
+fn an_http_server_from_a_config_file_with_its_token_from_the_environment() {
+    if peers().is_none() {
+        return;
+    }
+    let served = serve_http("cfg-t0ken");
+    let dir = std::env::temp_dir().join(format!("agentry-mcp-http-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("agentry.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[mcp.servers.local]\nurl = {:?}\nbearer_env = \"LOCAL_MCP_TOKEN\"\ntrusted = true\nallow = [\"calculator\", \"read_file\"]\n",
+            served.1
+        ),
+    )
+    .unwrap();
+    let tools = |token: Option<&str>| {
+        let mut command = Command::new(AGENTRY);
+        command.args(["mcp", "tools", "--config", file.to_str().unwrap()]);
+        match token {
+            Some(token) => command.env("LOCAL_MCP_TOKEN", token),
+            None => command.env_remove("LOCAL_MCP_TOKEN"),
+        };
+        command.output().unwrap()
+    };
+    let output = tools(Some("cfg-t0ken"));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    // Trusted: the read-only tools are not marked destructive.
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].starts_with("local.calculator: "), "{text}");
+    assert!(lines[1].starts_with("local.read_file: "), "{text}");
+
+    let missing = tools(None);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("mcp.servers.local: $LOCAL_MCP_TOKEN is not set"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+    let wrong = tools(Some("not-the-token"));
+    assert!(!wrong.status.success(), "a wrong token is refused");
+}
+
+/// The served agent runs the local model inside a call, longer than the
+/// inspector's fixed 60 s request limit on a loaded machine, so agentry's own
+/// client calls it, with a longer time-out.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_is_served_as_one_tool_ask() {
+    if peers().is_none() {
+        return;
+    }
+    if agentry_local::fetch::installed(&agentry_local::fetch::QWEN).is_none() {
+        if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
+            panic!("the local model is not installed and AGENTRY_REQUIRE_MODEL=1");
+        }
+        eprintln!(
+            "\n*** SKIPPED: run `agentry model pull` to serve the local agent as `ask` ***\n"
+        );
+        return;
+    }
+    let config =
+        agentry_mcp::McpServerConfig::command("served", AGENTRY, ["mcp", "serve", "--agent"])
+            .call_timeout(Duration::from_secs(600))
+            .trusted(true);
+    let client = agentry_mcp::McpClient::connect(config).await.unwrap();
+    let tools = client.tools().await.unwrap();
+    let ask = tools
+        .iter()
+        .find(|tool| tool.name == "served.ask")
+        .unwrap_or_else(|| panic!("an ask tool among {} tools", tools.len()));
+    assert_eq!(ask.input_schema["required"], serde_json::json!(["task"]));
+    let answered = client
+        .call(
+            "ask",
+            serde_json::json!({"task": "What is 17 * 23? Use the calculator."}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answered.is_error, Some(false), "{answered:?}");
+    let text = answered.content[0].as_text().unwrap().text.clone();
+    assert!(
+        text.contains("391"),
+        "the served agent used its calculator: {text}"
+    );
+    client.close().await;
 }

@@ -447,6 +447,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     destructive: #destructive,
                     idempotent: #idempotent,
                     concurrency_safe: #concurrency_safe,
+                    open_world: false,
                     inline: #inline,
                     timeout: #timeout,
                 };

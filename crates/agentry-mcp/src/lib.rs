@@ -13,21 +13,48 @@
 //!   sampling, roots, logging) finds it with
 //!   [`Caller::of`](server::Caller::of), in either protocol era.
 //!
-//! ```no_run
-//! use std::sync::Arc;
-//! use agentry_core::agent::Agent;
-//! use agentry_core::model::OfflineModel;
-//! use agentry_mcp::{McpClient, McpServerConfig};
+//! A toolbox served over Streamable HTTP, and an agent's view of it through
+//! a client: the server's `math.add` becomes the namespaced tool
+//! `calc.math.add`, validated on both sides.
 //!
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let everything = McpServerConfig::stdio("everything", "npx -y @modelcontextprotocol/server-everything");
-//! let client = McpClient::connect(everything).await?;
-//! let agent = Agent::builder(OfflineModel)
-//!     .tool_source(Arc::new(client))
-//!     .allow_only(["everything.echo", "everything.get-sum"])
+//! ```
+//! use agentry_core::tool::{ToolCall, Toolbox, function};
+//! use agentry_mcp::{HttpOptions, McpClient, McpServer, McpServerConfig};
+//! use serde_json::{Value, json};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let add = function("add")
+//!     .namespace("math")
+//!     .description("Add two integers.")
+//!     .arg::<i64>("x", "First")
+//!     .arg::<i64>("y", "Second")
+//!     .returns_field::<i64>("sum", "The sum")
+//!     .handler(|a: Value| Ok::<_, String>(json!({"sum": a["x"].as_i64().unwrap_or(0) + a["y"].as_i64().unwrap_or(0)})))
 //!     .build()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let url = format!("http://{}/mcp", listener.local_addr()?);
+//! let server = McpServer::new(Toolbox::for_agent([add])?);
+//! tokio::spawn(server.serve_http(listener, HttpOptions::default(), std::future::pending()));
+//!
+//! let client = McpClient::connect(McpServerConfig::http("calc", url)).await?;
+//! let tools = client.tools().await?;
+//! assert_eq!(tools[0].name, "calc.math.add");
+//! assert!(tools[0].hints.destructive, "an untrusted server's tools need approval");
+//!
+//! // Give `client` to an agent with `.tool_source(Arc::new(client))`; here its
+//! // tools are dispatched directly.
+//! let toolbox = Toolbox::for_agent(tools)?;
+//! let sum = toolbox.dispatch(ToolCall::new("1", "calc.math.add", json!({"x": 2, "y": 40}))).await;
+//! assert_eq!(sum.output, json!({"sum": 42}));
+//! let bad = toolbox.dispatch(ToolCall::new("2", "calc.math.add", json!({"x": "two", "y": 1}))).await;
+//! assert!(bad.is_error, "checked against the server's schema before it is sent");
+//! client.close().await;
 //! # Ok(()) }
 //! ```
+//!
+//! `agentry run --mcp 'npx -y @modelcontextprotocol/server-everything'` gives
+//! the CLI's agent a server's tools; `agentry mcp serve` serves agentry's.
 
 pub mod client;
 mod error;

@@ -26,6 +26,11 @@ pub struct ToolHints {
     /// The tool may run at the same time as other concurrency-safe calls of the same step.
     #[serde(default, skip_serializing_if = "is_false")]
     pub concurrency_safe: bool,
+    /// The tool reaches beyond the agent's own world: the web, other
+    /// people's systems (MCP's `openWorldHint`). A tool that declares a `Net`
+    /// capability is open-world whatever this says.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub open_world: bool,
     /// A sync handler that is cheap and never blocks (arithmetic, formatting):
     /// it runs inline on the dispatching task, with no deadline, since none
     /// could stop it there. Other sync handlers run on the bounded tool pool

@@ -7,9 +7,10 @@ use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, ToolAnnotation
 use serde_json::{Value, json};
 
 /// Hints from a tool's annotations. The spec's defaults apply to what is
-/// left out (read-only false, destructive true, idempotent false). An
-/// untrusted server's claims are not believed: its tools are destructive and
-/// not read-only, so every call goes through the agent's approver.
+/// left out (read-only false, destructive true, idempotent false, open-world
+/// true). An untrusted server's claims are not believed: its tools are
+/// destructive, open-world and not read-only, so every call goes through the
+/// agent's approver.
 pub(crate) fn hints(annotations: Option<&ToolAnnotations>, trusted: bool) -> ToolHints {
     let claimed = |hint: Option<bool>, default: bool| hint.unwrap_or(default);
     let read_only = trusted && claimed(annotations.and_then(|a| a.read_only_hint), false);
@@ -19,6 +20,7 @@ pub(crate) fn hints(annotations: Option<&ToolAnnotations>, trusted: bool) -> Too
         read_only,
         destructive,
         idempotent: trusted && claimed(annotations.and_then(|a| a.idempotent_hint), false),
+        open_world: !trusted || claimed(annotations.and_then(|a| a.open_world_hint), true),
         concurrency_safe: read_only,
         ..ToolHints::default()
     }
@@ -136,6 +138,39 @@ mod tests {
         assert!(silent.destructive && !silent.read_only && !silent.idempotent);
         let writes = hints(Some(&ToolAnnotations::new().destructive(false)), true);
         assert!(!writes.destructive && !writes.read_only);
+        // Open-world unless a trusted server says otherwise.
+        assert!(silent.open_world && untrusted.open_world);
+        let closed = ToolAnnotations::new().open_world(false);
+        assert!(!hints(Some(&closed), true).open_world);
+        assert!(hints(Some(&closed), false).open_world);
+    }
+
+    #[test]
+    fn audio_links_and_embedded_resources_read_as_blocks() {
+        let link = rmcp::model::Resource::new("file:///notes/plan.md", "plan")
+            .with_description("the plan")
+            .with_mime_type("text/markdown");
+        let mixed = CallToolResult::success(vec![
+            ContentBlock::audio("UklGRg==", "audio/wav"),
+            ContentBlock::resource_link(link),
+            ContentBlock::embedded_text("memo://1", "remember the milk"),
+            ContentBlock::resource(ResourceContents::blob("AAECAw==", "blob://4")),
+        ]);
+        assert_eq!(
+            output(mixed, false),
+            Ok(json!([
+                {"type": "audio", "mime_type": "audio/wav", "bytes": 4},
+                {
+                    "type": "resource_link", "uri": "file:///notes/plan.md", "name": "plan",
+                    "description": "the plan", "mime_type": "text/markdown"
+                },
+                {
+                    "type": "resource", "uri": "memo://1", "mime_type": "text/plain",
+                    "text": "remember the milk"
+                },
+                {"type": "resource", "uri": "blob://4", "mime_type": null, "bytes": 4}
+            ]))
+        );
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //!
 //! A server that crashes or hangs never takes the agent down: a call that
 //! times out is cancelled (`notifications/cancelled`) and gives an error
-//! result; a server that died gives error results and is restarted, at once
-//! and then with backoff, on the next call.
+//! result, and the server is then pinged: one that does not answer is taken
+//! as hung and stopped. A server that died or hung gives error results and is
+//! restarted, at once and then with backoff, on the next call.
 
 mod config;
 mod convert;
@@ -16,13 +17,15 @@ mod link;
 mod rounds;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use agentry_core::BoxFuture;
 use agentry_core::tool::{Tool, ToolError, ToolHandler, ToolSource};
 use rmcp::RoleClient;
-use rmcp::model::{CallToolRequestParams, JsonObject, ServerCapabilities};
+use rmcp::model::{
+    CallToolRequestParams, ClientRequest, JsonObject, PingRequest, ServerCapabilities,
+};
 use rmcp::service::{Peer, ServiceError};
 use serde_json::Value;
 use tokio::sync::Mutex;
@@ -38,6 +41,10 @@ use link::Link;
 /// How much longer than the client's call time-out the toolbox waits
 /// before it gives up on an MCP tool call itself.
 const BACKSTOP_MARGIN: Duration = Duration::from_secs(2);
+
+/// Longest a server may take to answer the ping sent after a call timed
+/// out (less when the call time-out is shorter) before it counts as hung.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A connection to one MCP server.
 ///
@@ -59,6 +66,9 @@ pub struct McpClient {
 struct Inner {
     config: McpServerConfig,
     link: Mutex<Link>,
+    /// Counts connections, so a hung session is only ever stopped while it
+    /// is still the current one.
+    generation: AtomicU64,
     changed: Arc<AtomicBool>,
     capabilities: ServerCapabilities,
 }
@@ -94,6 +104,7 @@ impl McpClient {
             inner: Arc::new(Inner {
                 config,
                 link: Mutex::new(Link::Up(session)),
+                generation: AtomicU64::new(0),
                 changed,
                 capabilities,
             }),
@@ -257,6 +268,7 @@ impl McpClient {
             Ok(session) => {
                 let peer = session.peer().clone();
                 *link = Link::Up(session);
+                self.inner.generation.fetch_add(1, Ordering::SeqCst);
                 // Its tools may differ from the old process's.
                 self.inner.changed.store(true, Ordering::SeqCst);
                 Ok(peer)
@@ -275,8 +287,9 @@ impl McpClient {
         }
     }
 
-    /// A request's answer within the call timeout (dropping it on time-out
-    /// sends `notifications/cancelled`).
+    /// A request's answer within the call timeout. On time-out the request
+    /// is dropped, which sends `notifications/cancelled`, and the server is
+    /// checked in the background ([`McpClient::stop_if_hung`]).
     pub(crate) async fn within<T>(
         &self,
         request: impl std::future::Future<Output = Result<T, ServiceError>>,
@@ -284,11 +297,51 @@ impl McpClient {
         let limit = self.inner.config.call_timeout;
         match tokio::time::timeout(limit, request).await {
             Ok(answer) => answer.map_err(|error| self.failed(error)),
-            Err(_) => Err(McpError::Request(format!(
-                "the MCP server {} did not answer within {limit:?}; the request was cancelled",
-                self.name()
-            ))),
+            Err(_) => {
+                tokio::spawn(self.clone().stop_if_hung());
+                Err(McpError::Request(format!(
+                    "the MCP server {} did not answer within {limit:?}; the request was cancelled",
+                    self.name()
+                )))
+            }
         }
+    }
+
+    /// Ping the server after a request timed out. A slow tool is no fault of
+    /// the server's, but a server that cannot even answer a ping is hung: it
+    /// is stopped (a child process is terminated) and marked down, so the next
+    /// call restarts it.
+    async fn stop_if_hung(self) {
+        let (peer, generation) = {
+            let link = self.inner.link.lock().await;
+            match &*link {
+                Link::Up(session) if !session.is_closed() => (
+                    session.peer().clone(),
+                    self.inner.generation.load(Ordering::SeqCst),
+                ),
+                _ => return,
+            }
+        };
+        let limit = self.inner.config.call_timeout.min(PING_TIMEOUT);
+        let ping = peer.send_request(ClientRequest::PingRequest(PingRequest::default()));
+        // Any answer, even an error, shows the server is reading its input.
+        match tokio::time::timeout(limit, ping).await {
+            Ok(Ok(_)) | Ok(Err(ServiceError::McpError(_))) => return,
+            _ => {}
+        }
+        let mut link = self.inner.link.lock().await;
+        if self.inner.generation.load(Ordering::SeqCst) != generation {
+            return;
+        }
+        tracing::warn!(server = %self.name(), "the MCP server does not answer a ping; it is stopped and will be restarted on the next call");
+        if let Link::Up(session) = &mut *link {
+            let _ = session.close_with_timeout(Duration::from_secs(10)).await;
+        }
+        *link = Link::Down {
+            since: Instant::now(),
+            failures: 0,
+            error: format!("it stopped answering (no reply to a ping within {limit:?})"),
+        };
     }
 
     /// A failed request as an error; a closed transport also marks the

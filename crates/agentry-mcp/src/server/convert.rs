@@ -23,10 +23,11 @@ pub(crate) fn tool(name: &str, tool: &Tool) -> rmcp::model::Tool {
         _ => serde_json::Map::from_iter([("type".to_owned(), Value::from("object"))]),
     };
     let description = tool.description.clone().unwrap_or_default();
-    let open_world = tool
-        .capabilities
-        .iter()
-        .any(|capability| matches!(capability, Capability::Net(_)));
+    let open_world = tool.hints.open_world
+        || tool
+            .capabilities
+            .iter()
+            .any(|capability| matches!(capability, Capability::Net(_)));
     let annotations = ToolAnnotations::new()
         .read_only(tool.hints.read_only)
         .destructive(tool.hints.destructive)
