@@ -63,17 +63,22 @@ fn json_of(output: &Output) -> Value {
         .unwrap()
 }
 
+/// The names in a `tools/list` answer, in order.
+fn tool_names(listed: &Value) -> Vec<&str> {
+    listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect()
+}
+
 #[test]
 fn the_inspector_lists_and_calls_agentrys_tools_over_stdio() {
     let Some(peers) = peers() else { return };
     let target = [AGENTRY, "mcp", "serve"];
     let listed = json_of(&inspect(&peers, &target, &["--method", "tools/list"]));
-    let names: Vec<&str> = listed["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&listed);
     assert_eq!(
         names,
         ["calculator", "current_time", "convert_units", "read_file"]
@@ -160,12 +165,7 @@ fn the_inspector_calls_agentrys_tools_over_http_with_a_token() {
         &[&served.1],
         &["--header", auth, "--method", "tools/list"],
     ));
-    let names: Vec<&str> = listed["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&listed);
     assert_eq!(
         names,
         ["calculator", "current_time", "convert_units", "read_file"],
@@ -301,12 +301,7 @@ fn skills_are_served_as_list_and_read_tools() {
     let skills = skills.to_str().unwrap();
     let target = [AGENTRY, "mcp", "serve", "--skills", skills];
     let listed = json_of(&inspect(&peers, &target, &["--method", "tools/list"]));
-    let names: Vec<&str> = listed["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool.as_object().unwrap()["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&listed);
     assert!(names.ends_with(&["list_skills", "read_skill"]), "{names:?}");
     let read = json_of(&inspect(
         &peers,

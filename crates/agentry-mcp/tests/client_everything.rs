@@ -263,3 +263,51 @@ async fn a_server_that_prints_garbage_on_stdout() {
     );
     client.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prompts_resources_and_templates_are_each_opted_in() {
+    let Some((node, everything)) = peers() else {
+        return;
+    };
+    let command = format!("{node} {everything} stdio");
+    let extras = |config: McpServerConfig| async move {
+        let client = McpClient::connect(config).await.unwrap();
+        let names: Vec<String> = client
+            .tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|tool| tool.name)
+            .filter(|name| {
+                name.contains(".prompt_")
+                    || name.contains(".template_")
+                    || name.contains("_resource")
+            })
+            .collect();
+        client.close().await;
+        names
+    };
+    let plain = extras(McpServerConfig::stdio("everything", &command)).await;
+    assert!(plain.is_empty(), "{plain:?}");
+    let resources = extras(McpServerConfig::stdio("everything", &command).with_resources()).await;
+    assert_eq!(
+        resources,
+        ["everything.list_resources", "everything.read_resource"]
+    );
+    let templates = extras(McpServerConfig::stdio("everything", &command).with_templates()).await;
+    assert!(
+        !templates.is_empty()
+            && templates
+                .iter()
+                .all(|name| name.starts_with("everything.template_")),
+        "{templates:?}"
+    );
+    let prompts = extras(McpServerConfig::stdio("everything", &command).with_prompts()).await;
+    assert!(
+        !prompts.is_empty()
+            && prompts
+                .iter()
+                .all(|name| name.starts_with("everything.prompt_")),
+        "{prompts:?}"
+    );
+}

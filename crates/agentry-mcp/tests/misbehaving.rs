@@ -47,6 +47,14 @@ fn seen(log: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The fixture's `start <pid>` lines: one per process started.
+fn starts(log: &Path) -> Vec<String> {
+    seen(log)
+        .into_iter()
+        .filter(|line| line.starts_with("start "))
+        .collect()
+}
+
 /// Wait (up to 20 s) until the log holds a line `done` accepts.
 async fn until(log: &Path, done: impl Fn(&[String]) -> bool) -> Vec<String> {
     for _ in 0..200 {
@@ -88,11 +96,12 @@ async fn a_timed_out_call_is_cancelled_on_the_wire_and_a_responsive_server_is_ke
     // It still answers pings, so it is kept: the next call reaches the same process.
     let echoed = call(&toolbox, "odd.echo", json!({"text": "still here"})).await;
     assert_eq!(echoed.output, json!("still here"), "{echoed:?}");
-    let starts = seen(&log)
-        .iter()
-        .filter(|line| line.starts_with("start "))
-        .count();
-    assert_eq!(starts, 1, "no restart for a slow tool: {:?}", seen(&log));
+    assert_eq!(
+        starts(&log).len(),
+        1,
+        "no restart for a slow tool: {:?}",
+        seen(&log)
+    );
     client.close().await;
 }
 
@@ -128,10 +137,7 @@ async fn a_hung_server_is_stopped_and_restarted() {
     // The next call starts a new process and goes through.
     let echoed = call(&toolbox, "odd.echo", json!({"text": "again"})).await;
     assert_eq!(echoed.output, json!("again"), "{echoed:?}");
-    let starts: Vec<String> = seen(&log)
-        .into_iter()
-        .filter(|line| line.starts_with("start "))
-        .collect();
+    let starts = starts(&log);
     assert_eq!(starts.len(), 2, "{starts:?}");
     assert_ne!(starts[1], format!("start {first_pid}"));
     client.close().await;

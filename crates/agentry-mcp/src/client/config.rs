@@ -82,9 +82,11 @@ pub struct McpServerConfig {
     pub trusted: bool,
     /// Offer its prompts as tools (`NAME.prompt_…`).
     pub prompts: bool,
-    /// Offer its resources as tools (`NAME.list_resources`, `NAME.read_resource`,
-    /// and one `NAME.template_…` per resource template).
+    /// Offer its resources as tools (`NAME.list_resources`, `NAME.read_resource`).
     pub resources: bool,
+    /// Offer its resource templates as tools, one `NAME.template_…` each,
+    /// the template's variables as arguments.
+    pub templates: bool,
     /// Longest a request (a tool call, a listing) may take before it is
     /// cancelled (`notifications/cancelled`).
     pub call_timeout: Duration,
@@ -146,6 +148,7 @@ impl McpServerConfig {
             trusted: false,
             prompts: false,
             resources: false,
+            templates: false,
             call_timeout: Duration::from_secs(120),
             connect_timeout: CONNECT_TIMEOUT,
             protocol: McpProtocol::default(),
@@ -228,9 +231,15 @@ impl McpServerConfig {
         self
     }
 
-    /// Offer the server's resources and resource templates as tools.
+    /// Offer the server's resources as tools (list and read).
     pub fn with_resources(mut self) -> Self {
         self.resources = true;
+        self
+    }
+
+    /// Offer the server's resource templates as tools, one per template.
+    pub fn with_templates(mut self) -> Self {
+        self.templates = true;
         self
     }
 

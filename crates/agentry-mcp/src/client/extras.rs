@@ -70,12 +70,8 @@ pub(crate) async fn prompts(
         .collect())
 }
 
-/// `NAME.list_resources`, `NAME.read_resource`, and `NAME.template_<t>` per
-/// resource template (its variables in, the expanded resource out).
-pub(crate) async fn resources(
-    client: &McpClient,
-    peer: &Peer<RoleClient>,
-) -> Result<Vec<Tool>, McpError> {
+/// `NAME.list_resources` and `NAME.read_resource`.
+pub(crate) fn resources(client: &McpClient) -> Vec<Tool> {
     let mut tools = Vec::new();
     let list_client = client.clone();
     let list = ToolHandler::from_async(move |_input: Value, _ctx| {
@@ -106,6 +102,16 @@ pub(crate) async fn resources(
         json!({"type": "object", "properties": {"uri": {"type": "string", "description": "The resource's URI"}}, "required": ["uri"]}),
         reader(client.clone(), None),
     ));
+    tools
+}
+
+/// One tool per resource template (`NAME.template_…`), its variables as
+/// string arguments.
+pub(crate) async fn templates(
+    client: &McpClient,
+    peer: &Peer<RoleClient>,
+) -> Result<Vec<Tool>, McpError> {
+    let mut tools = Vec::new();
     let templates = client.within(peer.list_all_resource_templates()).await?;
     for template in templates {
         let variables = variables(&template.uri_template);

@@ -11,7 +11,8 @@
 //! headers = { "X-Team" = "docs" }
 //! trusted = true                       # believe its tool annotations
 //! prompts = true                       # offer its prompts as tools
-//! resources = true                     # and its resources
+//! resources = true                     # its resources (list, read)
+//! templates = true                     # and its resource templates
 //! protocol = "auto"                    # "initialize" (default), "stateless" or "auto"
 //! ```
 
@@ -51,6 +52,8 @@ struct Server {
     prompts: bool,
     #[serde(default)]
     resources: bool,
+    #[serde(default)]
+    templates: bool,
     #[serde(default)]
     protocol: Protocol,
 }
@@ -101,6 +104,7 @@ pub fn servers_from_toml(text: &str) -> Result<Vec<McpServerConfig>, McpError> {
             config.allow = server.allow;
             config.prompts = server.prompts;
             config.resources = server.resources;
+            config.templates = server.templates;
             config.protocol = match server.protocol {
                 Protocol::Initialize => McpProtocol::Initialize,
                 Protocol::Stateless => McpProtocol::Stateless,
@@ -126,6 +130,8 @@ mod tests {
             [mcp.servers.everything]
             command = "npx -y '@modelcontextprotocol/server-everything'"
             allow = ["echo"]
+            prompts = true
+            templates = true
 
             [mcp.servers.remote]
             url = "http://127.0.0.1:3001/mcp"
@@ -141,6 +147,10 @@ mod tests {
             if program == "npx" && args == &["-y", "@modelcontextprotocol/server-everything"])
         );
         assert_eq!(servers[0].allow.as_deref(), Some(&["echo".to_owned()][..]));
+        // Prompts, resources and templates are each opted in.
+        let everything = &servers[0];
+        assert!(everything.prompts && !everything.resources && everything.templates);
+        assert!(!servers[1].prompts && !servers[1].resources && !servers[1].templates);
         assert!(servers[1].trusted && servers[1].protocol == McpProtocol::Auto);
         assert!(
             matches!(&servers[1].transport, McpTransport::Http { headers, .. }

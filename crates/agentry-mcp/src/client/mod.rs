@@ -1,5 +1,6 @@
-//! The MCP client: an MCP server's tools (and, opted in, its prompts and
-//! resources) as agentry [`Tool`]s, namespaced by the server's name.
+//! The MCP client: an MCP server's tools (and, each opted in, its prompts,
+//! resources and resource templates) as agentry [`Tool`]s, namespaced by the
+//! server's name.
 //!
 //! A server that crashes or hangs never takes the agent down: a call that
 //! times out is cancelled (`notifications/cancelled`) and gives an error
@@ -116,8 +117,8 @@ impl McpClient {
         &self.inner.config.name
     }
 
-    /// The server's tools as agentry tools (`NAME.tool`), with its prompts
-    /// and resources when the configuration opted in. Every page of
+    /// The server's tools as agentry tools (`NAME.tool`), with its prompts,
+    /// resources and resource templates where the configuration opted in. Every page of
     /// `tools/list` is read.
     pub async fn tools(&self) -> Result<Vec<Tool>, McpError> {
         self.inner.changed.store(false, Ordering::SeqCst);
@@ -139,8 +140,13 @@ impl McpClient {
         if self.inner.config.prompts && self.inner.capabilities.prompts.is_some() {
             tools.extend(extras::prompts(self, &peer).await?);
         }
-        if self.inner.config.resources && self.inner.capabilities.resources.is_some() {
-            tools.extend(extras::resources(self, &peer).await?);
+        if self.inner.capabilities.resources.is_some() {
+            if self.inner.config.resources {
+                tools.extend(extras::resources(self));
+            }
+            if self.inner.config.templates {
+                tools.extend(extras::templates(self, &peer).await?);
+            }
         }
         Ok(tools)
     }
