@@ -361,6 +361,8 @@ mod tests {
         assert_eq!(choose(&["--call-syntax", "python"], "").call_syntax, Python);
         let file = "[model]\ncall_syntax = \"python\"";
         assert_eq!(choose(&[], file).call_syntax, Python);
+        let auto = "[model]\ncall_syntax = \"auto\"";
+        assert_eq!(choose(&[], auto).call_syntax, crate::CallSyntaxArg::Auto);
         assert_eq!(
             choose(&["--call-syntax", "template"], file).call_syntax,
             Template

@@ -59,6 +59,9 @@ pub enum CallSyntaxArg {
     /// come out far more often, but the model also calls tools it was not
     /// asked to (see BENCHMARKS.md).
     Python,
+    /// Python-style when a request offers exactly one tool, the template's
+    /// JSON otherwise.
+    Auto,
 }
 
 impl From<CallSyntaxArg> for agentry_local::CallSyntax {
@@ -66,6 +69,7 @@ impl From<CallSyntaxArg> for agentry_local::CallSyntax {
         match syntax {
             CallSyntaxArg::Python => Self::Python,
             CallSyntaxArg::Template => Self::Template,
+            CallSyntaxArg::Auto => Self::Auto,
         }
     }
 }

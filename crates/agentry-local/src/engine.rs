@@ -503,7 +503,8 @@ impl ChatModel for LocalModel {
             // a fence. Unconstrained, a bare JSON call stays a call.
             let structured = request.response_format.is_some() && self.inner.loaded.config.constrained;
             // Python-style calls open with `[`.
-            let python = self.inner.loaded.config.call_syntax == CallSyntax::Python;
+            let python =
+                self.inner.loaded.config.call_syntax.for_request(request) == CallSyntax::Python;
             let generation = loop {
                 let event = match receiver.recv().await {
                     Some(event) => event,
@@ -539,7 +540,7 @@ impl ChatModel for LocalModel {
             let mut parsed = if structured && text_mode {
                 ParsedReply::default()
             } else {
-                self.read_reply(&generation.text)
+                self.read_reply(request, &generation.text)
             };
             if parsed.calls.is_empty() && !structured && self.reads_text_calls(request) {
                 let offered: Vec<String> = request

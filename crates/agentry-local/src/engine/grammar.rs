@@ -57,10 +57,10 @@ impl LocalModel {
             .collect();
         let allow_text = matches!(request.tool_choice, ToolChoice::Auto);
         let tags = self.inner.loaded.tags;
-        let syntax = self.inner.loaded.config.call_syntax;
+        let syntax = self.inner.loaded.config.call_syntax.for_request(request);
         let build = |tools: &[GrammarTool<'_>], allow_text, answer| match syntax {
             CallSyntax::Python => python_call_grammar(tools, allow_text, answer),
-            CallSyntax::Template => tool_call_grammar(tools, allow_text, tags, answer),
+            _ => tool_call_grammar(tools, allow_text, tags, answer),
         };
         let grammar = build(&tools, allow_text, answer);
         if let Ok(matcher) = self.matcher(&grammar) {

@@ -31,6 +31,41 @@ pub enum CallSyntax {
     /// was asked for (`multiple`): see `BENCHMARKS.md`. Best where one tool
     /// is called for many values.
     Python,
+    /// Per request: [`Python`](Self::Python) when exactly one tool is
+    /// offered (the model cannot pick a wrong function, and a list makes
+    /// several calls of it easy), [`Template`](Self::Template) otherwise.
+    Auto,
+}
+
+impl CallSyntax {
+    /// The syntax `request` is asked in: [`Auto`](Self::Auto) settled by
+    /// how many tools it offers, the others as they are.
+    ///
+    /// ```
+    /// use agentry_core::model::ChatRequest;
+    /// use agentry_core::tool::ToolSchema;
+    /// use agentry_local::CallSyntax;
+    ///
+    /// let tool = |name: &str| ToolSchema {
+    ///     name: name.into(),
+    ///     input_schema: serde_json::json!({"type": "object"}),
+    ///     output_schema: None,
+    ///     description: None,
+    /// };
+    /// let mut request = ChatRequest::new(None, "What is the weather in Paris and Rome?");
+    /// request.tools = vec![tool("get_weather")];
+    /// assert_eq!(CallSyntax::Auto.for_request(&request), CallSyntax::Python);
+    /// request.tools.push(tool("get_time"));
+    /// assert_eq!(CallSyntax::Auto.for_request(&request), CallSyntax::Template);
+    /// assert_eq!(CallSyntax::Python.for_request(&request), CallSyntax::Python);
+    /// ```
+    pub fn for_request(self, request: &ChatRequest) -> CallSyntax {
+        match self {
+            Self::Auto if request.tools.len() == 1 => Self::Python,
+            Self::Auto => Self::Template,
+            other => other,
+        }
+    }
 }
 
 impl LocalModel {
@@ -42,7 +77,7 @@ impl LocalModel {
         names: &WireNames,
     ) -> Result<Prompt, ModelError> {
         let config = &self.inner.loaded.config;
-        if config.call_syntax == CallSyntax::Python {
+        if config.call_syntax.for_request(request) == CallSyntax::Python {
             return self.render_template(&python_request(request, names), names);
         }
         if request.tool_choice == ToolChoice::None && !request.tools.is_empty() {
@@ -66,9 +101,9 @@ impl LocalModel {
         self.render_template(request, names)
     }
 
-    /// The text and calls of a reply.
-    pub(super) fn read_reply(&self, output: &str) -> ParsedReply {
-        if self.inner.loaded.config.call_syntax == CallSyntax::Python
+    /// The text and calls of the reply to `request`.
+    pub(super) fn read_reply(&self, request: &ChatRequest, output: &str) -> ParsedReply {
+        if self.inner.loaded.config.call_syntax.for_request(request) == CallSyntax::Python
             && let Some(calls) = parse_python_calls(output)
         {
             return ParsedReply {
