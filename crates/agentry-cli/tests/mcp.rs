@@ -63,6 +63,19 @@ fn json_of(output: &Output) -> Value {
         .unwrap()
 }
 
+/// True when the local model is installed; otherwise says loudly which
+/// test is skipped (`to` what), or fails under `AGENTRY_REQUIRE_MODEL=1`.
+fn local_model(to: &str) -> bool {
+    if agentry_local::fetch::installed(&agentry_local::fetch::QWEN).is_some() {
+        return true;
+    }
+    if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
+        panic!("the local model is not installed and AGENTRY_REQUIRE_MODEL=1");
+    }
+    eprintln!("\n*** SKIPPED: run `agentry model pull` to {to} ***\n");
+    false
+}
+
 /// The names in a `tools/list` answer, in order.
 fn tool_names(listed: &Value) -> Vec<&str> {
     listed["tools"]
@@ -256,13 +269,7 @@ fn mcp_tools_lists_what_a_server_gives_an_agent() {
 #[test]
 fn the_local_agent_uses_an_mcp_servers_tool() {
     let Some(peers) = peers() else { return };
-    if agentry_local::fetch::installed(&agentry_local::fetch::QWEN).is_none() {
-        if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-            panic!("the local model is not installed and AGENTRY_REQUIRE_MODEL=1");
-        }
-        eprintln!(
-            "\n*** SKIPPED: run `agentry model pull` to run the local agent with MCP tools ***\n"
-        );
+    if !local_model("run the local agent with MCP tools") {
         return;
     }
     let server = format!(
@@ -427,13 +434,7 @@ async fn an_agent_is_served_as_one_tool_ask() {
     if peers().is_none() {
         return;
     }
-    if agentry_local::fetch::installed(&agentry_local::fetch::QWEN).is_none() {
-        if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-            panic!("the local model is not installed and AGENTRY_REQUIRE_MODEL=1");
-        }
-        eprintln!(
-            "\n*** SKIPPED: run `agentry model pull` to serve the local agent as `ask` ***\n"
-        );
+    if !local_model("serve the local agent as `ask`") {
         return;
     }
     let config =
