@@ -1,6 +1,8 @@
-//! The real local model (Qwen2.5-Coder-0.5B-Instruct, GGUF) through llama.cpp.
+//! The real local model (Qwen2.5-Coder-0.5B-Instruct, GGUF) through llama.cpp,
+//! and one run of the optional Qwen2.5-Coder-1.5B-Instruct.
 //!
-//! These tests need the model in the cache (`agentry model pull`). Without it
+//! These tests need the models in the cache (`agentry model pull`,
+//! `agentry model pull qwen2.5-coder-1.5b`). Without one
 //! they say so loudly and pass, unless `AGENTRY_REQUIRE_MODEL=1` (set by CI),
 //! in which case a missing model fails them.
 
@@ -88,9 +90,9 @@ pub fn calculator(expression: String) -> Result<f64, String> {
     Ok(parse(a)? * parse(b)? + parse(sum)?)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_model_calls_a_tool_and_uses_its_result() {
-    let Some(model) = qwen() else { return };
+/// The README's question to an agent on `model` with the calculator: the
+/// first call gets 82 and the answer uses it.
+async fn calculates_with_the_tool(model: LocalModel) {
     let run = Agent::builder(model)
         .toolbox(Toolbox::for_agent([calculator::tool()]).unwrap())
         .system("Use the calculator for arithmetic, then answer briefly using its result.")
@@ -115,6 +117,22 @@ async fn the_model_calls_a_tool_and_uses_its_result() {
         "the answer uses the tool result: {answer}"
     );
     assert!(run.usage.input_tokens > 0 && run.usage.output_tokens > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_calls_a_tool_and_uses_its_result() {
+    let Some(model) = qwen() else { return };
+    calculates_with_the_tool(model).await;
+}
+
+/// The stronger optional model (`--model qwen2.5-coder-1.5b`) runs the same
+/// agent: same chat template, same `<tool_call>` format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_larger_model_calls_a_tool_and_uses_its_result() {
+    let Some(model) = model_for(&fetch::QWEN_1_5B, true) else {
+        return;
+    };
+    calculates_with_the_tool(model).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
