@@ -62,7 +62,7 @@ pub struct ModelSection {
     pub call_syntax: Option<crate::CallSyntaxArg>,
     /// Local, template syntax: tell the model that several calls are one JSON list (default true).
     pub call_lists: Option<bool>,
-    /// The relevance gate's floor (default 0.25 with the local model; 0 turns it off).
+    /// The relevance gate's floor (default 0.2 with the local model; 0 turns it off).
     pub relevance_floor: Option<f32>,
 }
 

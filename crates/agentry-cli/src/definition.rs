@@ -329,7 +329,7 @@ mod tests {
 
     #[test]
     fn the_relevance_gate_is_on_for_the_local_model_only_and_zero_turns_it_off() {
-        assert_eq!(choose(&[], "").relevance_floor, Some(0.25));
+        assert_eq!(choose(&[], "").relevance_floor, Some(0.2));
         assert_eq!(choose(&["--provider", "openai"], "").relevance_floor, None);
         let from_file = "[model]\nprovider = \"openai\"\nrelevance_floor = 0.3";
         assert_eq!(choose(&[], from_file).relevance_floor, Some(0.3));

@@ -104,7 +104,7 @@ pub struct ModelArgs {
     no_call_lists: bool,
     /// Before the first step, answer in text when no tool's name and
     /// description is this close (cosine, all-MiniLM-L6-v2) to the request;
-    /// 0 turns the gate off [default: 0.25 with the local model, off otherwise].
+    /// 0 turns the gate off [default: 0.2 with the local model, off otherwise].
     #[arg(long, value_name = "COSINE")]
     relevance_floor: Option<f32>,
 }
@@ -174,6 +174,12 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The single-tool agent tasks in BFCL's layout (`benches/data/agent-tools`, written for
+/// agentry: tools described as agents' tools are, with example values).
+pub fn default_agent_tools() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/data/agent-tools")
 }
 
 /// The directory datasets are read from by default: `datasets/` at the root of the repository

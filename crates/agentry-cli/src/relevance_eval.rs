@@ -1,16 +1,18 @@
 //! `agentry eval relevance-gate`: how often the relevance gate
 //! ([`RelevanceGate`]) turns a request away, without running a chat model.
-//! For each BFCL question the tools are the question's functions; for each
-//! MetaTool dev query the tool is the one it is labelled with, alone. A
+//! For each BFCL question the tools are the question's functions; each
+//! MetaTool dev query is asked twice, with the tool it is labelled with
+//! alone and with all 199 tools (as the MetaTool agent offers them). A
 //! turned-away `irrelevance` question is right; any other turned-away
 //! request is one that a tool fits, so the gate cost it its call. The report
 //! keeps every request's best similarity, so any floor can be read off it.
+//! The single-tool agent tasks (`benches/data/agent-tools`) are asked too.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use agentry::agent::RelevanceGate;
+use agentry::agent::{RelevanceGate, ToolText};
 use agentry::tool::ToolSchema;
 use serde_json::{Value, json};
 
@@ -23,6 +25,10 @@ pub struct RelevanceArgs {
     /// Where the datasets are (`bfcl/*.jsonl`, `metatool/{tools.json,queries_dev.jsonl}`).
     #[arg(long, default_value_os_t = crate::default_datasets())]
     datasets: PathBuf,
+    /// Single-tool agent tasks in BFCL's layout (`bfcl/{simple_python,parallel,irrelevance}.jsonl`):
+    /// tools described as agents' tools are, with example values.
+    #[arg(long, default_value_os_t = crate::default_agent_tools())]
+    agent_tools: PathBuf,
     /// Write the JSON report here (default: stdout).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -65,8 +71,9 @@ fn bfcl(datasets: &Path, category: &str) -> Result<Vec<Case>, String> {
                 .map(|functions| {
                     functions
                         .iter()
-                        .map(|f| {
-                            schema(
+                        .map(|f| ToolSchema {
+                            input_schema: crate::eval::json_schema(&f["parameters"]),
+                            ..schema(
                                 f["name"].as_str().unwrap_or_default(),
                                 f["description"].as_str().unwrap_or_default(),
                             )
@@ -83,8 +90,9 @@ fn bfcl(datasets: &Path, category: &str) -> Result<Vec<Case>, String> {
         .collect()
 }
 
-/// MetaTool's dev queries, each with its labelled tool alone.
-fn metatool(datasets: &Path) -> Result<Vec<Case>, String> {
+/// MetaTool's dev queries, each with its labelled tool alone, or with all
+/// 199 tools (as `agentry eval metatool-agent` offers them inline).
+fn metatool(datasets: &Path, all_tools: bool) -> Result<Vec<Case>, String> {
     let dir = datasets.join("metatool");
     let tools: Vec<Value> =
         serde_json::from_str(&read(&dir.join("tools.json"))?).map_err(|e| e.to_string())?;
@@ -95,6 +103,15 @@ fn metatool(datasets: &Path) -> Result<Vec<Case>, String> {
             .and_then(|tool| tool["description"].as_str())
             .map(str::to_owned)
     };
+    let every: Vec<ToolSchema> = tools
+        .iter()
+        .map(|tool| {
+            schema(
+                tool["name"].as_str().unwrap_or_default(),
+                tool["description"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
     let mut cases = Vec::new();
     for (index, line) in read(&dir.join("queries_dev.jsonl"))?.lines().enumerate() {
         if line.trim().is_empty() {
@@ -108,7 +125,11 @@ fn metatool(datasets: &Path) -> Result<Vec<Case>, String> {
         cases.push(Case {
             id: format!("metatool_{index}"),
             request: query["query"].as_str().unwrap_or_default().to_owned(),
-            tools: vec![schema(name, &described)],
+            tools: if all_tools {
+                every.clone()
+            } else {
+                vec![schema(name, &described)]
+            },
         });
     }
     Ok(cases)
@@ -118,7 +139,17 @@ fn metatool(datasets: &Path) -> Result<Vec<Case>, String> {
 pub async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
     let embedder = crate::definition::minilm().await?;
     // The floor does not matter here: only best similarities are read.
-    let gate = RelevanceGate::new(Arc::new(embedder), 0.0);
+    let embedder: Arc<dyn agentry::embed::Embedder> = Arc::new(embedder);
+    let gates = [
+        (
+            "name: description",
+            RelevanceGate::new(embedder.clone(), 0.0).tool_text(ToolText::NameAndDescription),
+        ),
+        (
+            "with arguments",
+            RelevanceGate::new(embedder, 0.0).tool_text(ToolText::WithArguments),
+        ),
+    ];
     let sets = [
         (
             "bfcl simple_python",
@@ -133,55 +164,86 @@ pub async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
             true,
         ),
         (
+            "agent tools, one call",
+            bfcl(&args.agent_tools, "simple_python")?,
+            false,
+        ),
+        (
+            "agent tools, several calls",
+            bfcl(&args.agent_tools, "parallel")?,
+            false,
+        ),
+        (
+            "agent tools, none fits",
+            bfcl(&args.agent_tools, "irrelevance")?,
+            true,
+        ),
+        (
             "metatool dev (labelled tool)",
-            metatool(&args.datasets)?,
+            metatool(&args.datasets, false)?,
+            false,
+        ),
+        (
+            "metatool dev (all 199 tools)",
+            metatool(&args.datasets, true)?,
             false,
         ),
     ];
-    let mut table = String::from("| requests | no tool fits | n |");
+    let mut table = String::from("| requests | tool text | no tool fits | n |");
     for floor in &args.floors {
         table.push_str(&format!(" turned away at {floor} |"));
     }
-    table.push_str("\n| --- | --- | --- |");
+    table.push_str("\n| --- | --- | --- | --- |");
     table.push_str(&" --- |".repeat(args.floors.len()));
     table.push('\n');
     let mut report = Vec::new();
     for (name, cases, irrelevant) in sets {
-        let mut best = Vec::new();
-        for case in &cases {
-            let similarity = gate
-                .best_match(&case.request, &case.tools)
-                .await
-                .map_err(|e| e.to_string())?
-                .unwrap_or(f32::NEG_INFINITY);
-            best.push(json!({"id": case.id, "best": similarity}));
-        }
-        let similarities: Vec<f32> = best
-            .iter()
-            .map(|row| row["best"].as_f64().unwrap_or(0.0) as f32)
-            .collect();
-        table.push_str(&format!(
-            "| {name} | {} | {} |",
-            if irrelevant { "yes" } else { "no" },
-            cases.len()
-        ));
-        let mut counts = Vec::new();
-        for floor in &args.floors {
-            let gated = similarities.iter().filter(|s| **s < *floor).count();
-            counts.push(json!({"floor": floor, "turned_away": gated}));
+        for (text, gate) in &gates {
+            let has_arguments = cases.iter().any(|case| {
+                case.tools
+                    .iter()
+                    .any(|tool| tool.input_schema.get("properties").is_some())
+            });
+            if *text != "name: description" && !has_arguments {
+                continue;
+            }
+            let mut best = Vec::new();
+            for case in &cases {
+                let similarity = gate
+                    .best_match(&case.request, &case.tools)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .unwrap_or(f32::NEG_INFINITY);
+                best.push(json!({"id": case.id, "best": similarity}));
+            }
+            let similarities: Vec<f32> = best
+                .iter()
+                .map(|row| row["best"].as_f64().unwrap_or(0.0) as f32)
+                .collect();
             table.push_str(&format!(
-                " {gated} ({:.1}%) |",
-                100.0 * gated as f64 / cases.len().max(1) as f64
+                "| {name} | {text} | {} | {} |",
+                if irrelevant { "yes" } else { "no" },
+                cases.len()
             ));
+            let mut counts = Vec::new();
+            for floor in &args.floors {
+                let gated = similarities.iter().filter(|s| **s < *floor).count();
+                counts.push(json!({"floor": floor, "turned_away": gated}));
+                table.push_str(&format!(
+                    " {gated} ({:.1}%) |",
+                    100.0 * gated as f64 / cases.len().max(1) as f64
+                ));
+            }
+            table.push('\n');
+            report.push(json!({
+                "set": name,
+                "tool_text": text,
+                "no_tool_fits": irrelevant,
+                "requests": cases.len(),
+                "counts": counts,
+                "best": best,
+            }));
         }
-        table.push('\n');
-        report.push(json!({
-            "set": name,
-            "no_tool_fits": irrelevant,
-            "requests": cases.len(),
-            "counts": counts,
-            "best": best,
-        }));
     }
     eprint!("{table}");
     let report = json!({

@@ -38,5 +38,5 @@ pub use policy::{
     Approval, Approver, AuditLog, AuditOutcome, AuditRecord, AuditSink, arguments_digest,
 };
 pub use prompt_schema::PROMPT_SCHEMA_BYTES;
-pub use relevance::{DEFAULT_RELEVANCE_FLOOR, RelevanceGate};
+pub use relevance::{DEFAULT_RELEVANCE_FLOOR, RelevanceGate, TOOL_VECTORS_KEPT, ToolText};
 pub(crate) use run::Frame;
