@@ -170,8 +170,9 @@ impl RelevanceGate {
             let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
             let mut vectors_of: HashMap<&str, Vec<f32>> = HashMap::new();
             let mut missing = Vec::new();
+            let mut seen = std::collections::HashSet::new();
             for text in &texts {
-                if vectors_of.contains_key(text.as_str()) || missing.contains(text) {
+                if !seen.insert(text.as_str()) {
                     continue;
                 }
                 match known.get(text) {
