@@ -23,6 +23,9 @@ pub const DEFAULT_MAX_TOKENS: u32 = 512;
 /// Where chat sessions are kept unless told otherwise.
 pub const DEFAULT_STORE: &str = "agentry.db";
 
+/// all-MiniLM-L6-v2's embedding size.
+const MINILM_DIMENSIONS: usize = 384;
+
 /// Which model answers, settled.
 #[derive(Clone, Debug)]
 pub struct ModelChoice {
@@ -262,6 +265,30 @@ pub struct MemoryArgs {
 }
 
 impl MemoryArgs {
+    /// Where the store is: the flag, else the file's `memory.store` (a path
+    /// relative to the file), else `agentry.db` here.
+    pub fn location(&self, loaded: &Loaded) -> String {
+        match (&self.memory, &loaded.file.memory.store) {
+            (Some(location), _) => location.clone(),
+            (None, Some(store)) if is_postgres(store.get_ref()) => store.get_ref().clone(),
+            (None, Some(store)) => loaded
+                .resolve(std::path::Path::new(store.get_ref()))
+                .display()
+                .to_string(),
+            (None, None) => DEFAULT_STORE.to_owned(),
+        }
+    }
+
+    /// The embedding size the file's embedder gives (384 for MiniLM),
+    /// known without loading it: a PostgreSQL store keeps one table per size.
+    pub fn dimensions(loaded: &Loaded) -> usize {
+        let section = &loaded.file.memory;
+        match section.embedder.unwrap_or_default() {
+            EmbedderKind::Minilm => MINILM_DIMENSIONS,
+            EmbedderKind::Openai => section.embedding_dimensions.unwrap_or(1536),
+        }
+    }
+
     /// The store (the flag over the file's `memory.store`) and the file's embedder.
     pub async fn open(&self, loaded: &Loaded) -> Result<Memory, String> {
         let section = &loaded.file.memory;
@@ -278,15 +305,7 @@ impl MemoryArgs {
                 .map_err(|e| format!("memory.embedder: {e}"))?,
             ),
         };
-        let location = match (&self.memory, &section.store) {
-            (Some(location), _) => location.clone(),
-            (None, Some(store)) if is_postgres(store.get_ref()) => store.get_ref().clone(),
-            (None, Some(store)) => loaded
-                .resolve(std::path::Path::new(store.get_ref()))
-                .display()
-                .to_string(),
-            (None, None) => DEFAULT_STORE.to_owned(),
-        };
+        let location = self.location(loaded);
         let store: Arc<dyn MemoryStore> = if is_postgres(&location) {
             Arc::new(
                 agentry_store::PgStore::connect(&location, embedder.dimensions())
@@ -303,7 +322,8 @@ impl MemoryArgs {
     }
 }
 
-fn is_postgres(location: &str) -> bool {
+/// Whether a memory location is a PostgreSQL URL (else a SQLite file).
+pub fn is_postgres(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 

@@ -9,6 +9,7 @@ mod demo_tools;
 mod elicit;
 mod eval;
 mod mcp;
+mod memory;
 mod metatool;
 mod metatool_agent;
 mod metatool_catalog;
@@ -130,6 +131,11 @@ enum Command {
     },
     /// Chat with the agent in the terminal; sessions are remembered.
     Chat(chat::ChatArgs),
+    /// See, search, forget, export and import what chat sessions remember.
+    Memory {
+        #[command(subcommand)]
+        command: memory::MemoryCommand,
+    },
     /// Serve the agent over HTTP: chat sessions with memory (SSE), an OpenAI-compatible API.
     Serve(serve::ServeArgs),
     /// Turn API specifications into tools.
@@ -163,6 +169,7 @@ async fn main() -> ExitCode {
         Command::Skills { command } => skills::run(command).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Chat(args) => chat::run(args).await,
+        Command::Memory { command } => memory::run(command).await,
         Command::Mcp { command } => mcp::run(command).await,
         Command::Init { path, force } => config::init(&path, force),
         Command::Tools { command } => tools::run(command),

@@ -107,11 +107,19 @@ impl LocalEmbedder {
         }
     }
 
-    /// Embed on the calling thread (blocking). One unit-length vector per text.
+    /// Embed on the calling thread (blocking). One unit-length vector per
+    /// text, in the order given. Texts are batched by length (each batch is
+    /// padded to its longest text, so mixing a long text with short ones
+    /// multiplies the work), then put back in order.
     pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut vectors = Vec::with_capacity(texts.len());
-        for batch in texts.chunks(self.batch_size) {
-            vectors.extend(self.inner.embed_batch(batch)?);
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut vectors = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(self.batch_size) {
+            let batch_texts: Vec<String> = batch.iter().map(|&i| texts[i].clone()).collect();
+            for (&i, vector) in batch.iter().zip(self.inner.embed_batch(&batch_texts)?) {
+                vectors[i] = vector;
+            }
         }
         Ok(vectors)
     }

@@ -166,6 +166,29 @@ fn batch_size_does_not_change_results() {
 }
 
 #[test]
+fn texts_batched_by_length_come_back_in_the_order_given() {
+    let Some(embedder) = embedder() else { return };
+    let texts = strings(&[
+        "A much longer sentence about agents that call tools and read skills from folders.",
+        "Pasta.",
+        "It rains in Lima today.",
+        "A dog.",
+        "Memory at scale, answered in milliseconds.",
+    ]);
+    let together = embedder
+        .clone()
+        .with_batch_size(2)
+        .embed_blocking(&texts)
+        .expect("embeddings");
+    for (text, vector) in texts.iter().zip(&together) {
+        let alone = embedder
+            .embed_blocking(std::slice::from_ref(text))
+            .expect("embedding");
+        assert!(cosine(&alone[0], vector) > 0.99999, "{text}");
+    }
+}
+
+#[test]
 fn long_texts_are_cut_at_256_tokens_not_128() {
     let Some(embedder) = embedder() else { return };
     let long = vec!["agents call tools and read skills from folders"; 40].join(" ");

@@ -5,7 +5,8 @@
 
 use agentry_core::BoxFuture;
 use agentry_core::memory::{
-    MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
+    Forget, ListOpts, MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
+    SessionSummary, StoredRecord,
 };
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{AssertSqlSafe, Executor, Row};
@@ -90,13 +91,25 @@ impl PgStore {
         &self.pool
     }
 
+    /// Rewrite the table without the space (and the bytes) of deleted
+    /// records: `VACUUM FULL`, which locks the table while it runs. Plain
+    /// deletes leave the rows' bytes in PostgreSQL's files until the space is
+    /// reused; its write-ahead log and any backups keep them until recycled.
+    pub async fn vacuum(&self) -> Result<(), MemoryError> {
+        sqlx::query(AssertSqlSafe(format!("VACUUM FULL {}", self.table)))
+            .execute(&self.pool)
+            .await
+            .map_err(failed)?;
+        Ok(())
+    }
+
     /// The table records go to.
     pub fn table(&self) -> &str {
         &self.table
     }
 
-    /// Keep many records in one transaction.
-    pub async fn add_many(&self, records: &[MemoryRecord]) -> Result<(), MemoryError> {
+    /// Keep many records in one transaction (all or none).
+    async fn insert(&self, records: &[MemoryRecord]) -> Result<(), MemoryError> {
         let mut tx = self.pool.begin().await.map_err(failed)?;
         let sql = format!(
             "INSERT INTO {} (session, role, source, text, metadata, timestamp, embedding)
@@ -160,7 +173,7 @@ fn read_record(row: &PgRow) -> Result<MemoryRecord, MemoryError> {
 
 impl MemoryStore for PgStore {
     fn add<'a>(&'a self, record: MemoryRecord) -> BoxFuture<'a, Result<(), MemoryError>> {
-        Box::pin(async move { self.add_many(std::slice::from_ref(&record)).await })
+        Box::pin(async move { self.insert(std::slice::from_ref(&record)).await })
     }
 
     fn recall<'a>(
@@ -242,6 +255,100 @@ impl MemoryStore for PgStore {
                 .execute(&self.pool)
                 .await
                 .map_err(failed)?;
+            Ok(done.rows_affected())
+        })
+    }
+
+    fn add_many<'a>(
+        &'a self,
+        records: &'a [MemoryRecord],
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        Box::pin(self.insert(records))
+    }
+
+    fn sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionSummary>, MemoryError>> {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT session, count(*) AS records, min(timestamp) AS first, max(timestamp) AS last
+                 FROM {} GROUP BY session ORDER BY session",
+                self.table
+            );
+            let rows = sqlx::query(AssertSqlSafe(sql))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(failed)?;
+            rows.iter()
+                .map(|row| {
+                    Ok(SessionSummary {
+                        session: row.try_get("session").map_err(failed)?,
+                        records: row.try_get::<i64, _>("records").map_err(failed)? as u64,
+                        first: row.try_get("first").map_err(failed)?,
+                        last: row.try_get("last").map_err(failed)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        session: &'a str,
+        opts: ListOpts,
+    ) -> BoxFuture<'a, Result<Vec<StoredRecord>, MemoryError>> {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT id, session, role, source, text, metadata, timestamp, embedding::text AS embedding
+                 FROM {} WHERE session = $1 AND id > $2 ORDER BY id LIMIT $3",
+                self.table
+            );
+            let rows = sqlx::query(AssertSqlSafe(sql))
+                .bind(session)
+                .bind(opts.after.unwrap_or(i64::MIN))
+                .bind(opts.limit.map(|l| l.min(i64::MAX as usize) as i64))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(failed)?;
+            rows.iter()
+                .map(|row| {
+                    Ok(StoredRecord {
+                        id: row.try_get("id").map_err(failed)?,
+                        record: read_record(row)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn forget<'a>(&'a self, what: &'a Forget) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        Box::pin(async move {
+            let table = &self.table;
+            let query = match what {
+                Forget::Session(session) => sqlx::query(AssertSqlSafe(format!(
+                    "DELETE FROM {table} WHERE session = $1"
+                )))
+                .bind(session),
+                Forget::Record { session, id } => sqlx::query(AssertSqlSafe(format!(
+                    "DELETE FROM {table} WHERE session = $1 AND id = $2"
+                )))
+                .bind(session)
+                .bind(id),
+                Forget::Before {
+                    session: Some(session),
+                    timestamp,
+                } => sqlx::query(AssertSqlSafe(format!(
+                    "DELETE FROM {table} WHERE session = $1 AND timestamp < $2"
+                )))
+                .bind(session)
+                .bind(timestamp),
+                Forget::Before {
+                    session: None,
+                    timestamp,
+                } => sqlx::query(AssertSqlSafe(format!(
+                    "DELETE FROM {table} WHERE timestamp < $1"
+                )))
+                .bind(timestamp),
+            };
+            let done = query.execute(&self.pool).await.map_err(failed)?;
             Ok(done.rows_affected())
         })
     }

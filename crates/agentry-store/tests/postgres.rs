@@ -50,6 +50,15 @@ async fn postgres_passes_the_behaviour_suite() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn postgres_passes_the_management_suite() {
+    let Some(url) = url() else { return };
+    // Five dimensions: a table of its own, so the store-wide forget touches
+    // no other test's records.
+    let store = PgStore::connect(&url, 5).await.unwrap();
+    conformance::check_management(&store, &unique("pg")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn many_processes_can_start_and_write_at_once() {
     let Some(url) = url() else { return };
     let session = unique("shared");

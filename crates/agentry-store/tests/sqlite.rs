@@ -338,3 +338,243 @@ async fn a_file_replaced_under_an_open_store_is_refused_until_reopened() {
     assert_eq!(texts[0], "kept in the backup");
     assert!(!texts.iter().any(|text| text == "refused"), "{texts:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sqlite_passes_the_management_suite() {
+    let store = SqliteStore::open(temp_file("management")).unwrap();
+    conformance::check_management(&store, "sqlite").await;
+    assert!(store.sessions().await.unwrap().is_empty());
+}
+
+/// Every file SQLite keeps for the store, read raw.
+fn raw_bytes(path: &std::path::Path) -> Vec<u8> {
+    let mut bytes = std::fs::read(path).unwrap();
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        if let Ok(more) = std::fs::read(std::path::PathBuf::from(name)) {
+            bytes.extend(more);
+        }
+    }
+    bytes
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forgotten_text_is_gone_from_the_file() {
+    use agentry::memory::Forget;
+    let path = temp_file("forgotten");
+    let store = SqliteStore::open(&path).unwrap();
+    let mut records = Vec::new();
+    for (i, text) in [
+        "my passport number is XJ-SECRET-ONE",
+        "the door code is SECRET-TWO-4471",
+        "an old note: SECRET-THREE lives here",
+        "this one stays: KEEP-ME-PLEASE",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut record = MemoryRecord::new("s", "user", text, vec![1.0, i as f32]);
+        record.timestamp = 100 + i as i64;
+        records.push(record);
+    }
+    // Long text goes to overflow pages; those must be wiped too.
+    let long = format!("SECRET-FOUR {}", "x".repeat(20_000));
+    records.push(MemoryRecord::new("other", "user", long, vec![0.5, 0.5]));
+    store.add_many(&records).await.unwrap();
+    assert!(contains(&raw_bytes(&path), "SECRET-TWO-4471"));
+
+    let listed = store.list("s", Default::default()).await.unwrap();
+    let one = Forget::Record {
+        session: "s".into(),
+        id: listed[1].id,
+    };
+    assert_eq!(store.forget(&one).await.unwrap(), 1);
+    let old = Forget::Before {
+        session: Some("s".into()),
+        timestamp: 101,
+    };
+    assert_eq!(store.forget(&old).await.unwrap(), 1);
+    assert_eq!(
+        store
+            .forget(&Forget::Session("other".into()))
+            .await
+            .unwrap(),
+        1
+    );
+    let after: Vec<String> = store
+        .list("s", Default::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.record.text)
+        .collect();
+    assert_eq!(
+        after,
+        [
+            "an old note: SECRET-THREE lives here",
+            "this one stays: KEEP-ME-PLEASE"
+        ]
+    );
+    // Zeroed in place and out of the write-ahead log already...
+    let raw = raw_bytes(&path);
+    for secret in ["XJ-SECRET-ONE", "SECRET-TWO-4471", "SECRET-FOUR"] {
+        assert!(
+            !contains(&raw, secret),
+            "{secret} is still in the file after forget"
+        );
+    }
+    // ...and after VACUUM too, with what stays intact.
+    store.vacuum().unwrap();
+    let raw = raw_bytes(&path);
+    for secret in ["XJ-SECRET-ONE", "SECRET-TWO-4471", "SECRET-FOUR"] {
+        assert!(
+            !contains(&raw, secret),
+            "{secret} is still in the file after VACUUM"
+        );
+    }
+    assert!(contains(&raw, "KEEP-ME-PLEASE"));
+    let hits = store
+        .recall("s", &[1.0, 3.0], RecallOpts::default())
+        .await
+        .unwrap();
+    assert_eq!(hits[0].record.text, "this one stays: KEEP-ME-PLEASE");
+}
+
+/// A deterministic unit vector generator (xorshift).
+struct Rng(u64);
+
+impl Rng {
+    fn vector(&mut self, dims: usize) -> Vec<f32> {
+        let v: Vec<f32> = (0..dims)
+            .map(|_| {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                (self.0 >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / norm).collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_session_is_recalled_through_sketches_with_exact_scores() {
+    use agentry::memory::Forget;
+    let path = temp_file("large");
+    let store = SqliteStore::open(&path).unwrap();
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    // More than the exact limit (16,384), so recall goes through sketches.
+    let records: Vec<MemoryRecord> = (0..20_000)
+        .map(|i| MemoryRecord::new("big", "user", format!("record {i}"), rng.vector(64)))
+        .collect();
+    store.add_many_blocking(&records).unwrap();
+    let opts = RecallOpts {
+        limit: 5,
+        min_score: -1.0,
+    };
+    for probe in [0usize, 777, 19_999] {
+        // A query close to one record: that record first, with its exact cosine.
+        let noise = rng.vector(64);
+        let query: Vec<f32> = records[probe]
+            .embedding
+            .iter()
+            .zip(&noise)
+            .map(|(x, n)| x + 0.1 * n)
+            .collect();
+        let hits = store.recall("big", &query, opts).await.unwrap();
+        assert_eq!(hits.len(), 5);
+        assert_eq!(hits[0].record.text, format!("record {probe}"));
+        let exact = agentry::embed::cosine(&query, &records[probe].embedding);
+        assert!(
+            (hits[0].score - exact).abs() < 2e-3,
+            "{} vs {exact}",
+            hits[0].score
+        );
+        assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+    }
+    // Another connection deletes the best match: never recalled again, and
+    // a new record written there is found.
+    let other = SqliteStore::open(&path).unwrap();
+    let id = other
+        .list(
+            "big",
+            agentry::memory::ListOpts {
+                after: None,
+                limit: Some(1),
+            },
+        )
+        .await
+        .unwrap()[0]
+        .id;
+    let gone = Forget::Record {
+        session: "big".into(),
+        id,
+    };
+    assert_eq!(other.forget(&gone).await.unwrap(), 1);
+    let mut twin = records[0].clone();
+    twin.text = "record 0, again".into();
+    other.add(twin).await.unwrap();
+    let hits = store
+        .recall("big", &records[0].embedding, opts)
+        .await
+        .unwrap();
+    assert_eq!(hits[0].record.text, "record 0, again");
+    assert!(hits.iter().all(|h| h.record.text != "record 0"));
+    // Reopened: the sketches come back from the file.
+    drop(store);
+    let reopened = SqliteStore::open(&path).unwrap();
+    let hits = reopened
+        .recall("big", &records[777].embedding, opts)
+        .await
+        .unwrap();
+    assert_eq!(hits[0].record.text, "record 777");
+    assert!((hits[0].score - 1.0).abs() < 2e-3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_from_before_sketches_is_brought_up_to_date_on_open() {
+    let path = temp_file("before-sketches");
+    {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch(
+            "CREATE TABLE memory (
+                id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, role TEXT NOT NULL,
+                source TEXT NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL,
+                timestamp INTEGER NOT NULL, embedding BLOB NOT NULL);
+             CREATE INDEX memory_session_time ON memory (session, timestamp, id);",
+        )
+        .unwrap();
+        for (text, vector) in [("pasta", [1.0f32, 0.0]), ("rain", [0.0, 1.0])] {
+            raw.execute(
+                "INSERT INTO memory (session, role, source, text, metadata, timestamp, embedding)
+                 VALUES ('s', 'user', '', ?1, '{}', 1, ?2)",
+                rusqlite::params![text, encode_embedding(&vector)],
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let hits = store
+        .recall("s", &[0.9, 0.1], RecallOpts::default())
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].record.text, "pasta");
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let missing: i64 = raw
+        .query_row(
+            "SELECT count(*) FROM memory WHERE sketch IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(missing, 0, "every record has its sketch");
+}

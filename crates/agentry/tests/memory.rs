@@ -15,6 +15,13 @@ async fn in_memory_store_passes_the_behaviour_suite() {
     assert_eq!(store.len(), 4, "five added, session b's one forgotten");
 }
 
+#[tokio::test]
+async fn in_memory_store_passes_the_management_suite() {
+    let store = InMemoryStore::new();
+    conformance::check_management(&store, "mem").await;
+    assert!(store.is_empty(), "the suite forgets what it added");
+}
+
 struct Broken;
 
 impl MemoryStore for Broken {

@@ -1,8 +1,12 @@
-//! The behaviour every [`MemoryStore`] must show, as one async check that
-//! panics with a precise message on the first deviation. The in-memory,
-//! SQLite and PostgreSQL stores all run it in their tests.
+//! The behaviour every [`MemoryStore`] must show, as async checks that
+//! panic with a precise message on the first deviation: [`check_store`]
+//! (recall, recent, forgetting a session) and [`check_management`] (listing,
+//! forgetting records and old ones, export and import). The in-memory,
+//! SQLite and PostgreSQL stores all run both in their tests.
 
+use super::manage::{Forget, ListOpts, SessionSummary, StoredRecord};
 use super::store::{MemoryRecord, MemoryStore, RecallOpts, RecentOpts};
+use super::transfer::{export_session, import_records};
 
 fn unit(v: &[f32]) -> Vec<f32> {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -172,4 +176,190 @@ pub async fn check_store(store: &dyn MemoryStore, prefix: &str) {
         0,
         "nothing left to forget"
     );
+}
+
+/// Run the management suite against `store`: `sessions`, `list` with
+/// paging, `forget` of one record, of a session's old records and of every
+/// session's old records, and an export/import round trip. Sessions used
+/// are `{prefix}-m1`, `{prefix}-m2` and `{prefix}-m3`, with timestamps
+/// below 100; the store-wide step deletes every record stamped before 45,
+/// so give it a store (or, for PostgreSQL, an embedding size) no other
+/// check uses at the same time. Vectors have 5 dimensions.
+pub async fn check_management(store: &dyn MemoryStore, prefix: &str) {
+    let m1 = format!("{prefix}-m1");
+    let m2 = format!("{prefix}-m2");
+    let m3 = format!("{prefix}-m3");
+    let batch = [
+        record(&m1, "user", "first of m1", 10, &[1.0, 0.0, 0.0, 0.0, 0.0]),
+        record(&m2, "user", "first of m2", 20, &[0.0, 1.0, 0.0, 0.0, 0.0]),
+        record(
+            &m1,
+            "assistant",
+            "second of m1",
+            30,
+            &[0.0, 0.0, 1.0, 0.0, 0.0],
+        ),
+        record(&m2, "user", "second of m2", 40, &[0.0, 0.0, 0.0, 1.0, 0.0]),
+        record(&m1, "user", "third of m1", 50, &[0.0, 0.0, 0.0, 0.0, 1.0]),
+    ];
+    store.add_many(&batch).await.expect("add_many succeeds");
+
+    // sessions: counts and the oldest and newest timestamps.
+    let sessions = store.sessions().await.expect("sessions succeeds");
+    let mine: Vec<&SessionSummary> = sessions
+        .iter()
+        .filter(|s| s.session == m1 || s.session == m2)
+        .collect();
+    assert_eq!(
+        mine,
+        [
+            &SessionSummary {
+                session: m1.clone(),
+                records: 3,
+                first: 10,
+                last: 50
+            },
+            &SessionSummary {
+                session: m2.clone(),
+                records: 2,
+                first: 20,
+                last: 40
+            },
+        ],
+        "sessions, by name"
+    );
+
+    // list: insertion order, growing ids, whole records, pages.
+    let listed = store.list(&m1, ListOpts::default()).await.expect("list");
+    let texts = |stored: &[StoredRecord]| -> Vec<String> {
+        stored.iter().map(|s| s.record.text.clone()).collect()
+    };
+    assert_eq!(
+        texts(&listed),
+        ["first of m1", "second of m1", "third of m1"]
+    );
+    assert!(listed.windows(2).all(|w| w[0].id < w[1].id), "ids grow");
+    assert_eq!(
+        listed[0].record, batch[0],
+        "a listed record comes back whole"
+    );
+    let page = store
+        .list(
+            &m1,
+            ListOpts {
+                after: Some(listed[0].id),
+                limit: Some(1),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(texts(&page), ["second of m1"], "after and limit");
+
+    // forget one record: never through another session's name.
+    let other_session = Forget::Record {
+        session: m2.clone(),
+        id: listed[1].id,
+    };
+    assert_eq!(store.forget(&other_session).await.unwrap(), 0);
+    let one = Forget::Record {
+        session: m1.clone(),
+        id: listed[1].id,
+    };
+    assert_eq!(store.forget(&one).await.unwrap(), 1);
+    assert_eq!(store.forget(&one).await.unwrap(), 0, "already gone");
+    let left = store.list(&m1, ListOpts::default()).await.unwrap();
+    assert_eq!(texts(&left), ["first of m1", "third of m1"]);
+    let query = [0.0, 0.0, 1.0, 0.0, 0.0];
+    let all = RecallOpts {
+        limit: 10,
+        min_score: -1.0,
+    };
+    let recalled = store.recall(&m1, &query, all).await.unwrap();
+    assert!(
+        recalled.iter().all(|h| h.record.text != "second of m1"),
+        "a forgotten record is never recalled"
+    );
+    assert_eq!(recalled.len(), 2);
+
+    // forget one session's records older than a date.
+    let old_m2 = Forget::Before {
+        session: Some(m2.clone()),
+        timestamp: 30,
+    };
+    assert_eq!(store.forget(&old_m2).await.unwrap(), 1);
+    assert_eq!(
+        texts(&store.list(&m2, ListOpts::default()).await.unwrap()),
+        ["second of m2"]
+    );
+    assert_eq!(
+        texts(&store.list(&m1, ListOpts::default()).await.unwrap()),
+        ["first of m1", "third of m1"],
+        "another session is untouched"
+    );
+
+    // forget every session's records older than a date.
+    let old = Forget::Before {
+        session: None,
+        timestamp: 45,
+    };
+    assert!(store.forget(&old).await.unwrap() >= 2);
+    assert_eq!(
+        texts(&store.list(&m1, ListOpts::default()).await.unwrap()),
+        ["third of m1"]
+    );
+    assert!(
+        store
+            .list(&m2, ListOpts::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .sessions()
+            .await
+            .unwrap()
+            .iter()
+            .all(|s| s.session != m2),
+        "an emptied session is no longer listed"
+    );
+
+    // export and import: the same records, recalled the same way.
+    let mut lines = Vec::new();
+    assert_eq!(export_session(store, &m1, &mut lines).await.unwrap(), 1);
+    assert_eq!(
+        import_records(store, lines.as_slice(), Some(&m3))
+            .await
+            .unwrap(),
+        1
+    );
+    let copied = store.list(&m3, ListOpts::default()).await.unwrap();
+    let mut expected = batch[4].clone();
+    expected.session = m3.clone();
+    assert_eq!(copied.len(), 1);
+    assert_eq!(copied[0].record, expected, "an imported record is whole");
+    let hits = store
+        .recall(&m3, &[0.0, 0.0, 0.0, 0.0, 1.0], RecallOpts::default())
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!((hits[0].score - 1.0).abs() < 1e-3);
+
+    // a bad line imports nothing.
+    let bad = format!(
+        "{}\nnot json\n",
+        String::from_utf8(lines.clone()).unwrap().trim_end()
+    );
+    let error = import_records(store, bad.as_bytes(), Some(&m3))
+        .await
+        .unwrap_err();
+    assert!(error.0.starts_with("line 2: "), "{error}");
+    assert_eq!(store.list(&m3, ListOpts::default()).await.unwrap().len(), 1);
+
+    for session in [&m1, &m3] {
+        store
+            .forget(&Forget::Session(session.clone()))
+            .await
+            .unwrap();
+    }
 }

@@ -5,13 +5,27 @@ use std::sync::RwLock;
 
 use crate::BoxFuture;
 
+use super::manage::{Forget, ListOpts, SessionSummary, StoredRecord};
 use super::store::{MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts};
 use crate::embed::cosine;
 
 /// Records kept in process memory, scanned exactly on recall.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
-    records: RwLock<Vec<MemoryRecord>>,
+    records: RwLock<Records>,
+}
+
+/// The records in insertion order, each with its id, and the last id given.
+#[derive(Debug, Default)]
+struct Records {
+    kept: Vec<StoredRecord>,
+    last_id: i64,
+}
+
+impl Records {
+    fn iter(&self) -> impl Iterator<Item = &MemoryRecord> {
+        self.kept.iter().map(|stored| &stored.record)
+    }
 }
 
 impl InMemoryStore {
@@ -22,7 +36,7 @@ impl InMemoryStore {
 
     /// How many records it holds.
     pub fn len(&self) -> usize {
-        self.records.read().map_or(0, |records| records.len())
+        self.records.read().map_or(0, |records| records.kept.len())
     }
 
     /// True when it holds none.
@@ -34,7 +48,7 @@ impl InMemoryStore {
     pub fn records(&self) -> Vec<MemoryRecord> {
         self.records
             .read()
-            .map(|records| records.clone())
+            .map(|records| records.iter().cloned().collect())
             .unwrap_or_default()
     }
 }
@@ -46,7 +60,10 @@ fn poisoned() -> MemoryError {
 impl MemoryStore for InMemoryStore {
     fn add<'a>(&'a self, record: MemoryRecord) -> BoxFuture<'a, Result<(), MemoryError>> {
         Box::pin(async move {
-            self.records.write().map_err(|_| poisoned())?.push(record);
+            let mut records = self.records.write().map_err(|_| poisoned())?;
+            records.last_id += 1;
+            let id = records.last_id;
+            records.kept.push(StoredRecord { id, record });
             Ok(())
         })
     }
@@ -97,11 +114,80 @@ impl MemoryStore for InMemoryStore {
     }
 
     fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        Box::pin(async move { self.forget_now(&Forget::Session(session.to_owned())) })
+    }
+
+    fn add_many<'a>(
+        &'a self,
+        records: &'a [MemoryRecord],
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
         Box::pin(async move {
-            let mut records = self.records.write().map_err(|_| poisoned())?;
-            let before = records.len();
-            records.retain(|record| record.session != session);
-            Ok((before - records.len()) as u64)
+            let mut kept = self.records.write().map_err(|_| poisoned())?;
+            for record in records {
+                kept.last_id += 1;
+                let id = kept.last_id;
+                kept.kept.push(StoredRecord {
+                    id,
+                    record: record.clone(),
+                });
+            }
+            Ok(())
         })
+    }
+
+    fn sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionSummary>, MemoryError>> {
+        Box::pin(async move {
+            let records = self.records.read().map_err(|_| poisoned())?;
+            let mut sessions: std::collections::BTreeMap<&str, SessionSummary> =
+                std::collections::BTreeMap::new();
+            for record in records.iter() {
+                let summary = sessions
+                    .entry(&record.session)
+                    .or_insert_with(|| SessionSummary {
+                        session: record.session.clone(),
+                        records: 0,
+                        first: record.timestamp,
+                        last: record.timestamp,
+                    });
+                summary.records += 1;
+                summary.first = summary.first.min(record.timestamp);
+                summary.last = summary.last.max(record.timestamp);
+            }
+            Ok(sessions.into_values().collect())
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        session: &'a str,
+        opts: ListOpts,
+    ) -> BoxFuture<'a, Result<Vec<StoredRecord>, MemoryError>> {
+        Box::pin(async move {
+            let records = self.records.read().map_err(|_| poisoned())?;
+            Ok(records
+                .kept
+                .iter()
+                .filter(|stored| {
+                    stored.record.session == session && opts.after.is_none_or(|a| stored.id > a)
+                })
+                .take(opts.limit.unwrap_or(usize::MAX))
+                .cloned()
+                .collect())
+        })
+    }
+
+    fn forget<'a>(&'a self, what: &'a Forget) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        Box::pin(async move { self.forget_now(what) })
+    }
+}
+
+impl InMemoryStore {
+    fn forget_now(&self, what: &Forget) -> Result<u64, MemoryError> {
+        let mut records = self.records.write().map_err(|_| poisoned())?;
+        let before = records.kept.len();
+        records.kept.retain(|stored| {
+            !what.covers(&stored.record.session, stored.id, stored.record.timestamp)
+        });
+        Ok((before - records.kept.len()) as u64)
     }
 }

@@ -3,16 +3,25 @@
 //! [`Embedder`](crate::embed::Embedder) to remember texts and recall the
 //! most similar ones, and [`with_memory_block`] puts them in a system prompt.
 //!
+//! People stay in control of what is kept: [`MemoryStore::sessions`],
+//! [`MemoryStore::list`] and [`MemoryStore::forget`] (one record, a session,
+//! or everything older than a date), and [`export_session`] /
+//! [`import_records`] as JSON lines.
+//!
 //! [`InMemoryStore`] lives here; SQLite and PostgreSQL stores live in their
 //! own crate.
 
 pub mod conformance;
 mod context;
 mod in_memory;
+mod manage;
 mod store;
+mod transfer;
 
 pub use context::{DEFAULT_MEMORY_HEADING, Memory, Remember, with_memory_block};
 pub use in_memory::InMemoryStore;
+pub use manage::{Forget, ListOpts, SessionSummary, StoredRecord};
 pub use store::{
     MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts, now_secs,
 };
+pub use transfer::{export_session, import_records};

@@ -3,6 +3,7 @@
 //! two ways back out — recall by cosine similarity, and the recent window
 //! with role filters.
 
+use super::manage::{Forget, ListOpts, SessionSummary, StoredRecord};
 use crate::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -109,7 +110,9 @@ pub struct MemoryError(pub String);
 /// Every implementation passes the same behaviour suite: recall ranks by
 /// cosine similarity within one session, applies `limit` and `min_score`,
 /// `recent` returns the newest records oldest first, filtered by role, and
-/// `forget_session` deletes one session's records and no others.
+/// `forget_session` deletes one session's records and no others. Stores that
+/// can also list and forget single records or old ones (all three here)
+/// pass [`conformance::check_management`](super::conformance::check_management).
 ///
 /// Implementing a store (here a plain `Vec` behind a lock) and proving it
 /// with that suite:
@@ -189,6 +192,52 @@ pub trait MemoryStore: Send + Sync {
         let _ = session;
         Box::pin(async { Err(MemoryError("this memory store cannot forget".into())) })
     }
+
+    /// Keep several records. The SQLite and PostgreSQL stores keep all or
+    /// none (one transaction); the default adds them one by one and stops at
+    /// the first failure.
+    fn add_many<'a>(
+        &'a self,
+        records: &'a [MemoryRecord],
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        Box::pin(async move {
+            for record in records {
+                self.add(record.clone()).await?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Every session the store holds, by name. A store that cannot list
+    /// says so (the default).
+    fn sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionSummary>, MemoryError>> {
+        Box::pin(async { Err(MemoryError("this memory store cannot list sessions".into())) })
+    }
+
+    /// A page of `session`'s records with their ids, in id (insertion)
+    /// order. A store that cannot list says so (the default).
+    fn list<'a>(
+        &'a self,
+        session: &'a str,
+        opts: ListOpts,
+    ) -> BoxFuture<'a, Result<Vec<StoredRecord>, MemoryError>> {
+        let _ = (session, opts);
+        Box::pin(async { Err(MemoryError("this memory store cannot list records".into())) })
+    }
+
+    /// Delete what `what` names; the number deleted. The default forgets
+    /// whole sessions through [`forget_session`](Self::forget_session) and
+    /// refuses the rest.
+    fn forget<'a>(&'a self, what: &'a Forget) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        match what {
+            Forget::Session(session) => self.forget_session(session),
+            _ => Box::pin(async {
+                Err(MemoryError(
+                    "this memory store can only forget whole sessions".into(),
+                ))
+            }),
+        }
+    }
 }
 
 impl<S: MemoryStore + ?Sized> MemoryStore for std::sync::Arc<S> {
@@ -212,5 +261,24 @@ impl<S: MemoryStore + ?Sized> MemoryStore for std::sync::Arc<S> {
     }
     fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
         (**self).forget_session(session)
+    }
+    fn add_many<'a>(
+        &'a self,
+        records: &'a [MemoryRecord],
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        (**self).add_many(records)
+    }
+    fn sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionSummary>, MemoryError>> {
+        (**self).sessions()
+    }
+    fn list<'a>(
+        &'a self,
+        session: &'a str,
+        opts: ListOpts,
+    ) -> BoxFuture<'a, Result<Vec<StoredRecord>, MemoryError>> {
+        (**self).list(session, opts)
+    }
+    fn forget<'a>(&'a self, what: &'a Forget) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        (**self).forget(what)
     }
 }

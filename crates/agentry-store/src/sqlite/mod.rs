@@ -1,40 +1,35 @@
 //! [`SqliteStore`]: memory in one SQLite file (WAL mode), embeddings stored
-//! as half-precision blobs, recall by an exact cosine scan over vectors kept
-//! in RAM and topped up incrementally from the file (so writes by other
-//! processes are seen on the next recall). A database file that goes away
-//! under the store (deleted, moved, its disk unmounted) is an error of every
-//! call until it is back; another file put in its place is an error until the
+//! as half-precision blobs. Recall goes through a per-session index in RAM
+//! ([`index`]): small sessions are scanned exactly; large ones by 1-bit
+//! sketches read from a covering index, with the nearest candidates
+//! re-scored exactly from the file. The index is topped up incrementally
+//! (writes by other processes are seen on the next recall) and dropped when
+//! any connection deletes records. A database file that goes away under the
+//! store (deleted, moved, its disk unmounted) is an error of every call
+//! until it is back; another file put in its place is an error until the
 //! store is opened again.
 
-use std::collections::{BinaryHeap, HashMap};
+mod index;
+mod lookup;
+mod manage;
+mod schema;
+
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use agentry_core::BoxFuture;
-use agentry_core::embed::dot;
 use agentry_core::memory::{
-    MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
+    Forget, ListOpts, MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
+    SessionSummary, StoredRecord,
 };
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use crate::watched::{FileState, WatchedFile};
-
-/// `AUTOINCREMENT`: a deleted row's id is never given to a new row, so the
-/// incremental cache never misses one. (Files made before it keep plain
-/// ids; lookups check the session, so a reused id cannot leak either.)
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS memory (
-    id        INTEGER PRIMARY KEY AUTOINCREMENT,
-    session   TEXT    NOT NULL,
-    role      TEXT    NOT NULL,
-    source    TEXT    NOT NULL,
-    text      TEXT    NOT NULL,
-    metadata  TEXT    NOT NULL,
-    timestamp INTEGER NOT NULL,
-    embedding BLOB    NOT NULL
-);
-CREATE INDEX IF NOT EXISTS memory_session_time ON memory (session, timestamp, id);
-";
+use index::{Found, SessionIndex, sketch, sketch_bytes};
+use lookup::{refresh, rescore, session_dimensions};
+use schema::configured;
 
 /// Memory records in one SQLite file.
 #[derive(Clone)]
@@ -44,7 +39,9 @@ pub struct SqliteStore {
 
 struct Inner {
     db: Mutex<Db>,
-    cache: Mutex<Cache>,
+    indexes: Mutex<Indexes>,
+    /// Records of a large session re-scored exactly per recall.
+    candidates: AtomicUsize,
     /// One operation at a time goes to a blocking thread, in the order they
     /// came (a fair queue): many concurrent callers neither pile threads up
     /// on the connection's lock nor overtake one another for long.
@@ -57,19 +54,13 @@ struct Db {
     file: Option<WatchedFile>,
 }
 
-/// Unit vectors of every record seen so far, by session.
+/// The recall index of every session looked at so far.
 #[derive(Default)]
-struct Cache {
-    last_id: i64,
-    sessions: HashMap<String, SessionVectors>,
-}
-
-#[derive(Default)]
-struct SessionVectors {
-    ids: Vec<i64>,
-    dims: usize,
-    /// `ids.len() * dims` values, each vector scaled to unit length.
-    values: Vec<f32>,
+struct Indexes {
+    /// `memory_forgotten.count` when the indexes were loaded: when another
+    /// value is read, records were deleted and every index is reloaded.
+    forgotten: i64,
+    sessions: HashMap<String, SessionIndex>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -150,7 +141,8 @@ impl SqliteStore {
         Self {
             inner: Arc::new(Inner {
                 db: Mutex::new(Db { conn, file }),
-                cache: Mutex::new(Cache::default()),
+                indexes: Mutex::new(Indexes::default()),
+                candidates: AtomicUsize::new(index::CANDIDATES),
                 turn: Arc::new(tokio::sync::Semaphore::new(1)),
             }),
         }
@@ -176,6 +168,16 @@ impl SqliteStore {
                 file.path().display()
             ))),
         }
+    }
+
+    /// How many records of a large session (over 16,384) are re-scored
+    /// exactly per recall, nearest by sketch first (default 1,000). More
+    /// finds more of the exact top results at the cost of reading more
+    /// vectors; `BENCHMARKS.md` has the trade-off measured on real text.
+    pub fn set_rescore_candidates(&self, candidates: usize) {
+        self.inner
+            .candidates
+            .store(candidates.max(1), Ordering::Relaxed);
     }
 
     /// Cap the database file at about `bytes` (a quota; also how a full disk
@@ -213,8 +215,6 @@ impl SqliteStore {
     pub fn add_many_blocking(&self, records: &[MemoryRecord]) -> Result<(), MemoryError> {
         let mut db = self.db()?;
         {
-            let mut cache = lock(&self.inner.cache);
-            refresh(&db.conn, &mut cache)?;
             let mut dims: HashMap<&str, usize> = HashMap::new();
             for record in records {
                 if let Some(problem) = unusable(&record.embedding) {
@@ -223,14 +223,15 @@ impl SqliteStore {
                         record.session
                     )));
                 }
-                let known = cache
-                    .sessions
-                    .get(&record.session)
-                    .filter(|vectors| !vectors.ids.is_empty())
-                    .map(|vectors| vectors.dims);
-                let expected = *dims
-                    .entry(record.session.as_str())
-                    .or_insert(known.unwrap_or(record.embedding.len()));
+                let expected = match dims.get(record.session.as_str()) {
+                    Some(expected) => *expected,
+                    None => {
+                        let known = session_dimensions(&db.conn, &record.session)?;
+                        *dims
+                            .entry(record.session.as_str())
+                            .or_insert(known.unwrap_or(record.embedding.len()))
+                    }
+                };
                 if record.embedding.len() != expected {
                     return Err(MemoryError(format!(
                         "sqlite: session {:?} holds {expected}-dimension embeddings, got {}",
@@ -244,11 +245,12 @@ impl SqliteStore {
         {
             let mut insert = tx
                 .prepare_cached(
-                    "INSERT INTO memory (session, role, source, text, metadata, timestamp, embedding)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    "INSERT INTO memory (session, role, source, text, metadata, timestamp, embedding, sketch)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 )
                 .map_err(failed)?;
             for record in records {
+                let vector = unit(record.embedding.clone());
                 insert
                     .execute(params![
                         record.session,
@@ -257,7 +259,8 @@ impl SqliteStore {
                         record.text,
                         serde_json::Value::Object(record.metadata.clone()).to_string(),
                         record.timestamp,
-                        encode_embedding(&unit(record.embedding.clone())),
+                        encode_embedding(&vector),
+                        sketch_bytes(&sketch(&vector)),
                     ])
                     .map_err(failed)?;
             }
@@ -285,34 +288,19 @@ impl SqliteStore {
         }
         let db = self.db()?;
         let conn = &db.conn;
-        let mut cache = lock(&self.inner.cache);
-        refresh(conn, &mut cache)?;
-        let Some(vectors) = cache.sessions.get(session) else {
-            return Ok(Vec::new());
-        };
         let query = unit(query.to_vec());
-        if vectors.ids.is_empty() || vectors.dims != query.len() || opts.limit == 0 {
-            return Ok(Vec::new());
-        }
-        // Keep the best `limit` in a min-heap of (score, position).
-        let mut best: BinaryHeap<std::cmp::Reverse<(Score, usize)>> = BinaryHeap::new();
-        for (position, vector) in vectors.values.chunks_exact(vectors.dims).enumerate() {
-            let score = dot(vector, &query);
-            if score < opts.min_score {
-                continue;
-            }
-            if best.len() < opts.limit {
-                best.push(std::cmp::Reverse((Score(score), position)));
-            } else if best.peek().is_some_and(|worst| Score(score) > worst.0.0) {
-                best.pop();
-                best.push(std::cmp::Reverse((Score(score), position)));
-            }
-        }
-        let mut ranked: Vec<(f32, i64)> = best
-            .into_iter()
-            .map(|std::cmp::Reverse((score, position))| (score.0, vectors.ids[position]))
-            .collect();
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let found = {
+            let mut indexes = lock(&self.inner.indexes);
+            let Some(index) = refresh(conn, &mut indexes, session)? else {
+                return Ok(Vec::new());
+            };
+            let candidates = self.inner.candidates.load(Ordering::Relaxed);
+            index.search(&query, opts.limit, opts.min_score, candidates)
+        };
+        let ranked = match found {
+            Found::Ranked(ranked) => ranked,
+            Found::Rescore(candidates) => rescore(conn, session, &candidates, &query, opts)?,
+        };
         // The session is checked again on every lookup: a row id freed by a
         // delete and reused must never serve another session's text.
         let mut select = conn
@@ -335,13 +323,7 @@ impl SqliteStore {
 
     /// Delete every record of `session` on the calling thread (blocking).
     pub fn forget_session_blocking(&self, session: &str) -> Result<u64, MemoryError> {
-        let db = self.db()?;
-        let deleted = db
-            .conn
-            .execute("DELETE FROM memory WHERE session = ?", [session])
-            .map_err(failed)?;
-        lock(&self.inner.cache).sessions.remove(session);
-        Ok(deleted as u64)
+        self.forget_blocking(&Forget::Session(session.to_owned()))
     }
 
     /// The recent window on the calling thread (blocking).
@@ -385,36 +367,6 @@ impl SqliteStore {
     }
 }
 
-/// An `f32` ordered for the heap (NaN-free by construction: cosine of finite vectors).
-#[derive(Clone, Copy, PartialEq)]
-struct Score(f32);
-
-impl Eq for Score {}
-
-impl PartialOrd for Score {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Score {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
-/// A connection in WAL mode with the schema in place.
-fn configured(conn: Connection) -> Result<Connection, MemoryError> {
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(failed)?;
-    conn.pragma_update(None, "synchronous", "NORMAL")
-        .map_err(failed)?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(failed)?;
-    conn.execute_batch(SCHEMA).map_err(failed)?;
-    Ok(conn)
-}
-
 fn read_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<MemoryRecord> {
     let metadata: String = row.get(4)?;
     let blob: Vec<u8> = row.get(6)?;
@@ -427,41 +379,6 @@ fn read_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<MemoryRecord> {
         timestamp: row.get(5)?,
         embedding: decode_embedding(&blob),
     })
-}
-
-/// Load every record added since the last look (by this or any process).
-fn refresh(conn: &Connection, cache: &mut Cache) -> Result<(), MemoryError> {
-    let mut statement = conn
-        .prepare_cached("SELECT id, session, embedding FROM memory WHERE id > ?1 ORDER BY id")
-        .map_err(failed)?;
-    let mut rows = statement.query([cache.last_id]).map_err(failed)?;
-    while let Some(row) = rows.next().map_err(failed)? {
-        let id: i64 = row.get(0).map_err(failed)?;
-        let session: String = row.get(1).map_err(failed)?;
-        let blob: Vec<u8> = row.get(2).map_err(failed)?;
-        let vector = unit(decode_embedding(&blob));
-        cache.last_id = id;
-        // Rows this store did not check (older files, other writers) are
-        // skipped, never trusted: an empty or non-finite vector is unsearchable.
-        if let Some(problem) = unusable(&vector) {
-            tracing::warn!(id, problem, "a memory record's embedding is not searchable");
-            continue;
-        }
-        let entry = cache.sessions.entry(session).or_default();
-        if entry.ids.is_empty() {
-            entry.dims = vector.len();
-        }
-        if vector.len() == entry.dims {
-            entry.ids.push(id);
-            entry.values.extend_from_slice(&vector);
-        } else {
-            tracing::warn!(
-                id,
-                "a memory record's embedding has another length; it is not searchable"
-            );
-        }
-    }
-    Ok(())
 }
 
 fn blocking<T: Send + 'static>(
@@ -512,5 +429,31 @@ impl MemoryStore for SqliteStore {
     fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
         let session = session.to_owned();
         blocking(self, move |store| store.forget_session_blocking(&session))
+    }
+
+    fn add_many<'a>(
+        &'a self,
+        records: &'a [MemoryRecord],
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        let records = records.to_vec();
+        blocking(self, move |store| store.add_many_blocking(&records))
+    }
+
+    fn sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionSummary>, MemoryError>> {
+        blocking(self, |store| store.sessions_blocking())
+    }
+
+    fn list<'a>(
+        &'a self,
+        session: &'a str,
+        opts: ListOpts,
+    ) -> BoxFuture<'a, Result<Vec<StoredRecord>, MemoryError>> {
+        let session = session.to_owned();
+        blocking(self, move |store| store.list_blocking(&session, opts))
+    }
+
+    fn forget<'a>(&'a self, what: &'a Forget) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        let what = what.clone();
+        blocking(self, move |store| store.forget_blocking(&what))
     }
 }

@@ -1,0 +1,166 @@
+//! `agentry memory`: what a chat remembered, listed, searched with the real
+//! MiniLM embedder, exported and imported, and forgotten until the text is
+//! gone from the file.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use common::{AGENTRY, Dir, models_present};
+
+fn agentry(dir: &Dir, args: &[&str]) -> Output {
+    let store = dir.0.join("memory.db");
+    Command::new(AGENTRY)
+        .args(args)
+        .args(["--memory", store.to_str().unwrap()])
+        .current_dir(&dir.0)
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
+    if !models_present(false) {
+        return;
+    }
+    let dir = Dir::new("memory-cli");
+    let mut chat = Command::new(AGENTRY)
+        .args([
+            "chat",
+            "--provider",
+            "offline",
+            "--session",
+            "home",
+            "--memory",
+        ])
+        .arg(dir.0.join("memory.db"))
+        .env("AGENTRY_CHAT_HISTORY", dir.0.join("history"))
+        .current_dir(&dir.0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    chat.stdin
+        .take()
+        .unwrap()
+        .write_all(b"I keep my bike in the garage\nMy favourite pasta is carbonara\n/exit\n")
+        .unwrap();
+    let done = chat.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+
+    let sessions = stdout(&agentry(&dir, &["memory", "list"]));
+    let row = sessions
+        .lines()
+        .find(|l| l.starts_with("home "))
+        .expect(&sessions);
+    assert_eq!(row.split_whitespace().nth(1), Some("4"), "{sessions}");
+
+    let records = stdout(&agentry(&dir, &["memory", "list", "home"]));
+    let bike = records
+        .lines()
+        .find(|l| l.contains("I keep my bike in the garage"))
+        .expect(&records);
+    let bike_id = bike.split_whitespace().next().unwrap().to_owned();
+    assert!(bike.contains(" user "), "{bike}");
+
+    let found = stdout(&agentry(
+        &dir,
+        &["memory", "search", "home", "where is my bicycle?"],
+    ));
+    let first = found.lines().next().unwrap();
+    assert!(first.contains("I keep my bike in the garage"), "{found}");
+
+    let export = dir.0.join("home.jsonl");
+    let exported = agentry(
+        &dir,
+        &[
+            "memory",
+            "export",
+            "home",
+            "--out",
+            export.to_str().unwrap(),
+        ],
+    );
+    stdout(&exported);
+    assert_eq!(std::fs::read_to_string(&export).unwrap().lines().count(), 4);
+    let imported = stdout(&agentry(
+        &dir,
+        &[
+            "memory",
+            "import",
+            export.to_str().unwrap(),
+            "--into",
+            "copy",
+        ],
+    ));
+    assert_eq!(imported.trim(), "imported 4 records");
+    let found = stdout(&agentry(&dir, &["memory", "search", "copy", "pasta"]));
+    assert!(
+        found.lines().next().unwrap().contains("carbonara"),
+        "{found}"
+    );
+
+    // A bad line imports nothing, and says where it is.
+    let bad = dir.0.join("bad.jsonl");
+    let mut text = std::fs::read_to_string(&export).unwrap();
+    text.push_str("{\"session\": \"x\"}\n");
+    std::fs::write(&bad, text).unwrap();
+    let refused = agentry(
+        &dir,
+        &["memory", "import", bad.to_str().unwrap(), "--into", "bad"],
+    );
+    assert!(!refused.status.success());
+    let error = String::from_utf8_lossy(&refused.stderr);
+    assert!(error.contains("line 5: not a memory record"), "{error}");
+    assert!(error.contains("nothing was imported"), "{error}");
+    let sessions = stdout(&agentry(&dir, &["memory", "list"]));
+    assert!(!sessions.contains("bad "), "{sessions}");
+
+    // Forget one record, then everything, and the text is gone from the file.
+    let forgot = stdout(&agentry(
+        &dir,
+        &["memory", "forget", "home", "--id", &bike_id],
+    ));
+    assert_eq!(forgot.trim(), "forgot 1 record");
+    let found = stdout(&agentry(
+        &dir,
+        &["memory", "search", "home", "where is my bicycle?"],
+    ));
+    assert!(!found.contains("garage"), "{found}");
+    let forgot = stdout(&agentry(
+        &dir,
+        &["memory", "forget", "--before", "2100-01-01", "--vacuum"],
+    ));
+    assert_eq!(forgot.trim(), "forgot 7 records");
+    assert_eq!(
+        stdout(&agentry(&dir, &["memory", "list"])).trim(),
+        "no sessions"
+    );
+    let mut raw = std::fs::read(dir.0.join("memory.db")).unwrap();
+    raw.extend(std::fs::read(dir.0.join("memory.db-wal")).unwrap_or_default());
+    for gone in ["garage", "carbonara"] {
+        assert!(
+            !raw.windows(gone.len()).any(|w| w == gone.as_bytes()),
+            "{gone} is still in the file"
+        );
+    }
+
+    let unclear = agentry(&dir, &["memory", "forget"]);
+    assert!(!unclear.status.success());
+    assert!(String::from_utf8_lossy(&unclear.stderr).contains("say what to forget"));
+}

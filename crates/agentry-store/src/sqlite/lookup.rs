@@ -1,0 +1,196 @@
+//! What the SQLite store reads for recall: each session's index rows
+//! (sketches from the covering index; vectors only for small sessions),
+//! topped up since the last look, and the exact re-scoring of a large
+//! session's candidates from the vectors in the file.
+
+use std::collections::HashMap;
+
+use agentry_core::embed::dot;
+use agentry_core::memory::{MemoryError, RecallOpts};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::index::{self, SessionIndex, rank, sketch, sketch_words};
+use super::{Indexes, decode_embedding, failed, unit, unusable};
+
+/// Each stored embedding's length in values: two bytes (half precision) a value.
+pub(super) fn session_dimensions(
+    conn: &Connection,
+    session: &str,
+) -> Result<Option<usize>, MemoryError> {
+    conn.prepare_cached(
+        "SELECT length(embedding) FROM memory WHERE session = ?1 AND length(embedding) > 0 LIMIT 1",
+    )
+    .map_err(failed)?
+    .query_row([session], |row| row.get::<_, i64>(0))
+    .optional()
+    .map_err(failed)
+    .map(|bytes| bytes.map(|b| b as usize / 2))
+}
+
+/// The index of `session`, topped up with every record added since the last
+/// look (by this or any process); every index is dropped first when any
+/// connection deleted records since. `None` for a session with no records.
+pub(super) fn refresh<'i>(
+    conn: &Connection,
+    indexes: &'i mut Indexes,
+    session: &str,
+) -> Result<Option<&'i SessionIndex>, MemoryError> {
+    let forgotten: i64 = conn
+        .prepare_cached("SELECT count FROM memory_forgotten WHERE id = 1")
+        .map_err(failed)?
+        .query_row([], |row| row.get(0))
+        .optional()
+        .map_err(failed)?
+        .unwrap_or(0);
+    if forgotten != indexes.forgotten {
+        indexes.sessions.clear();
+        indexes.forgotten = forgotten;
+    }
+    // One snapshot: the sketches and the vectors read agree.
+    let tx = conn.unchecked_transaction().map_err(failed)?;
+    let index = indexes.sessions.entry(session.to_owned()).or_default();
+    let first_look = index.len() == 0 && index.last_id == 0;
+    if first_look {
+        *index = SessionIndex::new();
+    }
+    let with_vectors = index.wants_vectors() && !first_look;
+    let rows = new_rows(&tx, session, index.last_id, with_vectors)?;
+    // A first look reads sketches only; vectors follow for a small session.
+    let vectors: HashMap<i64, Vec<f32>> = if first_look && rows.len() <= index::EXACT_LIMIT {
+        vectors_up_to(&tx, session, rows.last().map_or(0, |r| r.0))?
+    } else {
+        HashMap::new()
+    };
+    if first_look && rows.len() > index::EXACT_LIMIT {
+        index.drop_vectors();
+    }
+    for (id, words, vector) in rows {
+        let vector = vector.or_else(|| vectors.get(&id).cloned());
+        let Some(words) = words else {
+            tracing::warn!(id, "a memory record's embedding is not searchable");
+            index.last_id = index.last_id.max(id);
+            continue;
+        };
+        if !index.push(id, &words, vector.as_deref()) {
+            tracing::warn!(
+                id,
+                "a memory record's embedding has another length; it is not searchable"
+            );
+            index.last_id = index.last_id.max(id);
+        }
+    }
+    tx.finish().map_err(failed)?;
+    if index.len() == 0 {
+        indexes.sessions.remove(session);
+        return Ok(None);
+    }
+    Ok(indexes.sessions.get(session))
+}
+
+/// A row as the index reads it: id, sketch words (`None`: unsearchable),
+/// and the unit vector when asked for.
+type IndexRow = (i64, Option<Vec<u64>>, Option<Vec<f32>>);
+
+/// `session`'s rows after `after`, in id order: from the covering index
+/// alone unless `with_vectors`. A row without a sketch (written by an
+/// older version) has it computed from its embedding.
+fn new_rows(
+    conn: &Connection,
+    session: &str,
+    after: i64,
+    with_vectors: bool,
+) -> Result<Vec<IndexRow>, MemoryError> {
+    let sql = if with_vectors {
+        "SELECT id, sketch, embedding FROM memory WHERE session = ?1 AND id > ?2 ORDER BY id"
+    } else {
+        "SELECT id, sketch, NULL FROM memory WHERE session = ?1 AND id > ?2 ORDER BY id"
+    };
+    let mut select = conn.prepare_cached(sql).map_err(failed)?;
+    let mut rows = select.query(params![session, after]).map_err(failed)?;
+    let mut found = Vec::new();
+    while let Some(row) = rows.next().map_err(failed)? {
+        let id: i64 = row.get(0).map_err(failed)?;
+        let stored: Option<Vec<u8>> = row.get(1).map_err(failed)?;
+        let blob: Option<Vec<u8>> = row.get(2).map_err(failed)?;
+        let vector = blob.map(|b| unit(decode_embedding(&b)));
+        let words = match (stored, &vector) {
+            (Some(bytes), _) => sketch_words(&bytes),
+            (None, Some(vector)) => unusable(vector).is_none().then(|| sketch(vector)),
+            (None, None) => vector_of(conn, id)?
+                .filter(|v| unusable(v).is_none())
+                .map(|v| sketch(&v)),
+        };
+        let vector = vector.filter(|v| unusable(v).is_none());
+        found.push((id, words, vector));
+    }
+    Ok(found)
+}
+
+/// The unit vectors of `session`'s records up to id `last`.
+fn vectors_up_to(
+    conn: &Connection,
+    session: &str,
+    last: i64,
+) -> Result<HashMap<i64, Vec<f32>>, MemoryError> {
+    let mut select = conn
+        .prepare_cached(
+            "SELECT id, embedding FROM memory WHERE session = ?1 AND id <= ?2 ORDER BY id",
+        )
+        .map_err(failed)?;
+    let rows = select
+        .query_map(params![session, last], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, Vec<u8>>(1)?))
+        })
+        .map_err(failed)?;
+    let mut vectors = HashMap::new();
+    for row in rows {
+        let (id, blob) = row.map_err(failed)?;
+        vectors.insert(id, unit(decode_embedding(&blob)));
+    }
+    Ok(vectors)
+}
+
+/// One record's unit vector, read from its row.
+fn vector_of(conn: &Connection, id: i64) -> Result<Option<Vec<f32>>, MemoryError> {
+    conn.prepare_cached("SELECT embedding FROM memory WHERE id = ?1")
+        .map_err(failed)?
+        .query_row([id], |row| row.get::<_, Vec<u8>>(0))
+        .optional()
+        .map_err(failed)
+        .map(|blob| blob.map(|b| unit(decode_embedding(&b))))
+}
+
+/// Score `candidates` exactly against `query` with the vectors in the file;
+/// the best `opts.limit` at or above `opts.min_score`, best first.
+pub(super) fn rescore(
+    conn: &Connection,
+    session: &str,
+    candidates: &[i64],
+    query: &[f32],
+    opts: RecallOpts,
+) -> Result<Vec<(f32, i64)>, MemoryError> {
+    let mut select = conn
+        .prepare_cached("SELECT embedding FROM memory WHERE id = ?1 AND session = ?2")
+        .map_err(failed)?;
+    let mut scored = Vec::with_capacity(candidates.len());
+    for id in candidates {
+        let Some(blob) = select
+            .query_row(params![id, session], |row| row.get::<_, Vec<u8>>(0))
+            .optional()
+            .map_err(failed)?
+        else {
+            continue; // deleted since the index was loaded
+        };
+        let vector = unit(decode_embedding(&blob));
+        if vector.len() != query.len() || unusable(&vector).is_some() {
+            continue;
+        }
+        let score = dot(&vector, query);
+        if score >= opts.min_score {
+            scored.push((score, *id));
+        }
+    }
+    rank(&mut scored);
+    scored.truncate(opts.limit);
+    Ok(scored)
+}

@@ -1,0 +1,103 @@
+//! The SQLite store's tables, the connection settings, and bringing a file
+//! written by an earlier version up to date (sketches for its records).
+
+use rusqlite::{Connection, params};
+
+use super::index::{sketch, sketch_bytes};
+use super::{decode_embedding, failed, unit, unusable};
+use agentry_core::memory::MemoryError;
+
+/// `AUTOINCREMENT`: a deleted row's id is never given to a new row, so the
+/// incremental index never misses one. (Files made before it keep plain
+/// ids; lookups check the session, so a reused id cannot leak either.)
+/// `memory_sketch` covers what the recall index loads (session, id,
+/// sketch), so opening a store never reads the rows themselves.
+/// `memory_forgotten` counts deletions, so every connection drops the
+/// sketches of deleted records on its next look.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS memory (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    session   TEXT    NOT NULL,
+    role      TEXT    NOT NULL,
+    source    TEXT    NOT NULL,
+    text      TEXT    NOT NULL,
+    metadata  TEXT    NOT NULL,
+    timestamp INTEGER NOT NULL,
+    embedding BLOB    NOT NULL,
+    sketch    BLOB
+);
+CREATE INDEX IF NOT EXISTS memory_session_time ON memory (session, timestamp, id);
+CREATE TABLE IF NOT EXISTS memory_forgotten (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    count INTEGER NOT NULL
+);
+";
+
+/// Made after the sketches of an older file are filled in.
+const SKETCH_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS memory_sketch ON memory (session, id, sketch)";
+
+/// Rows given sketches per transaction when an older file is brought up to date.
+const MIGRATION_BATCH: i64 = 10_000;
+
+/// A connection in WAL mode with the schema in place. Deleted records are
+/// overwritten with zeros in the file (`secure_delete`), not only unlinked.
+pub fn configured(conn: Connection) -> Result<Connection, MemoryError> {
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(failed)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(failed)?;
+    conn.pragma_update(None, "secure_delete", "ON")
+        .map_err(failed)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(failed)?;
+    conn.execute_batch(SCHEMA).map_err(failed)?;
+    add_sketches(&conn)?;
+    conn.execute_batch(SKETCH_INDEX).map_err(failed)?;
+    Ok(conn)
+}
+
+/// Give every record without a sketch one: files written before sketches
+/// existed (the column is added), and rows written by an older version
+/// since. Unsearchable embeddings get an empty sketch and are skipped by
+/// the index.
+fn add_sketches(conn: &Connection) -> Result<(), MemoryError> {
+    let has_column = conn
+        .prepare("SELECT 1 FROM pragma_table_info('memory') WHERE name = 'sketch'")
+        .and_then(|mut s| s.exists([]))
+        .map_err(failed)?;
+    if !has_column {
+        conn.execute_batch("ALTER TABLE memory ADD COLUMN sketch BLOB")
+            .map_err(failed)?;
+    }
+    loop {
+        let tx = conn.unchecked_transaction().map_err(failed)?;
+        let rows: Vec<(i64, Vec<u8>)> = {
+            let mut select = tx
+                .prepare_cached("SELECT id, embedding FROM memory WHERE sketch IS NULL LIMIT ?1")
+                .map_err(failed)?;
+            select
+                .query_map([MIGRATION_BATCH], |row| Ok((row.get(0)?, row.get(1)?)))
+                .map_err(failed)?
+                .collect::<Result<_, _>>()
+                .map_err(failed)?
+        };
+        if rows.is_empty() {
+            return Ok(());
+        }
+        {
+            let mut update = tx
+                .prepare_cached("UPDATE memory SET sketch = ?2 WHERE id = ?1")
+                .map_err(failed)?;
+            for (id, blob) in &rows {
+                let vector = unit(decode_embedding(blob));
+                let bytes = match unusable(&vector) {
+                    Some(_) => Vec::new(),
+                    None => sketch_bytes(&sketch(&vector)),
+                };
+                update.execute(params![id, bytes]).map_err(failed)?;
+            }
+        }
+        tx.commit().map_err(failed)?;
+    }
+}
