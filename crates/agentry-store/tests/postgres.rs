@@ -1,5 +1,6 @@
 //! The PostgreSQL + pgvector store against a real server: the shared
-//! behaviour suite, many processes setting up and writing at once, wrong
+//! behaviour and management suites, forgotten text gone from the table
+//! file after `VACUUM FULL`, many processes setting up and writing at once, wrong
 //! vector sizes, the database going away during a chat turn and coming
 //! back, and pgvector running on this CPU.
 //!
@@ -222,4 +223,60 @@ async fn pgvector_runs_every_code_path_we_use_on_this_cpu() {
         .await
         .unwrap();
     assert_eq!(started, now, "the server restarted: a backend crashed");
+}
+
+/// The bytes of `table`'s heap file, after a checkpoint wrote them out.
+async fn heap_bytes(store: &PgStore) -> Vec<u8> {
+    use sqlx::Row;
+    sqlx::query("CHECKPOINT")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let row = sqlx::query(
+        "SELECT current_setting('data_directory') AS dir, pg_relation_filepath($1::regclass) AS file",
+    )
+    .bind(store.table())
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    let dir: String = row.get("dir");
+    let file: String = row.get("file");
+    std::fs::read(PathBuf::from(dir).join(file)).unwrap()
+}
+
+fn holds(bytes: &[u8], text: &str) -> bool {
+    bytes.windows(text.len()).any(|w| w == text.as_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forgotten_text_is_gone_from_the_table_file_after_vacuum() {
+    use agentry::memory::Forget;
+    let Some(url) = url() else { return };
+    // Seven dimensions: a table no other test writes to.
+    let store = PgStore::connect(&url, 7).await.unwrap();
+    let session = unique("pg-forget");
+    let secret = format!("PG-SECRET-{}", unique("x"));
+    let mut records = vec![
+        MemoryRecord::new(&session, "user", &secret, vec![1.0; 7]),
+        MemoryRecord::new(&session, "user", "PG-KEEP-THIS", vec![0.5; 7]),
+    ];
+    records[1].timestamp += 1;
+    store.add_many(&records).await.unwrap();
+    let id = store.list(&session, Default::default()).await.unwrap()[0].id;
+    let one = Forget::Record {
+        session: session.clone(),
+        id,
+    };
+    assert_eq!(store.forget(&one).await.unwrap(), 1);
+    // A delete alone leaves the row's bytes in the file...
+    assert!(holds(&heap_bytes(&store).await, &secret));
+    // ...VACUUM FULL rewrites the table without them.
+    store.vacuum().await.unwrap();
+    let heap = heap_bytes(&store).await;
+    assert!(
+        !holds(&heap, &secret),
+        "the forgotten text is still in the table file"
+    );
+    assert!(holds(&heap, "PG-KEEP-THIS"));
+    store.forget(&Forget::Session(session)).await.unwrap();
 }
