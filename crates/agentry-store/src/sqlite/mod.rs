@@ -103,10 +103,15 @@ pub fn encode_embedding(vector: &[f32]) -> Vec<u8> {
 
 /// The vector in half-precision little-endian `bytes`.
 pub fn decode_embedding(bytes: &[u8]) -> Vec<f32> {
-    bytes
+    use half::slice::HalfFloatSliceExt;
+    let halves: Vec<half::f16> = bytes
         .chunks_exact(2)
-        .map(|pair| half::f16::from_le_bytes([pair[0], pair[1]]).to_f32())
-        .collect()
+        .map(|pair| half::f16::from_le_bytes([pair[0], pair[1]]))
+        .collect();
+    // Eight at a time with the CPU's conversion instructions where it has them.
+    let mut values = vec![0.0f32; halves.len()];
+    halves.convert_to_f32_slice(&mut values);
+    values
 }
 
 fn unit(mut vector: Vec<f32>) -> Vec<f32> {
@@ -171,7 +176,7 @@ impl SqliteStore {
     }
 
     /// How many records of a large session (over 16,384) are re-scored
-    /// exactly per recall, nearest by sketch first (default 1,000). More
+    /// exactly per recall, best by sketch first (default 200). More
     /// finds more of the exact top results at the cost of reading more
     /// vectors; `BENCHMARKS.md` has the trade-off measured on real text.
     pub fn set_rescore_candidates(&self, candidates: usize) {
