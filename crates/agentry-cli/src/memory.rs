@@ -174,6 +174,8 @@ pub async fn run(command: MemoryCommand) -> Result<ExitCode, String> {
             min_score,
             place,
         } => {
+            // A missing file is an error here, not a new empty store.
+            drop(place.open().await?);
             let loaded = place.loaded()?;
             let memory = place.memory.open(&loaded).await?;
             let hits = memory
@@ -257,6 +259,9 @@ pub async fn run(command: MemoryCommand) -> Result<ExitCode, String> {
             }
             .map_err(|e| e.to_string())?;
             if written == 0 {
+                if let Some(path) = &out {
+                    let _ = std::fs::remove_file(path);
+                }
                 return Err(format!("session {session:?} holds no records"));
             }
             if let Some(path) = out {

@@ -160,6 +160,18 @@ fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
         );
     }
 
+    let missing = Command::new(AGENTRY)
+        .args(["memory", "search", "home", "bike", "--memory"])
+        .arg(dir.0.join("nothing-here.db"))
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no memory store here"));
+    assert!(
+        !dir.0.join("nothing-here.db").exists(),
+        "a search makes no file"
+    );
+
     let unclear = agentry(&dir, &["memory", "forget"]);
     assert!(!unclear.status.success());
     assert!(String::from_utf8_lossy(&unclear.stderr).contains("say what to forget"));
