@@ -291,20 +291,7 @@ impl MemoryArgs {
 
     /// The store (the flag over the file's `memory.store`) and the file's embedder.
     pub async fn open(&self, loaded: &Loaded) -> Result<Memory, String> {
-        let section = &loaded.file.memory;
-        let embedder: Arc<dyn Embedder> = match section.embedder.unwrap_or_default() {
-            EmbedderKind::Minilm => Arc::new(minilm().await?),
-            EmbedderKind::Openai => Arc::new(
-                agentry::providers::OpenAiEmbedder::from_env(
-                    section
-                        .embedding_model
-                        .as_deref()
-                        .unwrap_or("text-embedding-3-small"),
-                    section.embedding_dimensions.unwrap_or(1536),
-                )
-                .map_err(|e| format!("memory.embedder: {e}"))?,
-            ),
-        };
+        let embedder = Self::embedder(loaded).await?;
         let location = self.location(loaded);
         let store: Arc<dyn MemoryStore> = if is_postgres(&location) {
             Arc::new(
@@ -319,6 +306,24 @@ impl MemoryArgs {
             )
         };
         Ok(Memory::new(store, embedder))
+    }
+
+    /// The file's embedder (`memory.embedder`), loaded.
+    pub async fn embedder(loaded: &Loaded) -> Result<Arc<dyn Embedder>, String> {
+        let section = &loaded.file.memory;
+        Ok(match section.embedder.unwrap_or_default() {
+            EmbedderKind::Minilm => Arc::new(minilm().await?),
+            EmbedderKind::Openai => Arc::new(
+                agentry::providers::OpenAiEmbedder::from_env(
+                    section
+                        .embedding_model
+                        .as_deref()
+                        .unwrap_or("text-embedding-3-small"),
+                    section.embedding_dimensions.unwrap_or(1536),
+                )
+                .map_err(|e| format!("memory.embedder: {e}"))?,
+            ),
+        })
     }
 }
 

@@ -5,9 +5,10 @@
 use std::io::BufReader;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use agentry::memory::{
-    Forget, ListOpts, MemoryStore, RecallOpts, StoredRecord, export_session, import_records,
+    Forget, ListOpts, Memory, MemoryStore, RecallOpts, StoredRecord, export_session, import_records,
 };
 use agentry_store::{PgStore, SqliteStore};
 use clap::Subcommand;
@@ -117,25 +118,26 @@ impl Place {
         Loaded::find(self.config.as_deref())
     }
 
-    async fn open(&self) -> Result<Store, String> {
+    /// The store. A SQLite file that does not exist is made when `create`
+    /// (an import), and an error otherwise (nothing remembered there yet).
+    async fn open(&self, create: bool) -> Result<Store, String> {
         let loaded = self.loaded()?;
         let location = self.memory.location(&loaded);
         if crate::definition::is_postgres(&location) {
             let dimensions = MemoryArgs::dimensions(&loaded);
-            PgStore::connect(&location, dimensions)
+            return PgStore::connect(&location, dimensions)
                 .await
                 .map(Store::Postgres)
-                .map_err(|e| e.to_string())
-        } else {
-            if !std::path::Path::new(&location).exists() {
-                return Err(format!(
-                    "{location}: no memory store here (nothing remembered yet?)"
-                ));
-            }
-            SqliteStore::open(&location)
-                .map(Store::Sqlite)
-                .map_err(|e| format!("{location}: {e}"))
+                .map_err(|e| e.to_string());
         }
+        if !create && !std::path::Path::new(&location).exists() {
+            return Err(format!(
+                "{location}: no memory store here (nothing remembered yet?)"
+            ));
+        }
+        SqliteStore::open(&location)
+            .map(Store::Sqlite)
+            .map_err(|e| format!("{location}: {e}"))
     }
 }
 
@@ -148,7 +150,7 @@ pub async fn run(command: MemoryCommand) -> Result<ExitCode, String> {
             limit,
             place,
         } => {
-            let store = place.open().await?;
+            let store = place.open(false).await?;
             match session {
                 None => list_sessions(store.dyn_store()).await,
                 Some(session) => {
@@ -174,10 +176,11 @@ pub async fn run(command: MemoryCommand) -> Result<ExitCode, String> {
             min_score,
             place,
         } => {
-            // A missing file is an error here, not a new empty store.
-            drop(place.open().await?);
-            let loaded = place.loaded()?;
-            let memory = place.memory.open(&loaded).await?;
+            let store: Arc<dyn MemoryStore> = match place.open(false).await? {
+                Store::Sqlite(store) => Arc::new(store),
+                Store::Postgres(store) => Arc::new(store),
+            };
+            let memory = Memory::new(store, MemoryArgs::embedder(&place.loaded()?).await?);
             let hits = memory
                 .recall(&session, &query, RecallOpts { limit, min_score })
                 .await
@@ -217,7 +220,7 @@ pub async fn run(command: MemoryCommand) -> Result<ExitCode, String> {
                     );
                 }
             };
-            let store = place.open().await?;
+            let store = place.open(false).await?;
             let deleted = store
                 .dyn_store()
                 .forget(&what)
@@ -244,7 +247,7 @@ pub async fn run(command: MemoryCommand) -> Result<ExitCode, String> {
             out,
             place,
         } => {
-            let store = place.open().await?;
+            let store = place.open(false).await?;
             let written = match &out {
                 Some(path) => {
                     let file = std::fs::File::create(path)
@@ -270,7 +273,7 @@ pub async fn run(command: MemoryCommand) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         MemoryCommand::Import { file, into, place } => {
-            let store = place.open_or_create().await?;
+            let store = place.open(true).await?;
             let imported = if file.as_os_str() == "-" {
                 import_records(store.dyn_store(), std::io::stdin().lock(), into.as_deref()).await
             } else {
@@ -282,20 +285,6 @@ pub async fn run(command: MemoryCommand) -> Result<ExitCode, String> {
             println!("imported {imported} records");
             Ok(ExitCode::SUCCESS)
         }
-    }
-}
-
-impl Place {
-    /// Like [`open`](Self::open), but a SQLite file that does not exist yet is made.
-    async fn open_or_create(&self) -> Result<Store, String> {
-        let loaded = self.loaded()?;
-        let location = self.memory.location(&loaded);
-        if crate::definition::is_postgres(&location) {
-            return self.open().await;
-        }
-        SqliteStore::open(&location)
-            .map(Store::Sqlite)
-            .map_err(|e| format!("{location}: {e}"))
     }
 }
 

@@ -6,7 +6,7 @@
 use agentry_core::memory::{Forget, ListOpts, MemoryError, SessionSummary, StoredRecord};
 use rusqlite::{ToSql, params};
 
-use super::{SqliteStore, failed, lock, read_record};
+use super::{SqliteStore, failed, read_record};
 
 impl SqliteStore {
     /// Every session with its record count and oldest and newest
@@ -94,8 +94,9 @@ impl SqliteStore {
             .map_err(failed)?;
         }
         tx.commit().map_err(failed)?;
+        // Every connection, this one included, reloads its indexes on its
+        // next look: `memory_forgotten` changed.
         if deleted > 0 {
-            lock(&self.inner.indexes).sessions.clear();
             checkpoint(&db.conn)?;
         }
         Ok(deleted as u64)
