@@ -67,7 +67,9 @@ pub struct NetGrant {
 }
 
 impl NetGrant {
-    /// Read a grant written `[scheme://]host[:port]` (see the [module docs](self)).
+    /// Read a grant written `[scheme://]host[:port]`: `api.example.com` (https, port 443),
+    /// `http://host:8080`, `https://*.example.com` (every subdomain), `http://127.0.0.1:*`
+    /// (any port) or `*` (every public host over https).
     pub fn parse(grant: &str) -> Result<Self, NetGrantError> {
         let fail = |reason| NetGrantError {
             grant: grant.to_owned(),
