@@ -176,3 +176,101 @@ fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
     assert!(!unclear.status.success());
     assert!(String::from_utf8_lossy(&unclear.stderr).contains("say what to forget"));
 }
+
+/// `agentry memory` with `--memory postgres://…`.
+fn agentry_pg(url: &str, args: &[&str]) -> Output {
+    Command::new(AGENTRY)
+        .args(args)
+        .args(["--memory", url])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_same_commands_work_on_postgresql() {
+    if !models_present(false) {
+        return;
+    }
+    let Some(url) = common::postgres_url() else {
+        return;
+    };
+    let dir = Dir::new("memory-cli-pg");
+    // Records with real MiniLM vectors, made by the SQLite path's chat.
+    let mut chat = Command::new(AGENTRY)
+        .args([
+            "chat",
+            "--provider",
+            "offline",
+            "--session",
+            "home",
+            "--memory",
+        ])
+        .arg(dir.0.join("memory.db"))
+        .env("AGENTRY_CHAT_HISTORY", dir.0.join("history"))
+        .current_dir(&dir.0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    chat.stdin
+        .take()
+        .unwrap()
+        .write_all(b"The spare key is under the blue flowerpot\n/exit\n")
+        .unwrap();
+    assert!(chat.wait_with_output().unwrap().status.success());
+    let export = dir.0.join("home.jsonl");
+    stdout(&agentry(
+        &dir,
+        &[
+            "memory",
+            "export",
+            "home",
+            "--out",
+            export.to_str().unwrap(),
+        ],
+    ));
+
+    let session = format!("cli-pg-{}", std::process::id());
+    let imported = stdout(&agentry_pg(
+        &url,
+        &[
+            "memory",
+            "import",
+            export.to_str().unwrap(),
+            "--into",
+            &session,
+        ],
+    ));
+    assert_eq!(imported.trim(), "imported 2 records");
+    let sessions = stdout(&agentry_pg(&url, &["memory", "list"]));
+    let row = sessions
+        .lines()
+        .find(|l| l.starts_with(&session))
+        .expect(&sessions);
+    assert_eq!(row.split_whitespace().nth(1), Some("2"), "{sessions}");
+    let found = stdout(&agentry_pg(
+        &url,
+        &["memory", "search", &session, "where is the key?"],
+    ));
+    assert!(
+        found.lines().next().unwrap().contains("blue flowerpot"),
+        "{found}"
+    );
+    let records = stdout(&agentry_pg(&url, &["memory", "list", &session]));
+    let id = records
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let forgot = stdout(&agentry_pg(
+        &url,
+        &["memory", "forget", &session, "--id", &id, "--vacuum"],
+    ));
+    assert_eq!(forgot.trim(), "forgot 1 record");
+    let forgot = stdout(&agentry_pg(&url, &["memory", "forget", &session]));
+    assert_eq!(forgot.trim(), "forgot 1 record");
+}
