@@ -22,12 +22,21 @@ pub const EXACT_LIMIT: usize = 16_384;
 
 /// For each record re-scored exactly, how many are first taken by Hamming
 /// distance and ranked by the query against their sketches.
-pub const COARSE_FACTOR: usize = 10;
+pub const COARSE_FACTOR: usize = 40;
 
-/// How many of a large session's records, nearest by sketch, are re-scored
-/// exactly by default. Chosen by measurement on real embeddings
+/// The least number of a large session's records, best by sketch, that are
+/// re-scored exactly by default (one in [`RECORDS_PER_CANDIDATE`] when that is more). Chosen by measurement on real embeddings
 /// (`BENCHMARKS.md`); [`SqliteStore::set_rescore_candidates`](crate::SqliteStore::set_rescore_candidates) changes it.
 pub const CANDIDATES: usize = 200;
+
+/// Past 400,000 records the default re-scores one record in this many
+/// (500 at 1M), so recall@5 holds as the session grows.
+pub const RECORDS_PER_CANDIDATE: usize = 2_000;
+
+/// How many records of a session of `len` are re-scored by default.
+pub fn default_candidates(len: usize) -> usize {
+    CANDIDATES.max(len / RECORDS_PER_CANDIDATE)
+}
 
 /// The sign sketch of `vector`, as `u64` words (bit `i % 64` of word `i / 64`).
 pub fn sketch(vector: &[f32]) -> Vec<u64> {

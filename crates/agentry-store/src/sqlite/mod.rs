@@ -40,7 +40,8 @@ pub struct SqliteStore {
 struct Inner {
     db: Mutex<Db>,
     indexes: Mutex<Indexes>,
-    /// Records of a large session re-scored exactly per recall.
+    /// Records of a large session re-scored exactly per recall (0: the
+    /// default for the session's size).
     candidates: AtomicUsize,
     /// One operation at a time goes to a blocking thread, in the order they
     /// came (a fair queue): many concurrent callers neither pile threads up
@@ -147,7 +148,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 db: Mutex::new(Db { conn, file }),
                 indexes: Mutex::new(Indexes::default()),
-                candidates: AtomicUsize::new(index::CANDIDATES),
+                candidates: AtomicUsize::new(0),
                 turn: Arc::new(tokio::sync::Semaphore::new(1)),
             }),
         }
@@ -176,13 +177,12 @@ impl SqliteStore {
     }
 
     /// How many records of a large session (over 16,384) are re-scored
-    /// exactly per recall, best by sketch first (default 200). More
-    /// finds more of the exact top results at the cost of reading more
-    /// vectors; `BENCHMARKS.md` has the trade-off measured on real text.
+    /// exactly per recall, best by sketch first. The default is 200, or one
+    /// record in 2,000 past 400,000 (500 at 1M). More finds more of the
+    /// exact top results at the cost of reading more vectors; 0 goes back
+    /// to the default. `BENCHMARKS.md` has the trade-off measured on real text.
     pub fn set_rescore_candidates(&self, candidates: usize) {
-        self.inner
-            .candidates
-            .store(candidates.max(1), Ordering::Relaxed);
+        self.inner.candidates.store(candidates, Ordering::Relaxed);
     }
 
     /// Cap the database file at about `bytes` (a quota; also how a full disk
@@ -299,7 +299,10 @@ impl SqliteStore {
             let Some(index) = refresh(conn, &mut indexes, session)? else {
                 return Ok(Vec::new());
             };
-            let candidates = self.inner.candidates.load(Ordering::Relaxed);
+            let candidates = match self.inner.candidates.load(Ordering::Relaxed) {
+                0 => index::default_candidates(index.len()),
+                chosen => chosen,
+            };
             index.search(&query, opts.limit, opts.min_score, candidates)
         };
         let ranked = match found {
