@@ -95,6 +95,8 @@ impl PgStore {
     /// records: `VACUUM FULL`, which locks the table while it runs. Plain
     /// deletes leave the rows' bytes in PostgreSQL's files until the space is
     /// reused; its write-ahead log and any backups keep them until recycled.
+    /// A row that a still-open transaction could see survives the rewrite;
+    /// the next vacuum after that transaction ends removes it.
     pub async fn vacuum(&self) -> Result<(), MemoryError> {
         sqlx::query(AssertSqlSafe(format!("VACUUM FULL {}", self.table)))
             .execute(&self.pool)
