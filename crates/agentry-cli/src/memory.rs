@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use agentry::memory::{
-    Forget, ListOpts, Memory, MemoryStore, RecallOpts, StoredRecord, export_session, import_records,
+    Forget, ListOpts, Memory, MemoryRecord, MemoryStore, RecallOpts, export_session, import_records,
 };
 use agentry_store::{PgStore, SqliteStore};
 use clap::Subcommand;
@@ -163,7 +163,10 @@ pub async fn run(command: MemoryCommand) -> Result<ExitCode, String> {
                         return Err(format!("session {session:?} holds no records"));
                     }
                     for stored in &records {
-                        println!("{}", record_line(stored));
+                        println!(
+                            "{}",
+                            record_line(&format!("{:>6}", stored.id), &stored.record)
+                        );
                     }
                     Ok(ExitCode::SUCCESS)
                 }
@@ -189,13 +192,7 @@ pub async fn run(command: MemoryCommand) -> Result<ExitCode, String> {
                 println!("nothing in {session:?} scores {min_score} or more");
             }
             for hit in hits {
-                println!(
-                    "{:.3}  {}  {:<9}  {}",
-                    hit.score,
-                    when(hit.record.timestamp),
-                    hit.record.role,
-                    one_line(&hit.record.text)
-                );
+                println!("{}", record_line(&format!("{:.3}", hit.score), &hit.record));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -316,13 +313,13 @@ async fn list_sessions(store: &dyn MemoryStore) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn record_line(stored: &StoredRecord) -> String {
+/// One record on one line after `lead` (its id, or its score): time, role, text.
+fn record_line(lead: &str, record: &MemoryRecord) -> String {
     format!(
-        "{:>6}  {}  {:<9}  {}",
-        stored.id,
-        when(stored.record.timestamp),
-        stored.record.role,
-        one_line(&stored.record.text)
+        "{lead}  {}  {:<9}  {}",
+        when(record.timestamp),
+        record.role,
+        one_line(&record.text)
     )
 }
 

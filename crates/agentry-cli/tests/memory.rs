@@ -28,12 +28,9 @@ fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }
 
-#[test]
-fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
-    if !models_present(false) {
-        return;
-    }
-    let dir = Dir::new("memory-cli");
+/// Type `input` into `agentry chat` (offline model) in session `home` of
+/// the directory's SQLite store, and wait for it to leave.
+fn chat_home(dir: &Dir, input: &[u8]) {
     let mut chat = Command::new(AGENTRY)
         .args([
             "chat",
@@ -47,20 +44,28 @@ fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
         .env("AGENTRY_CHAT_HISTORY", dir.0.join("history"))
         .current_dir(&dir.0)
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    chat.stdin
-        .take()
-        .unwrap()
-        .write_all(b"I keep my bike in the garage\nMy favourite pasta is carbonara\n/exit\n")
-        .unwrap();
+    chat.stdin.take().unwrap().write_all(input).unwrap();
     let done = chat.wait_with_output().unwrap();
     assert!(
         done.status.success(),
         "{}",
         String::from_utf8_lossy(&done.stderr)
+    );
+}
+
+#[test]
+fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
+    if !models_present(false) {
+        return;
+    }
+    let dir = Dir::new("memory-cli");
+    chat_home(
+        &dir,
+        b"I keep my bike in the garage\nMy favourite pasta is carbonara\n/exit\n",
     );
 
     let sessions = stdout(&agentry(&dir, &["memory", "list"]));
@@ -196,29 +201,7 @@ fn the_same_commands_work_on_postgresql() {
     };
     let dir = Dir::new("memory-cli-pg");
     // Records with real MiniLM vectors, made by the SQLite path's chat.
-    let mut chat = Command::new(AGENTRY)
-        .args([
-            "chat",
-            "--provider",
-            "offline",
-            "--session",
-            "home",
-            "--memory",
-        ])
-        .arg(dir.0.join("memory.db"))
-        .env("AGENTRY_CHAT_HISTORY", dir.0.join("history"))
-        .current_dir(&dir.0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    chat.stdin
-        .take()
-        .unwrap()
-        .write_all(b"The spare key is under the blue flowerpot\n/exit\n")
-        .unwrap();
-    assert!(chat.wait_with_output().unwrap().status.success());
+    chat_home(&dir, b"The spare key is under the blue flowerpot\n/exit\n");
     let export = dir.0.join("home.jsonl");
     stdout(&agentry(
         &dir,

@@ -68,7 +68,6 @@ pub fn sketch_words(bytes: &[u8]) -> Option<Vec<u64>> {
 }
 
 /// One session's records as the index sees them.
-#[derive(Default)]
 pub struct SessionIndex {
     /// The highest record id loaded (rows above it are read on the next look).
     pub last_id: i64,
@@ -95,18 +94,23 @@ pub enum Found {
     Rescore(Vec<i64>),
 }
 
-impl SessionIndex {
-    /// An empty index that keeps exact vectors until the session outgrows them.
-    pub fn new() -> Self {
+/// An empty index keeps exact vectors until the session outgrows them.
+impl Default for SessionIndex {
+    fn default() -> Self {
         Self {
+            last_id: 0,
+            ids: Vec::new(),
+            words: 0,
+            sketches: Vec::new(),
             exact: Some(Exact {
                 dims: 0,
                 values: Vec::new(),
             }),
-            ..Self::default()
         }
     }
+}
 
+impl SessionIndex {
     /// How many records it holds.
     pub fn len(&self) -> usize {
         self.ids.len()
@@ -392,7 +396,7 @@ mod tests {
 
     #[test]
     fn a_small_session_is_ranked_exactly_and_a_large_one_gives_candidates_nearest_by_sketch() {
-        let mut index = SessionIndex::new();
+        let mut index = SessionIndex::default();
         let vectors = [unit(&[1.0, 0.1]), unit(&[0.9, 0.5]), unit(&[-1.0, 0.2])];
         for (id, v) in vectors.iter().enumerate() {
             assert!(index.push(id as i64 + 1, &sketch(v), Some(v)));
@@ -417,7 +421,7 @@ mod tests {
 
     #[test]
     fn the_candidates_are_the_nearest_by_hamming_distance_ties_in_insertion_order() {
-        let mut index = SessionIndex::new();
+        let mut index = SessionIndex::default();
         index.drop_vectors();
         // 64-dimension sketches at distance (id % 5) from the all-ones target.
         for id in 0..(CANDIDATES as i64 * 3) {
@@ -439,7 +443,7 @@ mod tests {
 
     #[test]
     fn a_sketch_of_another_length_is_refused() {
-        let mut index = SessionIndex::new();
+        let mut index = SessionIndex::default();
         assert!(index.push(1, &[1], Some(&[1.0, 0.0])));
         assert!(!index.push(2, &[1, 2], Some(&[1.0; 70])));
         assert!(

@@ -50,13 +50,10 @@ pub(super) fn refresh<'i>(
     let tx = conn.unchecked_transaction().map_err(failed)?;
     let index = indexes.sessions.entry(session.to_owned()).or_default();
     let first_look = index.len() == 0 && index.last_id == 0;
-    if first_look {
-        *index = SessionIndex::new();
-    }
     let with_vectors = index.wants_vectors() && !first_look;
     let rows = new_rows(&tx, session, index.last_id, with_vectors)?;
     // A first look reads sketches only; vectors follow for a small session.
-    let vectors: HashMap<i64, Vec<f32>> = if first_look && rows.len() <= index::EXACT_LIMIT {
+    let mut vectors: HashMap<i64, Vec<f32>> = if first_look && rows.len() <= index::EXACT_LIMIT {
         vectors_up_to(&tx, session, rows.last().map_or(0, |r| r.0))?
     } else {
         HashMap::new()
@@ -65,7 +62,7 @@ pub(super) fn refresh<'i>(
         index.drop_vectors();
     }
     for (id, words, vector) in rows {
-        let vector = vector.or_else(|| vectors.get(&id).cloned());
+        let vector = vector.or_else(|| vectors.remove(&id));
         let Some(words) = words else {
             tracing::warn!(id, "a memory record's embedding is not searchable");
             index.last_id = index.last_id.max(id);
