@@ -128,6 +128,8 @@ pub struct MemorySection {
     pub embedding_model: Option<String>,
     /// Its dimensions (default 1536).
     pub embedding_dimensions: Option<usize>,
+    /// `[memory.ranking]`: hybrid recall, recency and importance (all off by default).
+    pub ranking: Option<agentry::memory::Ranking>,
 }
 
 /// Which embedder turns text into vectors.
@@ -231,6 +233,25 @@ impl Loaded {
         {
             return Err(self.error_at(store.span(), "memory.store", "must not be empty"));
         }
+        if let Some(ranking) = &self.file.memory.ranking {
+            for (key, weight) in [
+                ("memory.ranking.recency_weight", ranking.recency_weight),
+                (
+                    "memory.ranking.importance_weight",
+                    ranking.importance_weight,
+                ),
+            ] {
+                if !weight.is_finite() || weight < 0.0 {
+                    return Err(self.error_at_key(key, "must be a number of 0 or more"));
+                }
+            }
+            if ranking.recency_half_life_secs <= 0 {
+                return Err(self.error_at_key(
+                    "memory.ranking.recency_half_life_secs",
+                    "must be at least 1",
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -245,7 +266,7 @@ impl Loaded {
 
     /// `path:line: key: message`, at the line that sets `key` (`section.key`).
     fn error_at_key(&self, key: &str, message: &str) -> String {
-        let (section, name) = key.split_once('.').unwrap_or(("", key));
+        let (section, name) = key.rsplit_once('.').unwrap_or(("", key));
         let mut in_section = section.is_empty();
         let mut line_number = None;
         for (index, line) in self.text.lines().enumerate() {

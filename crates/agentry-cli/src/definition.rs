@@ -305,7 +305,13 @@ impl MemoryArgs {
                     .map_err(|e| format!("{location}: {e}"))?,
             )
         };
-        Ok(Memory::new(store, embedder))
+        Ok(Memory::new(store, embedder).with_ranking(Self::ranking(loaded)))
+    }
+
+    /// How the file says recall ranks records (`[memory.ranking]`; cosine
+    /// similarity alone when it says nothing).
+    pub fn ranking(loaded: &Loaded) -> agentry::memory::Ranking {
+        loaded.file.memory.ranking.unwrap_or_default()
     }
 
     /// The file's embedder (`memory.embedder`), loaded.

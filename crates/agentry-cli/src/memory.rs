@@ -41,9 +41,13 @@ pub enum MemoryCommand {
         /// Most records.
         #[arg(long, default_value_t = 5)]
         limit: usize,
-        /// Records less similar than this are left out.
+        /// Records less similar than this are left out (except those found by their words).
         #[arg(long, default_value_t = 0.3)]
         min_score: f32,
+        /// Search the words too (hybrid recall: keyword matches fused with the
+        /// vector ranking), whatever `[memory.ranking]` says.
+        #[arg(long)]
+        keywords: bool,
         #[command(flatten)]
         place: Place,
     },
@@ -177,13 +181,18 @@ pub async fn run(command: MemoryCommand) -> Result<ExitCode, String> {
             query,
             limit,
             min_score,
+            keywords,
             place,
         } => {
             let store: Arc<dyn MemoryStore> = match place.open(false).await? {
                 Store::Sqlite(store) => Arc::new(store),
                 Store::Postgres(store) => Arc::new(store),
             };
-            let memory = Memory::new(store, MemoryArgs::embedder(&place.loaded()?).await?);
+            let loaded = place.loaded()?;
+            let mut ranking = MemoryArgs::ranking(&loaded);
+            ranking.keywords |= keywords;
+            let memory =
+                Memory::new(store, MemoryArgs::embedder(&loaded).await?).with_ranking(ranking);
             let hits = memory
                 .recall(&session, &query, RecallOpts { limit, min_score })
                 .await

@@ -82,6 +82,18 @@ fn mistakes_in_the_file_name_the_file_the_line_and_the_key() {
             "[model]\nprovider = \"offline\"\n[agent]\ndir = \"nowhere\"\n",
             vec![":4: agent.dir: ", "nowhere: No such file or directory"],
         ),
+        (
+            "[model]\nprovider = \"offline\"\n[memory.ranking]\nkeywords = true\nrecency_weight = -1\n",
+            vec![":5: memory.ranking.recency_weight: must be a number of 0 or more"],
+        ),
+        (
+            "[model]\nprovider = \"offline\"\n[memory.ranking]\nrecency_half_life_secs = 0\n",
+            vec![":4: memory.ranking.recency_half_life_secs: must be at least 1"],
+        ),
+        (
+            "[model]\nprovider = \"offline\"\n[memory.ranking]\nkeyword = true\n",
+            vec!["TOML parse error at line 4", "unknown field `keyword`"],
+        ),
     ];
     for (contents, says) in cases {
         std::fs::write(&file, contents).unwrap();

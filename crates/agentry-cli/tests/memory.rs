@@ -65,7 +65,7 @@ fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
     let dir = Dir::new("memory-cli");
     chat_home(
         &dir,
-        b"I keep my bike in the garage\nMy favourite pasta is carbonara\n/exit\n",
+        b"I keep my bike in the garage\nMy favourite pasta is carbonara\nMy locker code is 7731-QX\n/exit\n",
     );
 
     let sessions = stdout(&agentry(&dir, &["memory", "list"]));
@@ -73,7 +73,7 @@ fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
         .lines()
         .find(|l| l.starts_with("home "))
         .expect(&sessions);
-    assert_eq!(row.split_whitespace().nth(1), Some("4"), "{sessions}");
+    assert_eq!(row.split_whitespace().nth(1), Some("6"), "{sessions}");
 
     let records = stdout(&agentry(&dir, &["memory", "list", "home"]));
     let bike = records
@@ -90,6 +90,23 @@ fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
     let first = found.lines().next().unwrap();
     assert!(first.contains("I keep my bike in the garage"), "{found}");
 
+    // Hybrid recall finds the record by a word, as `[memory.ranking]
+    // keywords = true` would, and says which ranking each score is.
+    let found = stdout(&agentry(
+        &dir,
+        &["memory", "search", "home", "QX", "--keywords"],
+    ));
+    let first = found.lines().next().unwrap();
+    assert!(first.contains("My locker code is 7731-QX"), "{found}");
+    std::fs::write(
+        dir.0.join("agentry.toml"),
+        "[memory.ranking]\nkeywords = true\n",
+    )
+    .unwrap();
+    let from_file = stdout(&agentry(&dir, &["memory", "search", "home", "QX"]));
+    assert_eq!(from_file, found, "the file's [memory.ranking] is used");
+    std::fs::remove_file(dir.0.join("agentry.toml")).unwrap();
+
     let export = dir.0.join("home.jsonl");
     let exported = agentry(
         &dir,
@@ -102,7 +119,7 @@ fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
         ],
     );
     stdout(&exported);
-    assert_eq!(std::fs::read_to_string(&export).unwrap().lines().count(), 4);
+    assert_eq!(std::fs::read_to_string(&export).unwrap().lines().count(), 6);
     let imported = stdout(&agentry(
         &dir,
         &[
@@ -113,7 +130,7 @@ fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
             "copy",
         ],
     ));
-    assert_eq!(imported.trim(), "imported 4 records");
+    assert_eq!(imported.trim(), "imported 6 records");
     let found = stdout(&agentry(&dir, &["memory", "search", "copy", "pasta"]));
     assert!(
         found.lines().next().unwrap().contains("carbonara"),
@@ -131,7 +148,7 @@ fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
     );
     assert!(!refused.status.success());
     let error = String::from_utf8_lossy(&refused.stderr);
-    assert!(error.contains("line 5: not a memory record"), "{error}");
+    assert!(error.contains("line 7: not a memory record"), "{error}");
     assert!(error.contains("nothing was imported"), "{error}");
     let sessions = stdout(&agentry(&dir, &["memory", "list"]));
     assert!(!sessions.contains("bad "), "{sessions}");
@@ -151,7 +168,7 @@ fn a_chat_is_listed_searched_exported_imported_and_forgotten() {
         &dir,
         &["memory", "forget", "--before", "2100-01-01", "--vacuum"],
     ));
-    assert_eq!(forgot.trim(), "forgot 7 records");
+    assert_eq!(forgot.trim(), "forgot 11 records");
     assert_eq!(
         stdout(&agentry(&dir, &["memory", "list"])).trim(),
         "no sessions"
@@ -239,6 +256,14 @@ fn the_same_commands_work_on_postgresql() {
     assert!(
         found.lines().next().unwrap().contains("blue flowerpot"),
         "{found}"
+    );
+    let found = stdout(&agentry_pg(
+        &url,
+        &["memory", "search", &session, "flowerpots", "--keywords"],
+    ));
+    assert!(
+        found.lines().next().unwrap().contains("blue flowerpot"),
+        "PostgreSQL's full-text search stems words: {found}"
     );
     let records = stdout(&agentry_pg(&url, &["memory", "list", &session]));
     let id = records

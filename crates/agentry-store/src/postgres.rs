@@ -1,12 +1,13 @@
 //! [`PgStore`]: memory in PostgreSQL with pgvector, shared by any number of
 //! processes. One table per embedding size (`agentry_memory_<dims>`), an HNSW
-//! index for cosine distance, and schema setup serialised by an advisory lock
+//! index for cosine distance, a full-text index of the words for keyword
+//! search, and schema setup serialised by an advisory lock
 //! so many processes can start at once.
 
 use agentry_core::BoxFuture;
 use agentry_core::memory::{
     Forget, ListOpts, MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
-    SessionSummary, StoredRecord,
+    SessionSummary, StoredRecord, keywords,
 };
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{AssertSqlSafe, Executor, Row};
@@ -72,6 +73,13 @@ impl PgStore {
             format!(
                 "CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)"
             ),
+            // Keyword search: the text's words (English stemming), kept by
+            // PostgreSQL itself, with a GIN index.
+            format!(
+                "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS words tsvector
+                 GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED"
+            ),
+            format!("CREATE INDEX IF NOT EXISTS {table}_words ON {table} USING gin (words)"),
         ] {
             sqlx::query(AssertSqlSafe(statement))
                 .execute(&mut *tx)
@@ -140,6 +148,20 @@ impl PgStore {
         }
         tx.commit().await.map_err(failed)
     }
+}
+
+/// A `tsquery` matching any of the words of `text` ([`keywords`]), each
+/// quoted (no word holds a quote, so none is read as query syntax); `None`
+/// when it has none.
+fn any_word(text: &str) -> Option<String> {
+    let words = keywords(text);
+    (!words.is_empty()).then(|| {
+        words
+            .iter()
+            .map(|word| format!("'{word}'"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    })
 }
 
 /// pgvector's text form: `[1,2,3]`.
@@ -258,6 +280,42 @@ impl MemoryStore for PgStore {
                 .await
                 .map_err(failed)?;
             Ok(done.rows_affected())
+        })
+    }
+
+    fn search_text<'a>(
+        &'a self,
+        session: &'a str,
+        text: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
+        Box::pin(async move {
+            let Some(query) = any_word(text).filter(|_| limit > 0) else {
+                return Ok(Vec::new());
+            };
+            let sql = format!(
+                "SELECT session, role, source, text, metadata, timestamp, embedding::text AS embedding,
+                        ts_rank_cd(words, q) AS score
+                 FROM {}, to_tsquery('english'::regconfig, $2) AS q
+                 WHERE session = $1 AND words @@ q
+                 ORDER BY score DESC, id LIMIT $3",
+                self.table
+            );
+            let rows = sqlx::query(AssertSqlSafe(sql))
+                .bind(session)
+                .bind(query)
+                .bind(limit.min(i64::MAX as usize) as i64)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(failed)?;
+            rows.iter()
+                .map(|row| {
+                    Ok(Recalled {
+                        record: read_record(row)?,
+                        score: row.try_get::<f32, _>("score").map_err(failed)?,
+                    })
+                })
+                .collect()
         })
     }
 

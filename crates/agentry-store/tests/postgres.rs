@@ -60,6 +60,13 @@ async fn postgres_passes_the_management_suite() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn postgres_passes_the_keyword_suite() {
+    let Some(url) = url() else { return };
+    let store = PgStore::connect(&url, 3).await.unwrap();
+    conformance::check_keywords(&store, &unique("pg")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn many_processes_can_start_and_write_at_once() {
     let Some(url) = url() else { return };
     let session = unique("shared");
@@ -226,7 +233,8 @@ async fn pgvector_runs_every_code_path_we_use_on_this_cpu() {
 }
 
 /// The bytes of `table`'s heap file, after a checkpoint wrote them out.
-async fn heap_bytes(store: &PgStore) -> Vec<u8> {
+/// The file of one of the store's relations (its table, or an index), read raw.
+async fn relation_bytes(store: &PgStore, relation: &str) -> Vec<u8> {
     use sqlx::Row;
     sqlx::query("CHECKPOINT")
         .execute(store.pool())
@@ -235,7 +243,7 @@ async fn heap_bytes(store: &PgStore) -> Vec<u8> {
     let row = sqlx::query(
         "SELECT current_setting('data_directory') AS dir, pg_relation_filepath($1::regclass) AS file",
     )
-    .bind(store.table())
+    .bind(relation)
     .fetch_one(store.pool())
     .await
     .unwrap();
@@ -256,8 +264,10 @@ async fn forgotten_text_is_gone_from_the_table_file_after_vacuum() {
     let store = PgStore::connect(&url, 7).await.unwrap();
     let session = unique("pg-forget");
     let secret = format!("PG-SECRET-{}", unique("x"));
+    // One word of it, as the keyword index keeps it (a lowercase lexeme).
+    let word = format!("zqvrtplk{}", unique("").replace('-', ""));
     let mut records = vec![
-        MemoryRecord::new(&session, "user", &secret, vec![1.0; 7]),
+        MemoryRecord::new(&session, "user", format!("{secret} {word}"), vec![1.0; 7]),
         MemoryRecord::new(&session, "user", "PG-KEEP-THIS", vec![0.5; 7]),
     ];
     records[1].timestamp += 1;
@@ -267,16 +277,29 @@ async fn forgotten_text_is_gone_from_the_table_file_after_vacuum() {
         session: session.clone(),
         id,
     };
+    let words_index = format!("{}_words", store.table());
+    assert!(holds(&relation_bytes(&store, &words_index).await, &word));
+    assert_eq!(
+        store.search_text(&session, &word, 5).await.unwrap().len(),
+        1
+    );
     assert_eq!(store.forget(&one).await.unwrap(), 1);
+    assert!(
+        store
+            .search_text(&session, &word, 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // A delete alone leaves the row's bytes in the file...
-    assert!(holds(&heap_bytes(&store).await, &secret));
+    assert!(holds(&relation_bytes(&store, store.table()).await, &secret));
     // ...VACUUM FULL rewrites the table without them, once no transaction
     // that could still see the row is open (other tests run beside this one,
     // so it may take a few tries).
     let mut heap = Vec::new();
     for _ in 0..50 {
         store.vacuum().await.unwrap();
-        heap = heap_bytes(&store).await;
+        heap = relation_bytes(&store, store.table()).await;
         if !holds(&heap, &secret) {
             break;
         }
@@ -287,5 +310,9 @@ async fn forgotten_text_is_gone_from_the_table_file_after_vacuum() {
         "the forgotten text is still in the table file after 50 VACUUM FULLs"
     );
     assert!(holds(&heap, "PG-KEEP-THIS"));
+    assert!(
+        !holds(&relation_bytes(&store, &words_index).await, &word),
+        "the forgotten word is still in the keyword index after VACUUM FULL"
+    );
     store.forget(&Forget::Session(session)).await.unwrap();
 }

@@ -346,6 +346,13 @@ async fn sqlite_passes_the_management_suite() {
     assert!(store.sessions().await.unwrap().is_empty());
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn sqlite_passes_the_keyword_suite() {
+    let store = SqliteStore::open(temp_file("keywords")).unwrap();
+    conformance::check_keywords(&store, "sqlite").await;
+    assert!(store.sessions().await.unwrap().is_empty());
+}
+
 /// Every file SQLite keeps for the store, read raw.
 fn raw_bytes(path: &std::path::Path) -> Vec<u8> {
     let mut bytes = std::fs::read(path).unwrap();
@@ -373,7 +380,7 @@ async fn forgotten_text_is_gone_from_the_file() {
     let mut records = Vec::new();
     for (i, text) in [
         "my passport number is XJ-SECRET-ONE",
-        "the door code is SECRET-TWO-4471",
+        "the door code is SECRET-TWO-4471 qwzrtplk",
         "an old note: SECRET-THREE lives here",
         "this one stays: KEEP-ME-PLEASE",
     ]
@@ -389,6 +396,10 @@ async fn forgotten_text_is_gone_from_the_file() {
     records.push(MemoryRecord::new("other", "user", long, vec![0.5, 0.5]));
     store.add_many(&records).await.unwrap();
     assert!(contains(&raw_bytes(&path), "SECRET-TWO-4471"));
+    assert_eq!(
+        store.search_text("s", "qwzrtplk", 5).await.unwrap().len(),
+        1
+    );
 
     let listed = store.list("s", Default::default()).await.unwrap();
     let one = Forget::Record {
@@ -422,9 +433,22 @@ async fn forgotten_text_is_gone_from_the_file() {
             "this one stays: KEEP-ME-PLEASE"
         ]
     );
-    // Zeroed in place and out of the write-ahead log already...
+    assert!(
+        store
+            .search_text("s", "qwzrtplk", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Zeroed in place and out of the write-ahead log already, the keyword
+    // index's copy of the words included...
     let raw = raw_bytes(&path);
-    for secret in ["XJ-SECRET-ONE", "SECRET-TWO-4471", "SECRET-FOUR"] {
+    for secret in [
+        "XJ-SECRET-ONE",
+        "SECRET-TWO-4471",
+        "SECRET-FOUR",
+        "qwzrtplk",
+    ] {
         assert!(
             !contains(&raw, secret),
             "{secret} is still in the file after forget"
@@ -433,13 +457,19 @@ async fn forgotten_text_is_gone_from_the_file() {
     // ...and after VACUUM too, with what stays intact.
     store.vacuum().unwrap();
     let raw = raw_bytes(&path);
-    for secret in ["XJ-SECRET-ONE", "SECRET-TWO-4471", "SECRET-FOUR"] {
+    for secret in [
+        "XJ-SECRET-ONE",
+        "SECRET-TWO-4471",
+        "SECRET-FOUR",
+        "qwzrtplk",
+    ] {
         assert!(
             !contains(&raw, secret),
             "{secret} is still in the file after VACUUM"
         );
     }
     assert!(contains(&raw, "KEEP-ME-PLEASE"));
+    assert_eq!(store.search_text("s", "keep", 5).await.unwrap().len(), 1);
     let hits = store
         .recall("s", &[1.0, 3.0], RecallOpts::default())
         .await
@@ -540,7 +570,7 @@ async fn a_large_session_is_recalled_through_sketches_with_exact_scores() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_file_from_before_sketches_is_brought_up_to_date_on_open() {
+async fn a_file_from_before_sketches_and_keywords_is_brought_up_to_date_on_open() {
     let path = temp_file("before-sketches");
     {
         let raw = rusqlite::Connection::open(&path).unwrap();
@@ -577,4 +607,13 @@ async fn a_file_from_before_sketches_is_brought_up_to_date_on_open() {
         )
         .unwrap();
     assert_eq!(missing, 0, "every record has its sketch");
+    // The keyword index holds the old records, and follows new ones.
+    let found = store.search_text("s", "rain", 5).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].record.text, "rain");
+    store
+        .add(MemoryRecord::new("s", "user", "more rain", vec![0.0, 1.0]))
+        .await
+        .unwrap();
+    assert_eq!(store.search_text("s", "rain", 5).await.unwrap().len(), 2);
 }

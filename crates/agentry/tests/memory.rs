@@ -22,6 +22,13 @@ async fn in_memory_store_passes_the_management_suite() {
     assert!(store.is_empty(), "the suite forgets what it added");
 }
 
+#[tokio::test]
+async fn in_memory_store_passes_the_keyword_suite() {
+    let store = InMemoryStore::new();
+    conformance::check_keywords(&store, "mem").await;
+    assert!(store.is_empty(), "the suite forgets what it added");
+}
+
 struct Broken;
 
 impl MemoryStore for Broken {

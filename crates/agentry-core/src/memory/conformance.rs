@@ -1,8 +1,9 @@
 //! The behaviour every [`MemoryStore`] must show, as async checks that
 //! panic with a precise message on the first deviation: [`check_store`]
 //! (recall, recent, forgetting a session) and [`check_management`] (listing,
-//! forgetting records and old ones, export and import). The in-memory,
-//! SQLite and PostgreSQL stores all run both in their tests.
+//! forgetting records and old ones, export and import) and
+//! [`check_keywords`] (keyword search). The in-memory, SQLite and
+//! PostgreSQL stores all run all three in their tests.
 
 use super::manage::{Forget, ListOpts, SessionSummary, StoredRecord};
 use super::store::{MemoryRecord, MemoryStore, RecallOpts, RecentOpts};
@@ -362,4 +363,111 @@ pub async fn check_management(store: &dyn MemoryStore, prefix: &str) {
             .await
             .unwrap();
     }
+}
+
+/// Run the keyword-search suite against `store`
+/// ([`MemoryStore::search_text`], the keyword half of hybrid recall):
+/// records are found by an exact number and by a plain word, within their
+/// own session only, at most `limit`; a query without searchable words
+/// finds nothing, query-language syntax in the text is only text, and a
+/// forgotten record is no longer found. Sessions used are `{prefix}-ka` and
+/// `{prefix}-kb`; vectors have 3 dimensions.
+pub async fn check_keywords(store: &dyn MemoryStore, prefix: &str) {
+    let a = format!("{prefix}-ka");
+    let b = format!("{prefix}-kb");
+    let batch = [
+        record(
+            &a,
+            "user",
+            "invoice 48213 was paid in full",
+            10,
+            &[1.0, 0.0, 0.0],
+        ),
+        record(
+            &a,
+            "user",
+            "the meeting moved to thursday",
+            11,
+            &[0.0, 1.0, 0.0],
+        ),
+        record(
+            &a,
+            "assistant",
+            "every invoice template was updated",
+            12,
+            &[0.0, 0.0, 1.0],
+        ),
+        record(
+            &b,
+            "user",
+            "invoice 48213 belongs to session b",
+            13,
+            &[1.0, 0.0, 0.0],
+        ),
+    ];
+    store.add_many(&batch).await.expect("add_many succeeds");
+    let texts = |hits: &[super::Recalled]| -> Vec<String> {
+        hits.iter().map(|h| h.record.text.clone()).collect()
+    };
+
+    let hits = store
+        .search_text(&a, "what happened to 48213?", 5)
+        .await
+        .expect("search_text succeeds");
+    assert_eq!(
+        texts(&hits),
+        [batch[0].text.clone()],
+        "found by an exact number, in its own session only"
+    );
+    assert_eq!(hits[0].record, batch[0], "a found record is whole");
+    assert!(
+        hits[0].score > 0.0,
+        "a match scores above 0: {}",
+        hits[0].score
+    );
+
+    let mut found = texts(&store.search_text(&a, "Invoice", 5).await.unwrap());
+    found.sort();
+    assert_eq!(
+        found,
+        [batch[2].text.clone(), batch[0].text.clone()],
+        "found by a word, any case"
+    );
+    assert_eq!(
+        store.search_text(&a, "invoice", 1).await.unwrap().len(),
+        1,
+        "limit"
+    );
+
+    for nothing in ["", "?! ...", "the of and"] {
+        let hits = store.search_text(&a, nothing, 5).await.unwrap();
+        assert!(
+            hits.is_empty(),
+            "no searchable words in {nothing:?}: {hits:?}"
+        );
+    }
+    for syntax in [
+        "\"48213\" OR *",
+        "NEAR(48213 x) AND -",
+        "48213'; DROP TABLE memory; --",
+        "text:48213 ^",
+    ] {
+        let hits = store
+            .search_text(&a, syntax, 5)
+            .await
+            .unwrap_or_else(|e| panic!("query syntax is only text ({syntax:?}): {e}"));
+        assert_eq!(texts(&hits), [batch[0].text.clone()], "for {syntax:?}");
+    }
+
+    store.forget(&Forget::Session(a.clone())).await.unwrap();
+    assert!(
+        store.search_text(&a, "48213", 5).await.unwrap().is_empty(),
+        "forgotten records are not found"
+    );
+    assert_eq!(
+        store.search_text(&b, "48213", 5).await.unwrap().len(),
+        1,
+        "other sessions keep theirs"
+    );
+    store.forget(&Forget::Session(b)).await.unwrap();
 }

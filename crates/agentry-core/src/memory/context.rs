@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::ranking::Ranking;
 use super::store::{
     MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts, now_secs,
 };
@@ -19,12 +20,14 @@ pub const DEFAULT_MEMORY_HEADING: &str = "## Memory";
 pub struct Memory {
     store: Arc<dyn MemoryStore>,
     embedder: Arc<dyn Embedder>,
+    ranking: Ranking,
 }
 
 impl std::fmt::Debug for Memory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memory")
             .field("embedder", &self.embedder.model_id())
+            .field("ranking", &self.ranking)
             .finish_non_exhaustive()
     }
 }
@@ -41,9 +44,26 @@ pub struct Remember {
 }
 
 impl Memory {
-    /// Memory over `store`, embedding with `embedder`.
+    /// Memory over `store`, embedding with `embedder`, recalling by cosine
+    /// similarity alone.
     pub fn new(store: Arc<dyn MemoryStore>, embedder: Arc<dyn Embedder>) -> Self {
-        Self { store, embedder }
+        Self {
+            store,
+            embedder,
+            ranking: Ranking::default(),
+        }
+    }
+
+    /// The same memory, recalling with `ranking`: keyword search fused in,
+    /// recency and importance terms (see [`Ranking`]).
+    pub fn with_ranking(mut self, ranking: Ranking) -> Self {
+        self.ranking = ranking;
+        self
+    }
+
+    /// How recall ranks records.
+    pub fn ranking(&self) -> Ranking {
+        self.ranking
     }
 
     /// The store.
@@ -88,7 +108,9 @@ impl Memory {
             .await
     }
 
-    /// The records of `session` most similar to `query`, best first.
+    /// The records of `session` most similar to `query`, best first, ranked
+    /// as [`ranking`](Self::ranking) says. With keywords on, a store that
+    /// cannot search text is logged and recall ranks by vector alone.
     pub async fn recall(
         &self,
         session: &str,
@@ -96,7 +118,27 @@ impl Memory {
         opts: RecallOpts,
     ) -> Result<Vec<Recalled>, MemoryError> {
         let vector = self.embed_one(query).await?;
-        self.store.recall(session, &vector, opts).await
+        let ranking = self.ranking;
+        if ranking.is_plain() {
+            return self.store.recall(session, &vector, opts).await;
+        }
+        let wide = RecallOpts {
+            limit: ranking.candidates(opts.limit),
+            ..opts
+        };
+        let by_vector = self.store.recall(session, &vector, wide).await?;
+        let by_keywords = if ranking.keywords {
+            match self.store.search_text(session, query, wide.limit).await {
+                Ok(hits) => hits,
+                Err(error) => {
+                    tracing::warn!(%error, session, "keyword search failed; recalling by vector alone");
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        Ok(ranking.rank(by_vector, by_keywords, opts, now_secs()))
     }
 
     /// The recalled records as prompt text, one `- role: text` line each,

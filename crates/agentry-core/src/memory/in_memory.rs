@@ -1,11 +1,13 @@
 //! [`InMemoryStore`]: a [`MemoryStore`] in a `Vec`, for tests and
-//! single-process programs that need no persistence.
+//! single-process programs that need no persistence. Recall scans every
+//! vector; keyword search scores every record with BM25.
 
 use std::sync::RwLock;
 
 use crate::BoxFuture;
 
 use super::manage::{Forget, ListOpts, SessionSummary, StoredRecord};
+use super::ranking::keywords;
 use super::store::{MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts};
 use crate::embed::cosine;
 
@@ -117,6 +119,20 @@ impl MemoryStore for InMemoryStore {
         Box::pin(async move { self.forget_now(&Forget::Session(session.to_owned())) })
     }
 
+    fn search_text<'a>(
+        &'a self,
+        session: &'a str,
+        text: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
+        Box::pin(async move {
+            let records = self.records.read().map_err(|_| poisoned())?;
+            let session: Vec<&MemoryRecord> =
+                records.iter().filter(|r| r.session == session).collect();
+            Ok(bm25(&session, &keywords(text), limit))
+        })
+    }
+
     fn add_many<'a>(
         &'a self,
         records: &'a [MemoryRecord],
@@ -179,6 +195,52 @@ impl MemoryStore for InMemoryStore {
     fn forget<'a>(&'a self, what: &'a Forget) -> BoxFuture<'a, Result<u64, MemoryError>> {
         Box::pin(async move { self.forget_now(what) })
     }
+}
+
+/// The lowercased words of `text` (runs of letters, digits and `_`).
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Okapi BM25 (k1 1.2, b 0.75) of `records` for `terms`, best first; records
+/// matching no term are left out.
+fn bm25(records: &[&MemoryRecord], terms: &[String], limit: usize) -> Vec<Recalled> {
+    if terms.is_empty() || records.is_empty() {
+        return Vec::new();
+    }
+    let docs: Vec<Vec<String>> = records.iter().map(|r| words(&r.text)).collect();
+    let n = docs.len() as f32;
+    let average = docs.iter().map(Vec::len).sum::<usize>() as f32 / n;
+    let idf: Vec<f32> = terms
+        .iter()
+        .map(|term| {
+            let with = docs.iter().filter(|d| d.contains(term)).count() as f32;
+            ((n - with + 0.5) / (with + 0.5) + 1.0).ln()
+        })
+        .collect();
+    let mut hits: Vec<Recalled> = Vec::new();
+    for (record, doc) in records.iter().zip(&docs) {
+        let mut score = 0.0;
+        for (term, idf) in terms.iter().zip(&idf) {
+            let count = doc.iter().filter(|w| *w == term).count() as f32;
+            if count > 0.0 {
+                let norm = 1.2 * (0.25 + 0.75 * doc.len() as f32 / average.max(1.0));
+                score += idf * count * 2.2 / (count + norm);
+            }
+        }
+        if score > 0.0 {
+            hits.push(Recalled {
+                record: (*record).clone(),
+                score,
+            });
+        }
+    }
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    hits.truncate(limit);
+    hits
 }
 
 impl InMemoryStore {

@@ -8,6 +8,10 @@
 //! or everything older than a date), and [`export_session`] /
 //! [`import_records`] as JSON lines.
 //!
+//! Recall ranks by cosine similarity; a [`Ranking`] given to
+//! [`Memory::with_ranking`] adds keyword search fused with it (hybrid
+//! recall) and recency and importance terms.
+//!
 //! [`InMemoryStore`] lives here; SQLite and PostgreSQL stores live in their
 //! own crate.
 
@@ -15,12 +19,14 @@ pub mod conformance;
 mod context;
 mod in_memory;
 mod manage;
+mod ranking;
 mod store;
 mod transfer;
 
 pub use context::{DEFAULT_MEMORY_HEADING, Memory, Remember, with_memory_block};
 pub use in_memory::InMemoryStore;
 pub use manage::{Forget, ListOpts, SessionSummary, StoredRecord};
+pub use ranking::{FUSION_K, MAX_KEYWORDS, Ranking, keywords};
 pub use store::{
     MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts, now_secs,
 };

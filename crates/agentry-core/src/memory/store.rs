@@ -193,6 +193,23 @@ pub trait MemoryStore: Send + Sync {
         Box::pin(async { Err(MemoryError("this memory store cannot forget".into())) })
     }
 
+    /// The records of `session` whose text best matches the words of
+    /// `text` ([`keywords`](super::keywords)), best first, at most `limit`:
+    /// the keyword half of hybrid recall ([`Ranking`](super::Ranking)).
+    /// Each `score` is the store's own text-match score (higher is better;
+    /// SQLite: BM25, PostgreSQL: `ts_rank_cd`), not a cosine. No words, no
+    /// records. A store that cannot search text says so (the default), and
+    /// hybrid recall then ranks by vector alone.
+    fn search_text<'a>(
+        &'a self,
+        session: &'a str,
+        text: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
+        let _ = (session, text, limit);
+        Box::pin(async { Err(MemoryError("this memory store cannot search text".into())) })
+    }
+
     /// Keep several records. The SQLite and PostgreSQL stores keep all or
     /// none (one transaction); the default adds them one by one and stops at
     /// the first failure.
@@ -261,6 +278,14 @@ impl<S: MemoryStore + ?Sized> MemoryStore for std::sync::Arc<S> {
     }
     fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
         (**self).forget_session(session)
+    }
+    fn search_text<'a>(
+        &'a self,
+        session: &'a str,
+        text: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
+        (**self).search_text(session, text, limit)
     }
     fn add_many<'a>(
         &'a self,

@@ -4,7 +4,8 @@
 //! sketches read from a covering index, with the nearest candidates
 //! re-scored exactly from the file. The index is topped up incrementally
 //! (writes by other processes are seen on the next recall) and dropped when
-//! any connection deletes records. A database file that goes away under the
+//! any connection deletes records. Keyword search ([`text`]) goes through
+//! an FTS5 index of the records' words, ranked by BM25. A database file that goes away under the
 //! store (deleted, moved, its disk unmounted) is an error of every call
 //! until it is back; another file put in its place is an error until the
 //! store is opened again.
@@ -13,6 +14,7 @@ mod index;
 mod lookup;
 mod manage;
 mod schema;
+mod text;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -437,6 +439,18 @@ impl MemoryStore for SqliteStore {
     fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
         let session = session.to_owned();
         blocking(self, move |store| store.forget_session_blocking(&session))
+    }
+
+    fn search_text<'a>(
+        &'a self,
+        session: &'a str,
+        text: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
+        let (session, text) = (session.to_owned(), text.to_owned());
+        blocking(self, move |store| {
+            store.search_text_blocking(&session, &text, limit)
+        })
     }
 
     fn add_many<'a>(

@@ -1,5 +1,6 @@
 //! The SQLite store's tables, the connection settings, and bringing a file
-//! written by an earlier version up to date (sketches for its records).
+//! written by an earlier version up to date (sketches for its records, the
+//! keyword index over their text).
 
 use rusqlite::{Connection, params};
 
@@ -37,6 +38,28 @@ CREATE TABLE IF NOT EXISTS memory_forgotten (
 const SKETCH_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS memory_sketch ON memory (session, id, sketch)";
 
+/// Keyword search over `memory.text`: an FTS5 index that keeps only the
+/// words (the text stays in `memory`), kept in step by triggers. Porter
+/// stemming over Unicode words, diacritics folded. With `secure-delete`
+/// (set when the index is made) a deleted record's words are removed from
+/// the index itself, not only marked deleted.
+const TEXT_INDEX: &str = "
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_text USING fts5(
+    text, content = 'memory', content_rowid = 'id',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS memory_text_insert AFTER INSERT ON memory BEGIN
+    INSERT INTO memory_text (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS memory_text_delete AFTER DELETE ON memory BEGIN
+    INSERT INTO memory_text (memory_text, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS memory_text_update AFTER UPDATE OF text ON memory BEGIN
+    INSERT INTO memory_text (memory_text, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO memory_text (rowid, text) VALUES (new.id, new.text);
+END;
+";
+
 /// Rows given sketches per transaction when an older file is brought up to date.
 const MIGRATION_BATCH: i64 = 10_000;
 
@@ -54,7 +77,29 @@ pub fn configured(conn: Connection) -> Result<Connection, MemoryError> {
     conn.execute_batch(SCHEMA).map_err(failed)?;
     add_sketches(&conn)?;
     conn.execute_batch(SKETCH_INDEX).map_err(failed)?;
+    add_text_index(&conn)?;
     Ok(conn)
+}
+
+/// Create the keyword index, and fill it from the records already stored
+/// when the file was written before it existed (one transaction).
+fn add_text_index(conn: &Connection) -> Result<(), MemoryError> {
+    let tx = conn.unchecked_transaction().map_err(failed)?;
+    let existed = tx
+        .prepare("SELECT 1 FROM sqlite_master WHERE name = 'memory_text'")
+        .and_then(|mut s| s.exists([]))
+        .map_err(failed)?;
+    tx.execute_batch(TEXT_INDEX).map_err(failed)?;
+    if !existed {
+        // Both settings persist in the index; a read-only file opened later
+        // is not written to.
+        tx.execute_batch(
+            "INSERT INTO memory_text (memory_text, rank) VALUES ('secure-delete', 1);
+             INSERT INTO memory_text (memory_text) VALUES ('rebuild');",
+        )
+        .map_err(failed)?;
+    }
+    tx.commit().map_err(failed)
 }
 
 /// Give every record without a sketch one: files written before sketches
