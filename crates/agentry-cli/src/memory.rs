@@ -45,7 +45,8 @@ pub enum MemoryCommand {
         #[arg(long, default_value_t = 0.3)]
         min_score: f32,
         /// Search the words too (hybrid recall: keyword matches fused with the
-        /// vector ranking), whatever `[memory.ranking]` says.
+        /// vector ranking), whatever `[memory.ranking]` says. Scores shown are
+        /// then fused ranks (1.000: first in both rankings).
         #[arg(long)]
         keywords: bool,
         #[command(flatten)]

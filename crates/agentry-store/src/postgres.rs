@@ -4,10 +4,12 @@
 //! search, and schema setup serialised by an advisory lock
 //! so many processes can start at once.
 
+mod text;
+
 use agentry_core::BoxFuture;
 use agentry_core::memory::{
     Forget, ListOpts, MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
-    SessionSummary, StoredRecord, keywords,
+    SessionSummary, StoredRecord,
 };
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{AssertSqlSafe, Executor, Row};
@@ -18,6 +20,7 @@ pub struct PgStore {
     pool: PgPool,
     table: String,
     dimensions: usize,
+    stats: text::StatsCache,
 }
 
 fn failed(error: impl std::fmt::Display) -> MemoryError {
@@ -91,6 +94,7 @@ impl PgStore {
             pool,
             table,
             dimensions,
+            stats: Default::default(),
         })
     }
 
@@ -148,20 +152,6 @@ impl PgStore {
         }
         tx.commit().await.map_err(failed)
     }
-}
-
-/// A `tsquery` matching any of the words of `text` ([`keywords`]), each
-/// quoted (no word holds a quote, so none is read as query syntax); `None`
-/// when it has none.
-fn any_word(text: &str) -> Option<String> {
-    let words = keywords(text);
-    (!words.is_empty()).then(|| {
-        words
-            .iter()
-            .map(|word| format!("'{word}'"))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    })
 }
 
 /// pgvector's text form: `[1,2,3]`.
@@ -289,34 +279,7 @@ impl MemoryStore for PgStore {
         text: &'a str,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
-        Box::pin(async move {
-            let Some(query) = any_word(text).filter(|_| limit > 0) else {
-                return Ok(Vec::new());
-            };
-            let sql = format!(
-                "SELECT session, role, source, text, metadata, timestamp, embedding::text AS embedding,
-                        ts_rank_cd(words, q) AS score
-                 FROM {}, to_tsquery('english'::regconfig, $2) AS q
-                 WHERE session = $1 AND words @@ q
-                 ORDER BY score DESC, id LIMIT $3",
-                self.table
-            );
-            let rows = sqlx::query(AssertSqlSafe(sql))
-                .bind(session)
-                .bind(query)
-                .bind(limit.min(i64::MAX as usize) as i64)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(failed)?;
-            rows.iter()
-                .map(|row| {
-                    Ok(Recalled {
-                        record: read_record(row)?,
-                        score: row.try_get::<f32, _>("score").map_err(failed)?,
-                    })
-                })
-                .collect()
-        })
+        Box::pin(self.search_words(session, text, limit))
     }
 
     fn add_many<'a>(

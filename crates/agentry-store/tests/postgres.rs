@@ -316,3 +316,54 @@ async fn forgotten_text_is_gone_from_the_table_file_after_vacuum() {
     );
     store.forget(&Forget::Session(session)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keyword_search_skips_words_most_rows_hold() {
+    let Some(url) = url() else { return };
+    // Eleven dimensions: a table of its own, so the statistics are this test's.
+    let store = PgStore::connect(&url, 11).await.unwrap();
+    let session = unique("pg-common");
+    let mut records: Vec<MemoryRecord> = (0..6_000)
+        .map(|i| {
+            MemoryRecord::new(
+                &session,
+                "user",
+                format!("invoice number {i}"),
+                vec![1.0; 11],
+            )
+        })
+        .collect();
+    records.push(MemoryRecord::new(
+        &session,
+        "user",
+        "the disputed invoices were 48213 and 48214",
+        vec![0.5; 11],
+    ));
+    store.add_many(&records).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("ANALYZE {}", store.table())))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let hits = store
+        .search_text(&session, "invoice 48213", 5)
+        .await
+        .unwrap();
+    let texts: Vec<&str> = hits.iter().map(|h| h.record.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["the disputed invoices were 48213 and 48214"],
+        "the common word is left out; the rare one (and stemming) finds the record"
+    );
+    assert_eq!(
+        store
+            .search_text(&session, "invoices", 5)
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
+    store
+        .forget(&agentry::memory::Forget::Session(session))
+        .await
+        .unwrap();
+}

@@ -617,3 +617,46 @@ async fn a_file_from_before_sketches_and_keywords_is_brought_up_to_date_on_open(
         .unwrap();
     assert_eq!(store.search_text("s", "rain", 5).await.unwrap().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keyword_search_skips_words_most_records_hold_and_works_read_only() {
+    let path = temp_file("common-words");
+    let store = SqliteStore::open(&path).unwrap();
+    // "invoice" in 6,000 records (over the postings budget), "48213" in one.
+    let mut records: Vec<MemoryRecord> = (0..6_000)
+        .map(|i| MemoryRecord::new("s", "user", format!("invoice number {i}"), vec![1.0, 0.0]))
+        .collect();
+    records.push(MemoryRecord::new(
+        "s",
+        "user",
+        "the disputed invoices were 48213 and 48214",
+        vec![0.0, 1.0],
+    ));
+    store.add_many(&records).await.unwrap();
+    let hits = store.search_text("s", "invoice 48213", 5).await.unwrap();
+    let texts: Vec<&str> = hits.iter().map(|h| h.record.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["the disputed invoices were 48213 and 48214"],
+        "the common word is left out; the rare one (and stemming) finds the record"
+    );
+    // A word alone is searched however common it is.
+    assert_eq!(
+        store.search_text("s", "invoices", 5).await.unwrap().len(),
+        5
+    );
+    assert!(
+        store
+            .search_text("s", "nowhere", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    drop(store);
+
+    let read_only = SqliteStore::open(format!("file:{}?mode=ro", path.display())).unwrap();
+    assert_eq!(
+        read_only.search_text("s", "48213", 5).await.unwrap().len(),
+        1
+    );
+}

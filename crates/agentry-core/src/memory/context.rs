@@ -118,15 +118,27 @@ impl Memory {
         opts: RecallOpts,
     ) -> Result<Vec<Recalled>, MemoryError> {
         let vector = self.embed_one(query).await?;
+        self.recall_with_vector(session, query, &vector, opts).await
+    }
+
+    /// [`recall`](Self::recall) with the query's embedding already made
+    /// (`vector` must be `query`'s embedding by this memory's embedder).
+    pub async fn recall_with_vector(
+        &self,
+        session: &str,
+        query: &str,
+        vector: &[f32],
+        opts: RecallOpts,
+    ) -> Result<Vec<Recalled>, MemoryError> {
         let ranking = self.ranking;
         if ranking.is_plain() {
-            return self.store.recall(session, &vector, opts).await;
+            return self.store.recall(session, vector, opts).await;
         }
         let wide = RecallOpts {
             limit: ranking.candidates(opts.limit),
             ..opts
         };
-        let by_vector = self.store.recall(session, &vector, wide).await?;
+        let by_vector = self.store.recall(session, vector, wide).await?;
         let by_keywords = if ranking.keywords {
             match self.store.search_text(session, query, wide.limit).await {
                 Ok(hits) => hits,

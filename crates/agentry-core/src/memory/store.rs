@@ -197,9 +197,9 @@ pub trait MemoryStore: Send + Sync {
     /// `text` ([`keywords`](super::keywords)), best first, at most `limit`:
     /// the keyword half of hybrid recall ([`Ranking`](super::Ranking)).
     /// Each `score` is the store's own text-match score (higher is better;
-    /// SQLite: BM25, PostgreSQL: `ts_rank_cd`), not a cosine. No words, no
-    /// records. A store that cannot search text says so (the default), and
-    /// hybrid recall then ranks by vector alone.
+    /// SQLite: BM25; PostgreSQL: the summed rarity of the words matched),
+    /// not a cosine. No words, no records. A store that cannot search text
+    /// says so (the default), and hybrid recall then ranks by vector alone.
     fn search_text<'a>(
         &'a self,
         session: &'a str,

@@ -158,7 +158,8 @@ fn vector_of(conn: &Connection, id: i64) -> Result<Option<Vec<f32>>, MemoryError
 }
 
 /// Score `candidates` exactly against `query` with the vectors in the file;
-/// the best `opts.limit` at or above `opts.min_score`, best first.
+/// the best `opts.limit` at or above `opts.min_score`, best first. Rows are
+/// read in id order (neighbouring rows share pages) into one reused buffer.
 pub(super) fn rescore(
     conn: &Connection,
     session: &str,
@@ -166,25 +167,38 @@ pub(super) fn rescore(
     query: &[f32],
     opts: RecallOpts,
 ) -> Result<Vec<(f32, i64)>, MemoryError> {
+    use half::slice::HalfFloatSliceExt;
     let mut select = conn
         .prepare_cached("SELECT embedding FROM memory WHERE id = ?1 AND session = ?2")
         .map_err(failed)?;
-    let mut scored = Vec::with_capacity(candidates.len());
-    for id in candidates {
-        let Some(blob) = select
-            .query_row(params![id, session], |row| row.get::<_, Vec<u8>>(0))
-            .optional()
-            .map_err(failed)?
-        else {
+    let mut ids = candidates.to_vec();
+    ids.sort_unstable();
+    let mut halves = vec![half::f16::ZERO; query.len()];
+    let mut vector = vec![0.0f32; query.len()];
+    let mut scored = Vec::with_capacity(ids.len());
+    for id in ids {
+        let mut rows = select.query(params![id, session]).map_err(failed)?;
+        let Some(row) = rows.next().map_err(failed)? else {
             continue; // deleted since the index was loaded
         };
-        let vector = unit(decode_embedding(&blob));
-        if vector.len() != query.len() || unusable(&vector).is_some() {
+        let blob = row
+            .get_ref(0)
+            .and_then(|v| Ok(v.as_blob()?))
+            .map_err(failed)?;
+        if blob.len() != query.len() * 2 {
             continue;
         }
-        let score = dot(&vector, query);
+        for (half, pair) in halves.iter_mut().zip(blob.chunks_exact(2)) {
+            *half = half::f16::from_le_bytes([pair[0], pair[1]]);
+        }
+        halves.convert_to_f32_slice(&mut vector);
+        let norm = dot(&vector, &vector).sqrt();
+        if !(norm > 0.0 && norm.is_finite()) {
+            continue;
+        }
+        let score = dot(&vector, query) / norm;
         if score >= opts.min_score {
-            scored.push((score, *id));
+            scored.push((score, id));
         }
     }
     rank(&mut scored);

@@ -1,19 +1,76 @@
-//! Keyword search in the SQLite store: the query's words
-//! ([`keywords`]) matched in the FTS5 index over the records' text, ranked
-//! by BM25, within one session.
+//! Keyword search in the SQLite store: the query's words ([`keywords`])
+//! matched in the FTS5 index over the records' text, ranked by BM25, within
+//! one session.
+//!
+//! FTS5 scores every record that holds any of the words, so a word that
+//! half the records hold would cost a scan of half the store for almost
+//! nothing (BM25 weighs it near zero). The query's words are therefore
+//! stemmed the way the index stems them, looked up in the index's
+//! vocabulary, and taken rarest first while the records holding them stay
+//! under [`POSTINGS_BUDGET`] (the rarest word is always taken).
 
 use agentry_core::memory::{MemoryError, Recalled, keywords};
-use rusqlite::params;
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, failed, read_record};
 
-/// An FTS5 query matching any of `words`, each a quoted string (so no word
-/// is read as query syntax; a word holding `_` is the phrase of its parts,
-/// as the tokenizer splits it).
-fn match_any(words: &[String]) -> String {
-    words
+/// Most records (postings) the chosen words may hold together, beyond the
+/// rarest word's own.
+pub const POSTINGS_BUDGET: i64 = 2_000;
+
+/// Per-connection helpers, in the temporary schema (nothing is written to
+/// the file, so a read-only file can be searched): a one-row FTS5 table
+/// with the index's tokenizer, whose vocabulary is the query's stemmed
+/// words, and the index's own vocabulary with each word's record count.
+const HELPERS: &str = "
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_query USING fts5(
+    text, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_query_terms USING fts5vocab(temp, memory_query, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_text_terms USING fts5vocab(main, memory_text, 'row');
+";
+
+/// The index terms to match for `words`: stemmed as the index stems them,
+/// only those some record holds, rarest first within the budget.
+fn chosen_terms(conn: &Connection, words: &[String]) -> Result<Vec<String>, MemoryError> {
+    conn.execute_batch(HELPERS).map_err(failed)?;
+    conn.execute("DELETE FROM temp.memory_query", [])
+        .map_err(failed)?;
+    conn.execute(
+        "INSERT INTO temp.memory_query (text) VALUES (?1)",
+        [words.join(" ")],
+    )
+    .map_err(failed)?;
+    let mut select = conn
+        .prepare_cached(
+            "SELECT q.term, t.doc FROM temp.memory_query_terms AS q
+             JOIN temp.memory_text_terms AS t ON t.term = q.term
+             ORDER BY t.doc, q.term",
+        )
+        .map_err(failed)?;
+    let found: Vec<(String, i64)> = select
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .map_err(failed)?
+        .collect::<Result<_, _>>()
+        .map_err(failed)?;
+    let mut spent = 0;
+    let mut terms = Vec::new();
+    for (term, records) in found {
+        if !terms.is_empty() && spent + records > POSTINGS_BUDGET {
+            break;
+        }
+        spent += if terms.is_empty() { 0 } else { records };
+        terms.push(term);
+    }
+    Ok(terms)
+}
+
+/// An FTS5 query matching any of `terms`, each a quoted string (so no term
+/// is read as query syntax).
+fn match_any(terms: &[String]) -> String {
+    terms
         .iter()
-        .map(|word| format!("\"{}\"", word.replace('"', "\"\"")))
+        .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
         .collect::<Vec<_>>()
         .join(" OR ")
 }
@@ -33,25 +90,59 @@ impl SqliteStore {
             return Ok(Vec::new());
         }
         let db = self.db()?;
+        let terms = chosen_terms(&db.conn, &words)?;
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let query = match_any(&terms);
+        // The best matches of the whole file first (no row of `memory` is
+        // read for a record that does not make the cut), then theirs of
+        // this session; more are asked for while other sessions' records
+        // crowd this one's out.
+        let mut ranked = db
+            .conn
+            .prepare_cached(
+                "SELECT rowid, -bm25(memory_text) FROM memory_text WHERE memory_text MATCH ?1
+                 ORDER BY rank LIMIT ?2",
+            )
+            .map_err(failed)?;
         let mut select = db
             .conn
             .prepare_cached(
-                "SELECT m.session, m.role, m.source, m.text, m.metadata, m.timestamp, m.embedding,
-                        -bm25(memory_text)
-                 FROM memory_text JOIN memory AS m ON m.id = memory_text.rowid
-                 WHERE memory_text MATCH ?1 AND m.session = ?2
-                 ORDER BY bm25(memory_text) LIMIT ?3",
+                "SELECT session, role, source, text, metadata, timestamp, embedding
+                 FROM memory WHERE id = ?1 AND session = ?2",
             )
             .map_err(failed)?;
-        let limit = limit.min(i64::MAX as usize) as i64;
-        let rows = select
-            .query_map(params![match_any(&words), session, limit], |row| {
-                Ok(Recalled {
-                    record: read_record(row)?,
-                    score: row.get::<_, f64>(7)? as f32,
-                })
-            })
-            .map_err(failed)?;
-        rows.collect::<Result<_, _>>().map_err(failed)
+        let mut wanted = limit.saturating_mul(4).max(20);
+        loop {
+            let best: Vec<(i64, f64)> = ranked
+                .query_map(
+                    params![query, wanted.min(i64::MAX as usize) as i64],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .map_err(failed)?
+                .collect::<Result<_, _>>()
+                .map_err(failed)?;
+            let mut hits = Vec::new();
+            for (id, score) in &best {
+                if let Some(record) = select
+                    .query_row(params![id, session], read_record)
+                    .optional()
+                    .map_err(failed)?
+                {
+                    hits.push(Recalled {
+                        record,
+                        score: *score as f32,
+                    });
+                    if hits.len() == limit {
+                        return Ok(hits);
+                    }
+                }
+            }
+            if best.len() < wanted {
+                return Ok(hits); // every match was looked at
+            }
+            wanted = wanted.saturating_mul(4);
+        }
     }
 }
