@@ -111,3 +111,120 @@ async fn build_context_safe_never_fails() {
         Err(MemoryError("disk full".into()))
     );
 }
+
+/// A store that recalls by vector but cannot search text (the trait's default).
+struct VectorOnly(InMemoryStore);
+
+impl MemoryStore for VectorOnly {
+    fn add<'a>(&'a self, record: MemoryRecord) -> BoxFuture<'a, Result<(), MemoryError>> {
+        self.0.add(record)
+    }
+    fn recall<'a>(
+        &'a self,
+        session: &'a str,
+        query: &'a [f32],
+        opts: RecallOpts,
+    ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
+        self.0.recall(session, query, opts)
+    }
+    fn recent<'a>(
+        &'a self,
+        session: &'a str,
+        opts: &'a RecentOpts,
+    ) -> BoxFuture<'a, Result<Vec<MemoryRecord>, MemoryError>> {
+        self.0.recent(session, opts)
+    }
+}
+
+#[tokio::test]
+async fn hybrid_recall_finds_a_record_by_its_words_and_falls_back_to_vectors() {
+    // No bias: a text without the keywords embeds as zeros and matches nothing.
+    let embedder = Arc::new(KeywordEmbedder::new(["pasta", "weather"]).with_bias(0.0));
+    let what = || Remember {
+        role: "user".into(),
+        ..Remember::default()
+    };
+    let store = Arc::new(InMemoryStore::new());
+    let plain = Memory::new(store.clone(), embedder.clone());
+    plain.remember("s", "I love pasta", what()).await.unwrap();
+    plain
+        .remember("s", "My locker code is 7731", what())
+        .await
+        .unwrap();
+    let opts = RecallOpts::default();
+    assert!(
+        plain
+            .recall("s", "what is 7731?", opts)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let keywords = Ranking {
+        keywords: true,
+        ..Ranking::default()
+    };
+    let hybrid = plain.clone().with_ranking(keywords);
+    assert_eq!(hybrid.ranking(), keywords);
+    let hits = hybrid.recall("s", "what is 7731?", opts).await.unwrap();
+    let found: Vec<(&str, f32)> = hits
+        .iter()
+        .map(|h| (h.record.text.as_str(), h.score))
+        .collect();
+    // First by its words, absent by vector: half the best fused score.
+    assert_eq!(found, [("My locker code is 7731", 0.5)]);
+    let both = hybrid.recall("s", "pasta 7731", opts).await.unwrap();
+    assert_eq!(both[0].record.text, "I love pasta", "first in both lists");
+    assert_eq!(both[0].score, 1.0);
+    assert_eq!(both[1].record.text, "My locker code is 7731");
+
+    // A store that cannot search text: recall goes on by vector alone.
+    let store = Arc::new(VectorOnly(InMemoryStore::new()));
+    let fallback = Memory::new(store, embedder).with_ranking(keywords);
+    fallback
+        .remember("s", "I love pasta", what())
+        .await
+        .unwrap();
+    fallback
+        .remember("s", "My locker code is 7731", what())
+        .await
+        .unwrap();
+    let hits = fallback.recall("s", "pasta 7731", opts).await.unwrap();
+    let texts: Vec<&str> = hits.iter().map(|h| h.record.text.as_str()).collect();
+    assert_eq!(texts, ["I love pasta"]);
+}
+
+#[tokio::test]
+async fn recency_and_importance_reorder_what_is_recalled() {
+    let embedder = Arc::new(KeywordEmbedder::new(["pasta", "weather"]));
+    let store = Arc::new(InMemoryStore::new());
+    let day = 24 * 3600;
+    let now = now_secs();
+    for (text, age, importance) in [("pasta last month", 30 * day, 1.0), ("pasta today", 0, 0.0)] {
+        let mut record = MemoryRecord::new("s", "user", text, vec![1.0, 0.0, 0.1]);
+        record.timestamp = now - age;
+        record
+            .metadata
+            .insert("importance".into(), serde_json::json!(importance));
+        store.add(record).await.unwrap();
+    }
+    let texts =
+        |hits: Vec<Recalled>| -> Vec<String> { hits.into_iter().map(|h| h.record.text).collect() };
+    let memory = Memory::new(store, embedder);
+    let opts = RecallOpts::default();
+    let recent = memory.clone().with_ranking(Ranking {
+        recency_weight: 0.2,
+        ..Ranking::default()
+    });
+    let hits = recent.recall("s", "pasta?", opts).await.unwrap();
+    // Same cosine (1.0); today adds 0.2, a month ago 0.2 × 0.5^(30/7).
+    assert!((hits[0].score - 1.2).abs() < 1e-3, "{}", hits[0].score);
+    assert_eq!(texts(hits), ["pasta today", "pasta last month"]);
+    let important = memory.with_ranking(Ranking {
+        recency_weight: 0.2,
+        importance_weight: 0.5,
+        ..Ranking::default()
+    });
+    let hits = important.recall("s", "pasta?", opts).await.unwrap();
+    assert_eq!(texts(hits), ["pasta last month", "pasta today"]);
+}
