@@ -34,7 +34,7 @@ use agentry_core::embed::Embedder;
 use agentry_core::memory::{Memory, MemoryRecord, MemoryStore, Ranking, RecallOpts, Recalled};
 use agentry_local::LocalEmbedder;
 use agentry_store::{PgStore, SqliteStore};
-use corpus::{DIMS, corpus_texts, embedded, workspace};
+use corpus::{DIMS, corpus_texts, embedded, numbers_given, workspace};
 
 /// A labelled retrieval set: records, and questions each with the name of
 /// the one record that answers it.
@@ -216,16 +216,7 @@ fn all_records(
 }
 
 fn main() {
-    let counts: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .filter_map(|a| a.replace('_', "").parse().ok())
-        .collect();
-    let counts = if counts.is_empty() {
-        vec![0, 100_000]
-    } else {
-        counts
-    };
+    let counts = numbers_given(&[0, 100_000]);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

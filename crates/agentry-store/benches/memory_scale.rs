@@ -31,7 +31,7 @@ use agentry_core::embed::dot;
 use agentry_core::memory::{MemoryRecord, MemoryStore, RecallOpts};
 use agentry_local::LocalEmbedder;
 use agentry_store::{PgStore, SqliteStore, decode_embedding, encode_embedding};
-use corpus::{DIMS, corpus_texts, embedded, workspace};
+use corpus::{DIMS, corpus_texts, embedded, numbers_given, workspace};
 use sqlx::AssertSqlSafe;
 
 const LATENCY_QUERIES: usize = 200;
@@ -315,16 +315,7 @@ async fn postgres(
 }
 
 fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .filter_map(|a| a.replace('_', "").parse().ok())
-        .collect();
-    let sizes = if sizes.is_empty() {
-        vec![100_000, 1_000_000]
-    } else {
-        sizes
-    };
+    let sizes = numbers_given(&[100_000, 1_000_000]);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

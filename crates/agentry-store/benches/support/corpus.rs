@@ -13,6 +13,21 @@ use agentry_store::{decode_embedding, encode_embedding};
 /// all-MiniLM-L6-v2's embedding size.
 pub const DIMS: usize = 384;
 
+/// The numbers on the command line (`100_000` allowed; flags such as
+/// cargo's `--bench` skipped), or `default` when there are none.
+pub fn numbers_given(default: &[usize]) -> Vec<usize> {
+    let given: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .filter_map(|a| a.replace('_', "").parse().ok())
+        .collect();
+    if given.is_empty() {
+        default.to_vec()
+    } else {
+        given
+    }
+}
+
 /// The workspace root.
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
