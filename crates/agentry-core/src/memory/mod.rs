@@ -26,7 +26,7 @@ mod transfer;
 pub use context::{DEFAULT_MEMORY_HEADING, Memory, Remember, with_memory_block};
 pub use in_memory::InMemoryStore;
 pub use manage::{Forget, ListOpts, SessionSummary, StoredRecord};
-pub use ranking::{FUSION_K, MAX_KEYWORDS, Ranking, keywords};
+pub use ranking::{FUSION_K, KEYWORD_POSTINGS, MAX_KEYWORDS, Ranking, keywords, rarest_within};
 pub use store::{
     MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts, now_secs,
 };

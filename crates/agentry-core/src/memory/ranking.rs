@@ -190,6 +190,40 @@ pub fn keywords(text: &str) -> Vec<String> {
     words
 }
 
+/// How many records (postings) the words a store's keyword search matches
+/// may hold together, beyond the rarest word's own: see [`rarest_within`].
+pub const KEYWORD_POSTINGS: f64 = 2_000.0;
+
+/// The rarest of `words` (each with how many records hold it) while the
+/// records they hold together, beyond the rarest one's, stay within
+/// `budget`, rarest first; the rarest word is always kept. A keyword search
+/// that scores every record holding any word (FTS5, PostgreSQL) would
+/// otherwise spend most of its time on words so common that they barely
+/// change the ranking.
+///
+/// ```
+/// use agentry_core::memory::rarest_within;
+///
+/// let words = vec![("info", 40_000.0), ("7731", 3.0), ("locker", 900.0), ("code", 1_500.0)];
+/// assert_eq!(rarest_within(words, 2_000.0), [("7731", 3.0), ("locker", 900.0)]);
+/// assert_eq!(rarest_within(vec![("info", 40_000.0)], 2_000.0), [("info", 40_000.0)]);
+/// ```
+pub fn rarest_within<T: Ord>(mut words: Vec<(T, f64)>, budget: f64) -> Vec<(T, f64)> {
+    words.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    let mut spent = 0.0;
+    let mut kept = Vec::new();
+    for (word, postings) in words {
+        if !kept.is_empty() {
+            if spent + postings > budget {
+                break;
+            }
+            spent += postings;
+        }
+        kept.push((word, postings));
+    }
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

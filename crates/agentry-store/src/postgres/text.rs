@@ -11,21 +11,17 @@
 //! not among the most common counts as half as frequent as the least
 //! common listed), and a record scores the sum of its words' weights.
 //! Ranking reads every matching row, so the words are taken rarest first
-//! while the rows holding them stay under [`POSTINGS_BUDGET`]; the rarest
-//! is always taken.
+//! while the rows holding them stay under [`KEYWORD_POSTINGS`]
+//! ([`rarest_within`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agentry_core::memory::{MemoryError, Recalled, keywords};
+use agentry_core::memory::{KEYWORD_POSTINGS, MemoryError, Recalled, keywords, rarest_within};
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{PgStore, failed, read_record};
-
-/// Most rows (postings) the chosen words may hold together, beyond the
-/// rarest word's own.
-pub const POSTINGS_BUDGET: f64 = 2_000.0;
 
 /// How long the column's statistics are used before they are read again.
 const STATS_AGE: Duration = Duration::from_secs(300);
@@ -97,28 +93,21 @@ impl PgStore {
                 .await
                 .map_err(failed)?;
         let stats = self.word_stats().await?;
-        let mut ranked: Vec<(f64, String)> = lexemes
+        let counted: Vec<(String, f64)> = lexemes
             .into_iter()
             .map(|l| {
-                (
-                    stats.common.get(&l).copied().unwrap_or(stats.rare) * stats.rows,
-                    l,
-                )
+                let share = stats.common.get(&l).copied().unwrap_or(stats.rare);
+                (l, share * stats.rows)
             })
             .collect();
-        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        let mut spent = 0.0;
-        let mut chosen = Vec::new();
-        for (postings, lexeme) in ranked {
-            if !chosen.is_empty() {
-                if spent + postings > POSTINGS_BUDGET {
-                    break;
-                }
-                spent += postings;
-            }
-            let weight = ((stats.rows - postings + 0.5) / (postings + 0.5) + 1.0).ln();
-            chosen.push((lexeme, weight.max(0.01)));
-        }
+        let chosen = rarest_within(counted, KEYWORD_POSTINGS)
+            .into_iter()
+            .map(|(lexeme, postings)| {
+                // BM25's inverse document frequency.
+                let weight = ((stats.rows - postings + 0.5) / (postings + 0.5) + 1.0).ln();
+                (lexeme, weight.max(0.01))
+            })
+            .collect();
         Ok(chosen)
     }
 

@@ -55,6 +55,8 @@ struct Inner {
 struct Db {
     conn: Connection,
     file: Option<WatchedFile>,
+    /// Whether keyword search's temporary tables exist on this connection.
+    keyword_helpers: bool,
 }
 
 /// The recall index of every session looked at so far.
@@ -148,7 +150,11 @@ impl SqliteStore {
     fn with_connection(conn: Connection, file: Option<WatchedFile>) -> Self {
         Self {
             inner: Arc::new(Inner {
-                db: Mutex::new(Db { conn, file }),
+                db: Mutex::new(Db {
+                    conn,
+                    file,
+                    keyword_helpers: false,
+                }),
                 indexes: Mutex::new(Indexes::default()),
                 candidates: AtomicUsize::new(0),
                 turn: Arc::new(tokio::sync::Semaphore::new(1)),

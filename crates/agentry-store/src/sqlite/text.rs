@@ -7,19 +7,16 @@
 //! nothing (BM25 weighs it near zero). The query's words are therefore
 //! stemmed the way the index stems them, looked up in the index's
 //! vocabulary, and taken rarest first while the records holding them stay
-//! under [`POSTINGS_BUDGET`] (the rarest word is always taken).
+//! under [`KEYWORD_POSTINGS`] ([`rarest_within`]).
 
-use agentry_core::memory::{MemoryError, Recalled, keywords};
+use agentry_core::memory::{KEYWORD_POSTINGS, MemoryError, Recalled, keywords, rarest_within};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, failed, read_record};
 
-/// Most records (postings) the chosen words may hold together, beyond the
-/// rarest word's own.
-pub const POSTINGS_BUDGET: i64 = 2_000;
-
-/// Per-connection helpers, in the temporary schema (nothing is written to
-/// the file, so a read-only file can be searched): a one-row FTS5 table
+/// Per-connection helpers, made on a connection's first keyword search in
+/// its temporary schema (nothing is written to the file, so a read-only
+/// file can be searched): a one-row FTS5 table
 /// with the index's tokenizer, whose vocabulary is the query's stemmed
 /// words, and the index's own vocabulary with each word's record count.
 const HELPERS: &str = "
@@ -33,7 +30,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_text_terms USING fts5vocab(main, 
 /// The index terms to match for `words`: stemmed as the index stems them,
 /// only those some record holds, rarest first within the budget.
 fn chosen_terms(conn: &Connection, words: &[String]) -> Result<Vec<String>, MemoryError> {
-    conn.execute_batch(HELPERS).map_err(failed)?;
     conn.execute("DELETE FROM temp.memory_query", [])
         .map_err(failed)?;
     conn.execute(
@@ -48,21 +44,15 @@ fn chosen_terms(conn: &Connection, words: &[String]) -> Result<Vec<String>, Memo
              ORDER BY t.doc, q.term",
         )
         .map_err(failed)?;
-    let found: Vec<(String, i64)> = select
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+    let found: Vec<(String, f64)> = select
+        .query_map([], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? as f64)))
         .map_err(failed)?
         .collect::<Result<_, _>>()
         .map_err(failed)?;
-    let mut spent = 0;
-    let mut terms = Vec::new();
-    for (term, records) in found {
-        if !terms.is_empty() && spent + records > POSTINGS_BUDGET {
-            break;
-        }
-        spent += if terms.is_empty() { 0 } else { records };
-        terms.push(term);
-    }
-    Ok(terms)
+    Ok(rarest_within(found, KEYWORD_POSTINGS)
+        .into_iter()
+        .map(|(term, _)| term)
+        .collect())
 }
 
 /// An FTS5 query matching any of `terms`, each a quoted string (so no term
@@ -89,7 +79,11 @@ impl SqliteStore {
         if words.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        let db = self.db()?;
+        let mut db = self.db()?;
+        if !db.keyword_helpers {
+            db.conn.execute_batch(HELPERS).map_err(failed)?;
+            db.keyword_helpers = true;
+        }
         let terms = chosen_terms(&db.conn, &words)?;
         if terms.is_empty() {
             return Ok(Vec::new());
