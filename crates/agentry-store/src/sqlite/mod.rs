@@ -33,7 +33,8 @@ use index::{Found, SessionIndex, sketch, sketch_bytes};
 use lookup::{refresh, rescore, session_dimensions};
 use schema::configured;
 
-/// Memory records in one SQLite file.
+/// Memory records in one SQLite file. Each store (one connection) keeps
+/// SQLite's page cache at up to 64 MiB, filled as pages are read.
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
