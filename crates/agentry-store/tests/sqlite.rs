@@ -570,6 +570,171 @@ async fn a_large_session_is_recalled_through_sketches_with_exact_scores() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_large_session_is_packed_into_blocks_read_back_alike_and_forgetting_drops_them() {
+    use agentry::memory::Forget;
+    let path = temp_file("blocks");
+    let mut rng = Rng(0x853c49e6748fea9b);
+    let records: Vec<MemoryRecord> = (0..20_000)
+        .map(|i| MemoryRecord::new("big", "user", format!("record {i}"), rng.vector(64)))
+        .collect();
+    let store = SqliteStore::open(&path).unwrap();
+    for batch in records.chunks(1_000) {
+        store.add_many_blocking(batch).unwrap();
+    }
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let blocks = |raw: &rusqlite::Connection| -> (i64, i64) {
+        raw.query_row(
+            "SELECT count(*), coalesce(sum(length(ids)) / 8, 0) FROM memory_sketch_block",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    };
+    // Packed once the session passed 16,384 records (at 17,000): four
+    // blocks of 4,096; the 3,616 after them stay loose.
+    assert_eq!(blocks(&raw), (4, 16_384));
+
+    let opts = RecallOpts {
+        limit: 5,
+        min_score: -1.0,
+    };
+    let probes = [0usize, 4_095, 4_096, 9_999, 16_383, 16_384, 19_999];
+    let records_vector = |i: usize| records[i].embedding.clone();
+    let recall_all = |store: SqliteStore| async move {
+        let mut all = Vec::new();
+        for probe in probes {
+            let hits = store
+                .recall("big", &records_vector(probe), opts)
+                .await
+                .unwrap();
+            all.push(
+                hits.iter()
+                    .map(|h| (h.record.text.clone(), h.score))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        all
+    };
+    let through_blocks = recall_all(SqliteStore::open(&path).unwrap()).await;
+    for (probe, hits) in probes.iter().zip(&through_blocks) {
+        assert_eq!(hits[0].0, format!("record {probe}"));
+        assert!((hits[0].1 - 1.0).abs() < 2e-3);
+    }
+    // The same answers when every sketch is read from its row.
+    raw.execute("DELETE FROM memory_sketch_block", []).unwrap();
+    let through_rows = recall_all(SqliteStore::open(&path).unwrap()).await;
+    assert_eq!(through_blocks, through_rows);
+    // Packed again by the next write.
+    let one_more = MemoryRecord::new("big", "user", "one more", rng.vector(64));
+    store.add_many_blocking(&[one_more]).unwrap();
+    assert_eq!(blocks(&raw), (4, 16_384));
+
+    // Forgetting a record drops the block that holds it, and only that one;
+    // its neighbours are still found (read one by one), it is not.
+    let listed = store
+        .list(
+            "big",
+            agentry::memory::ListOpts {
+                after: None,
+                limit: Some(5_001),
+            },
+        )
+        .await
+        .unwrap();
+    let gone = listed[5_000].id;
+    assert_eq!(listed[5_000].record.text, "record 5000");
+    let forget = Forget::Record {
+        session: "big".into(),
+        id: gone,
+    };
+    assert_eq!(store.forget(&forget).await.unwrap(), 1);
+    assert_eq!(blocks(&raw), (3, 12_288));
+    let holding: i64 = raw
+        .query_row(
+            "SELECT count(*) FROM memory_sketch_block WHERE first_id <= ?1 AND last_id >= ?1",
+            [gone],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(holding, 0);
+    let reopened = SqliteStore::open(&path).unwrap();
+    let hits = reopened
+        .recall("big", &records_vector(5_000), opts)
+        .await
+        .unwrap();
+    assert!(hits.iter().all(|h| h.record.text != "record 5000"));
+    let hits = reopened
+        .recall("big", &records_vector(5_001), opts)
+        .await
+        .unwrap();
+    assert_eq!(hits[0].record.text, "record 5001");
+    // Forgetting the session drops its blocks.
+    store.forget(&Forget::Session("big".into())).await.unwrap();
+    assert_eq!(blocks(&raw), (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sketches_of_the_first_format_are_computed_again_on_open() {
+    let path = temp_file("first-format-sketches");
+    let mut rng = Rng(0x2545f4914f6cdd1d);
+    let records: Vec<MemoryRecord> = (0..17_000)
+        .map(|i| MemoryRecord::new("big", "user", format!("record {i}"), rng.vector(64)))
+        .collect();
+    SqliteStore::open(&path)
+        .unwrap()
+        .add_many_blocking(&records)
+        .unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let lengths = |raw: &rusqlite::Connection| -> Vec<(i64, i64)> {
+        raw.prepare("SELECT length(sketch), count(*) FROM memory GROUP BY 1 ORDER BY 1")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    // A format byte, then a 64-dimension sign word and size word.
+    assert_eq!(lengths(&raw), [(17, 17_000)]);
+    // As the first format stored them: the sign word alone, in a file an
+    // older version wrote (it never sets `user_version`).
+    raw.execute("UPDATE memory SET sketch = substr(sketch, 2, 8)", [])
+        .unwrap();
+    raw.pragma_update(None, "user_version", 0).unwrap();
+    assert_eq!(lengths(&raw), [(8, 17_000)]);
+    drop(raw);
+
+    let store = SqliteStore::open(&path).unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(lengths(&raw), [(17, 17_000)], "every sketch rewritten");
+    let opts = RecallOpts {
+        limit: 5,
+        min_score: -1.0,
+    };
+    for probe in [3usize, 16_999] {
+        let hits = store
+            .recall("big", &records[probe].embedding, opts)
+            .await
+            .unwrap();
+        assert_eq!(hits[0].record.text, format!("record {probe}"));
+    }
+    // A record an older version writes into the file later (it stays at the
+    // new version, so opening reads no rows): its sketch is computed from
+    // its vector when the index reads it.
+    raw.execute(
+        "UPDATE memory SET sketch = substr(sketch, 2, 8) WHERE text = 'record 16999'",
+        [],
+    )
+    .unwrap();
+    let hits = SqliteStore::open(&path)
+        .unwrap()
+        .recall("big", &records[16_999].embedding, opts)
+        .await
+        .unwrap();
+    assert_eq!(hits[0].record.text, "record 16999");
+    assert_eq!(lengths(&raw), [(8, 1), (17, 16_999)], "opening rewrote nothing");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_file_from_before_sketches_and_keywords_is_brought_up_to_date_on_open() {
     let path = temp_file("before-sketches");
     {

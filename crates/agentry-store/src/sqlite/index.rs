@@ -1,20 +1,23 @@
 //! The SQLite store's recall index, one per session, in RAM.
 //!
-//! Every record has a sign sketch: one bit a dimension, set where the
-//! unit vector is positive (48 bytes for 384 dimensions), persisted in the
-//! `memory.sketch` column and read through a covering index, so opening a
-//! store reads 56 bytes a record instead of its vector. A session of up to
-//! [`EXACT_LIMIT`] records also keeps its exact vectors here and is scanned
-//! exactly. A larger one is scanned in three stages: the Hamming distance
-//! between sketches keeps [`COARSE_FACTOR`] × [`CANDIDATES`] records, the
-//! query scored against their sketches (each bit as ±1 along its dimension)
-//! keeps [`CANDIDATES`], and those are re-scored exactly from the vectors in
-//! the file: recall reads 48 bytes a record and a few hundred vectors, not
-//! every vector.
+//! Every record has a [`Sketch`]: two bits a dimension of its unit vector,
+//! the sign and whether the value is large (96 bytes for 384 dimensions),
+//! persisted in the `memory.sketch` column and read through a covering
+//! index, so opening a store reads about a hundred bytes a record instead
+//! of its vector. A session of up to [`EXACT_LIMIT`] records also keeps its
+//! exact vectors here and is scanned exactly. A larger one is scanned in
+//! three stages: the Hamming distance between the signs keeps
+//! [`COARSE_FACTOR`] × [`CANDIDATES`] records, the query's dot product
+//! with their sketches, estimated ([`Estimator`]), keeps [`CANDIDATES`],
+//! and those are re-scored exactly from the vectors in the file: recall
+//! reads 48 bytes a record, a few thousand sketches, and a few dozen
+//! vectors, not every vector.
 
 use std::collections::BinaryHeap;
 
 use agentry_core::embed::dot;
+
+use super::sketch::{Estimator, Sketch, sketch};
 
 /// Sessions up to this many records keep their vectors in RAM and are
 /// scanned exactly (1.0 ms at 10,000 records; about 25 MB at 384 dimensions).
@@ -25,46 +28,20 @@ pub const EXACT_LIMIT: usize = 16_384;
 pub const COARSE_FACTOR: usize = 40;
 
 /// The least number of a large session's records, best by sketch, that are
-/// re-scored exactly by default (one in [`RECORDS_PER_CANDIDATE`] when that is more). Chosen by measurement on real embeddings
-/// (`BENCHMARKS.md`); [`SqliteStore::set_rescore_candidates`](crate::SqliteStore::set_rescore_candidates) changes it.
-pub const CANDIDATES: usize = 200;
+/// re-scored exactly by default (one in [`RECORDS_PER_CANDIDATE`] when
+/// that is more). Chosen by measurement on real embeddings
+/// (`BENCHMARKS.md`);
+/// [`SqliteStore::set_rescore_candidates`](crate::SqliteStore::set_rescore_candidates)
+/// changes it.
+pub const CANDIDATES: usize = 64;
 
-/// Past 400,000 records the default re-scores one record in this many
-/// (500 at 1M), so recall@5 holds as the session grows.
-pub const RECORDS_PER_CANDIDATE: usize = 2_000;
+/// Past 384,000 records the default re-scores one record in this many
+/// (166 at 1M), so recall@5 holds as the session grows.
+pub const RECORDS_PER_CANDIDATE: usize = 6_000;
 
 /// How many records of a session of `len` are re-scored by default.
 pub fn default_candidates(len: usize) -> usize {
     CANDIDATES.max(len / RECORDS_PER_CANDIDATE)
-}
-
-/// The sign sketch of `vector`, as `u64` words (bit `i % 64` of word `i / 64`).
-pub fn sketch(vector: &[f32]) -> Vec<u64> {
-    let mut words = vec![0u64; vector.len().div_ceil(64)];
-    for (i, value) in vector.iter().enumerate() {
-        if *value > 0.0 {
-            words[i / 64] |= 1 << (i % 64);
-        }
-    }
-    words
-}
-
-/// A sketch as the little-endian bytes stored in the file.
-pub fn sketch_bytes(words: &[u64]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-/// The words of a stored sketch; `None` when its length is not whole words.
-pub fn sketch_words(bytes: &[u8]) -> Option<Vec<u64>> {
-    if bytes.is_empty() || !bytes.len().is_multiple_of(8) {
-        return None;
-    }
-    Some(
-        bytes
-            .chunks_exact(8)
-            .map(|b| u64::from_le_bytes(b.try_into().expect("eight bytes")))
-            .collect(),
-    )
 }
 
 /// One session's records as the index sees them.
@@ -72,9 +49,12 @@ pub struct SessionIndex {
     /// The highest record id loaded (rows above it are read on the next look).
     pub last_id: i64,
     ids: Vec<i64>,
-    /// Words per sketch (0 until the first record).
+    /// Words per sketch plane (0 until the first record).
     words: usize,
-    sketches: Vec<u64>,
+    /// Every record's sign plane, `words` words each, in `ids` order.
+    signs: Vec<u64>,
+    /// Every record's size plane, the same way.
+    large: Vec<u64>,
     /// The exact unit vectors, `ids.len() * dims` values, while the session
     /// has at most [`EXACT_LIMIT`] records.
     exact: Option<Exact>,
@@ -101,7 +81,8 @@ impl Default for SessionIndex {
             last_id: 0,
             ids: Vec::new(),
             words: 0,
-            sketches: Vec::new(),
+            signs: Vec::new(),
+            large: Vec::new(),
             exact: Some(Exact {
                 dims: 0,
                 values: Vec::new(),
@@ -129,11 +110,22 @@ impl SessionIndex {
     /// Add a record's sketch, and its unit vector while exact vectors are
     /// kept (`None` gives them up). A sketch of another length than the
     /// session's is refused (`false`): it cannot be compared.
-    pub fn push(&mut self, id: i64, words: &[u64], vector: Option<&[f32]>) -> bool {
+    pub fn push(&mut self, id: i64, sketch: &Sketch, vector: Option<&[f32]>) -> bool {
+        self.push_planes(id, &sketch.signs, &sketch.large, vector)
+    }
+
+    /// [`push`](Self::push) with the sketch's two planes as they lie in a block.
+    pub fn push_planes(
+        &mut self,
+        id: i64,
+        signs: &[u64],
+        large: &[u64],
+        vector: Option<&[f32]>,
+    ) -> bool {
         if self.ids.is_empty() {
-            self.words = words.len();
+            self.words = signs.len();
         }
-        if words.len() != self.words {
+        if signs.len() != self.words || large.len() != self.words {
             return false;
         }
         match (&mut self.exact, vector) {
@@ -149,7 +141,8 @@ impl SessionIndex {
             _ => self.exact = None,
         }
         self.ids.push(id);
-        self.sketches.extend_from_slice(words);
+        self.signs.extend_from_slice(signs);
+        self.large.extend_from_slice(large);
         self.last_id = self.last_id.max(id);
         true
     }
@@ -166,7 +159,7 @@ impl SessionIndex {
             }
             return Found::Ranked(self.scan_exact(exact, query, limit, min_score));
         }
-        let target = sketch(query);
+        let target = sketch(query).signs;
         if target.len() != self.words {
             return Found::Ranked(Vec::new());
         }
@@ -183,32 +176,18 @@ impl SessionIndex {
     }
 
     /// The `wanted` of `positions` whose sketches score best against the
-    /// query itself: each bit read as +1 or -1 along its dimension, summed
-    /// with the query's values (an asymmetric estimate of the dot product,
-    /// much closer than the Hamming distance between two sketches). Eight
-    /// dimensions at a time through a table of the query's partial sums.
+    /// query itself ([`Estimator`]: signs and sizes read as values along
+    /// each dimension, much closer to the dot product than the Hamming
+    /// distance between two sketches).
     fn best_estimated(&self, query: &[f32], positions: Vec<usize>, wanted: usize) -> Vec<usize> {
-        let bytes = self.words * 8;
-        // sums[j * 256 + b]: the query's values at the bits set in byte `b` of byte slot `j`.
-        let mut sums = vec![0f32; bytes * 256];
-        for j in 0..bytes {
-            for b in 1..256usize {
-                let low = b.trailing_zeros() as usize;
-                let value = query.get(j * 8 + low).copied().unwrap_or(0.0);
-                sums[j * 256 + b] = sums[j * 256 + (b & (b - 1))] + value;
-            }
-        }
+        let estimator = Estimator::new(query, self.words);
+        let words = self.words;
         let mut estimated: Vec<(f32, usize)> = positions
             .into_iter()
             .map(|position| {
-                let words = &self.sketches[position * self.words..(position + 1) * self.words];
-                let mut total = 0.0f32;
-                for (w, word) in words.iter().enumerate() {
-                    for (k, byte) in word.to_le_bytes().iter().enumerate() {
-                        total += sums[(w * 8 + k) * 256 + *byte as usize];
-                    }
-                }
-                (total, position)
+                let span = position * words..(position + 1) * words;
+                let estimate = estimator.estimate(&self.signs[span.clone()], &self.large[span]);
+                (estimate, position)
             })
             .collect();
         estimated.select_nth_unstable_by(wanted - 1, |a, b| b.0.total_cmp(&a.0));
@@ -256,7 +235,7 @@ impl SessionIndex {
         }
         let bits = self.words * 64;
         let mut histogram = vec![0usize; bits + 1];
-        let distances = hamming_distances(&self.sketches, self.words, target, &mut histogram);
+        let distances = hamming_distances(&self.signs, self.words, target, &mut histogram);
         // The smallest distance `cut` with at least `wanted` records at or under it.
         let mut seen = 0;
         let mut cut = bits;
@@ -380,21 +359,6 @@ mod tests {
     }
 
     #[test]
-    fn a_sketch_has_one_bit_per_dimension_and_round_trips_through_bytes() {
-        let words = sketch(&[0.5, -0.1, 0.0, 2.0]);
-        assert_eq!(words, [0b1001]);
-        let long: Vec<f32> = (0..130)
-            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
-            .collect();
-        let words = sketch(&long);
-        assert_eq!(words.len(), 3);
-        assert_eq!(words[2], 0b01);
-        assert_eq!(sketch_words(&sketch_bytes(&words)).unwrap(), words);
-        assert_eq!(sketch_words(&[1, 2, 3]), None);
-        assert_eq!(sketch_words(&[]), None);
-    }
-
-    #[test]
     fn a_small_session_is_ranked_exactly_and_a_large_one_gives_candidates_nearest_by_sketch() {
         let mut index = SessionIndex::default();
         let vectors = [unit(&[1.0, 0.1]), unit(&[0.9, 0.5]), unit(&[-1.0, 0.2])];
@@ -423,20 +387,25 @@ mod tests {
     fn the_candidates_are_the_nearest_by_hamming_distance_ties_in_insertion_order() {
         let mut index = SessionIndex::default();
         index.drop_vectors();
-        // 64-dimension sketches at distance (id % 5) from the all-ones target.
-        for id in 0..(CANDIDATES as i64 * 3) {
+        // 64-dimension signs at distance (id % 5) from the all-ones target,
+        // every value large.
+        let wanted = 200;
+        for id in 0..(wanted as i64 * 3) {
             let flipped = (id % 5) as u32;
-            let word = u64::MAX << flipped;
-            assert!(index.push(id, &[word], None));
+            let sketch = Sketch {
+                signs: vec![u64::MAX << flipped],
+                large: vec![u64::MAX],
+            };
+            assert!(index.push(id, &sketch, None));
         }
-        let Found::Rescore(chosen) = index.search(&[1.0; 64], 5, 0.0, CANDIDATES) else {
+        let Found::Rescore(chosen) = index.search(&[1.0; 64], 5, 0.0, wanted) else {
             panic!("a large session gives candidates");
         };
-        assert_eq!(chosen.len(), CANDIDATES);
+        assert_eq!(chosen.len(), wanted);
         // A fifth of the records are at distance 0 and a fifth at 1, together
         // more than the candidates: every one at distance 0 (the query scores
         // them highest too), the rest at distance 1.
-        assert!(chosen.iter().filter(|id| *id % 5 == 0).count() == CANDIDATES * 3 / 5);
+        assert!(chosen.iter().filter(|id| *id % 5 == 0).count() == wanted * 3 / 5);
         assert!(chosen.iter().all(|id| id % 5 <= 1));
         assert!(chosen.windows(2).all(|w| w[0] < w[1]), "in id order");
     }
@@ -444,10 +413,15 @@ mod tests {
     #[test]
     fn a_sketch_of_another_length_is_refused() {
         let mut index = SessionIndex::default();
-        assert!(index.push(1, &[1], Some(&[1.0, 0.0])));
-        assert!(!index.push(2, &[1, 2], Some(&[1.0; 70])));
+        let planes = |signs: Vec<u64>, large: Vec<u64>| Sketch { signs, large };
+        assert!(index.push(1, &planes(vec![1], vec![0]), Some(&[1.0, 0.0])));
+        assert!(!index.push(2, &planes(vec![1, 2], vec![0, 0]), Some(&[1.0; 70])));
         assert!(
-            !index.push(3, &[1], Some(&[1.0, 0.0, 0.0])),
+            !index.push(2, &planes(vec![1], vec![0, 0]), None),
+            "planes of two lengths"
+        );
+        assert!(
+            !index.push(3, &planes(vec![1], vec![0]), Some(&[1.0, 0.0, 0.0])),
             "another vector length"
         );
         assert_eq!(index.len(), 1);

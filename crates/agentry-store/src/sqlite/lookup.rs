@@ -9,7 +9,9 @@ use agentry_core::embed::dot;
 use agentry_core::memory::{MemoryError, RecallOpts};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::index::{self, SessionIndex, rank, sketch, sketch_words};
+use super::blocks;
+use super::index::{self, SessionIndex, rank};
+use super::sketch::{Sketch, sketch};
 use super::{Indexes, decode_embedding, failed, unit, unusable};
 
 /// Each stored embedding's length in values: two bytes (half precision) a value.
@@ -50,32 +52,22 @@ pub(super) fn refresh<'i>(
     let tx = conn.unchecked_transaction().map_err(failed)?;
     let index = indexes.sessions.entry(session.to_owned()).or_default();
     let first_look = index.len() == 0 && index.last_id == 0;
+    if first_look {
+        load_blocks(&tx, session, index)?;
+    }
     let with_vectors = index.wants_vectors() && !first_look;
-    let rows = new_rows(&tx, session, index.last_id, with_vectors)?;
+    let rows = new_rows(&tx, session, index.last_id, i64::MAX, with_vectors)?;
     // A first look reads sketches only; vectors follow for a small session.
-    let mut vectors: HashMap<i64, Vec<f32>> = if first_look && rows.len() <= index::EXACT_LIMIT {
+    let small = index.wants_vectors() && rows.len() <= index::EXACT_LIMIT;
+    let vectors: HashMap<i64, Vec<f32>> = if first_look && small {
         vectors_up_to(&tx, session, rows.last().map_or(0, |r| r.0))?
     } else {
         HashMap::new()
     };
-    if first_look && rows.len() > index::EXACT_LIMIT {
+    if first_look && !small {
         index.drop_vectors();
     }
-    for (id, words, vector) in rows {
-        let vector = vector.or_else(|| vectors.remove(&id));
-        let Some(words) = words else {
-            tracing::warn!(id, "a memory record's embedding is not searchable");
-            index.last_id = index.last_id.max(id);
-            continue;
-        };
-        if !index.push(id, &words, vector.as_deref()) {
-            tracing::warn!(
-                id,
-                "a memory record's embedding has another length; it is not searchable"
-            );
-            index.last_id = index.last_id.max(id);
-        }
-    }
+    push_rows(index, rows, vectors);
     tx.finish().map_err(failed)?;
     if index.len() == 0 {
         indexes.sessions.remove(session);
@@ -84,41 +76,95 @@ pub(super) fn refresh<'i>(
     Ok(indexes.sessions.get(session))
 }
 
-/// A row as the index reads it: id, sketch words (`None`: unsearchable),
-/// and the unit vector when asked for.
-type IndexRow = (i64, Option<Vec<u64>>, Option<Vec<f32>>);
+/// Add `rows` to `index`, each with its vector from the row or `vectors`.
+fn push_rows(index: &mut SessionIndex, rows: Vec<IndexRow>, mut vectors: HashMap<i64, Vec<f32>>) {
+    for (id, sketch, vector) in rows {
+        let vector = vector.or_else(|| vectors.remove(&id));
+        let Some(sketch) = sketch else {
+            tracing::warn!(id, "a memory record's embedding is not searchable");
+            index.last_id = index.last_id.max(id);
+            continue;
+        };
+        if !index.push(id, &sketch, vector.as_deref()) {
+            tracing::warn!(
+                id,
+                "a memory record's embedding has another length; it is not searchable"
+            );
+            index.last_id = index.last_id.max(id);
+        }
+    }
+}
 
-/// `session`'s rows after `after`, in id order: from the covering index
-/// alone unless `with_vectors`. A row without a sketch (written by an
-/// older version) has it computed from its embedding.
+/// On a first look at a large session: its blocks' records, and the
+/// records in the gaps between blocks one by one, into `index` (which then
+/// keeps no vectors). Blocks that together hold no more than
+/// [`index::EXACT_LIMIT`] records are not used: the session has shrunk
+/// since, and is read whole to be scanned exactly.
+fn load_blocks(
+    conn: &Connection,
+    session: &str,
+    index: &mut SessionIndex,
+) -> Result<(), MemoryError> {
+    let blocks = blocks::read(conn, session)?;
+    if blocks.iter().map(|b| b.ids.len()).sum::<usize>() <= index::EXACT_LIMIT {
+        return Ok(());
+    }
+    index.drop_vectors();
+    for block in blocks {
+        let gap = new_rows(conn, session, index.last_id, block.first_id, false)?;
+        push_rows(index, gap, HashMap::new());
+        for (i, &id) in block.ids.iter().enumerate() {
+            let (signs, large) = block.record(i);
+            if !index.push_planes(id, signs, large, None) {
+                tracing::warn!(
+                    id,
+                    "a memory record's embedding has another length; it is not searchable"
+                );
+            }
+        }
+        index.last_id = index.last_id.max(block.last_id);
+    }
+    Ok(())
+}
+
+/// A row as the index reads it: id, sketch (`None`: unsearchable), and the
+/// unit vector when asked for.
+type IndexRow = (i64, Option<Sketch>, Option<Vec<f32>>);
+
+/// `session`'s rows after `after` and before `before`, in id order: from
+/// the covering index alone unless `with_vectors`. A row without a sketch in the current
+/// format (written by an older version) has it computed from its embedding.
 fn new_rows(
     conn: &Connection,
     session: &str,
     after: i64,
+    before: i64,
     with_vectors: bool,
 ) -> Result<Vec<IndexRow>, MemoryError> {
     let sql = if with_vectors {
-        "SELECT id, sketch, embedding FROM memory WHERE session = ?1 AND id > ?2 ORDER BY id"
+        "SELECT id, sketch, embedding FROM memory WHERE session = ?1 AND id > ?2 AND id < ?3 ORDER BY id"
     } else {
-        "SELECT id, sketch, NULL FROM memory WHERE session = ?1 AND id > ?2 ORDER BY id"
+        "SELECT id, sketch, NULL FROM memory WHERE session = ?1 AND id > ?2 AND id < ?3 ORDER BY id"
     };
     let mut select = conn.prepare_cached(sql).map_err(failed)?;
-    let mut rows = select.query(params![session, after]).map_err(failed)?;
+    let mut rows = select
+        .query(params![session, after, before])
+        .map_err(failed)?;
     let mut found = Vec::new();
     while let Some(row) = rows.next().map_err(failed)? {
         let id: i64 = row.get(0).map_err(failed)?;
         let stored: Option<Vec<u8>> = row.get(1).map_err(failed)?;
         let blob: Option<Vec<u8>> = row.get(2).map_err(failed)?;
         let vector = blob.map(|b| unit(decode_embedding(&b)));
-        let words = match (stored, &vector) {
-            (Some(bytes), _) => sketch_words(&bytes),
+        let found_sketch = match (stored.as_deref().and_then(Sketch::from_bytes), &vector) {
+            (Some(sketch), _) => Some(sketch),
             (None, Some(vector)) => unusable(vector).is_none().then(|| sketch(vector)),
             (None, None) => vector_of(conn, id)?
                 .filter(|v| unusable(v).is_none())
                 .map(|v| sketch(&v)),
         };
         let vector = vector.filter(|v| unusable(v).is_none());
-        found.push((id, words, vector));
+        found.push((id, found_sketch, vector));
     }
     Ok(found)
 }

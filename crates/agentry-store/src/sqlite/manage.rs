@@ -86,6 +86,7 @@ impl SqliteStore {
             .execute(&format!("DELETE FROM memory WHERE {condition}"), &args[..])
             .map_err(failed)?;
         if deleted > 0 {
+            super::blocks::forget(&tx, what)?;
             tx.execute(
                 "INSERT INTO memory_forgotten (id, count) VALUES (1, 1)
                  ON CONFLICT (id) DO UPDATE SET count = count + 1",

@@ -1,7 +1,7 @@
 //! [`SqliteStore`]: memory in one SQLite file (WAL mode), embeddings stored
 //! as half-precision blobs. Recall goes through a per-session index in RAM
-//! ([`index`]): small sessions are scanned exactly; large ones by 1-bit
-//! sketches read from a covering index, with the nearest candidates
+//! ([`index`]): small sessions are scanned exactly; large ones by 2-bit
+//! sketches ([`sketch`]) read from a covering index, with the nearest candidates
 //! re-scored exactly from the file. The index is topped up incrementally
 //! (writes by other processes are seen on the next recall) and dropped when
 //! any connection deletes records. Keyword search ([`text`]) goes through
@@ -10,10 +10,12 @@
 //! until it is back; another file put in its place is an error until the
 //! store is opened again.
 
+mod blocks;
 mod index;
 mod lookup;
 mod manage;
 mod schema;
+mod sketch;
 mod text;
 
 use std::collections::HashMap;
@@ -29,9 +31,10 @@ use agentry_core::memory::{
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use crate::watched::{FileState, WatchedFile};
-use index::{Found, SessionIndex, sketch, sketch_bytes};
+use index::{Found, SessionIndex};
 use lookup::{refresh, rescore, session_dimensions};
 use schema::configured;
+use sketch::sketch;
 
 /// Memory records in one SQLite file. Each store (one connection) keeps
 /// SQLite's page cache at up to 64 MiB, filled as pages are read.
@@ -186,8 +189,8 @@ impl SqliteStore {
     }
 
     /// How many records of a large session (over 16,384) are re-scored
-    /// exactly per recall, best by sketch first. The default is 200, or one
-    /// record in 2,000 past 400,000 (500 at 1M). More finds more of the
+    /// exactly per recall, best by sketch first. The default is 64, or one
+    /// record in 6,000 past 384,000 (166 at 1M). More finds more of the
     /// exact top results at the cost of reading more vectors; 0 goes back
     /// to the default. `BENCHMARKS.md` has the trade-off measured on real text.
     pub fn set_rescore_candidates(&self, candidates: usize) {
@@ -274,10 +277,18 @@ impl SqliteStore {
                         serde_json::Value::Object(record.metadata.clone()).to_string(),
                         record.timestamp,
                         encode_embedding(&vector),
-                        sketch_bytes(&sketch(&vector)),
+                        sketch(&vector).to_bytes(),
                     ])
                     .map_err(failed)?;
             }
+        }
+        // Sessions that now have a block's worth of records after their
+        // last block get it, in the same transaction.
+        let mut sessions: Vec<&str> = records.iter().map(|r| r.session.as_str()).collect();
+        sessions.sort_unstable();
+        sessions.dedup();
+        for session in sessions {
+            blocks::pack(&tx, session)?;
         }
         tx.commit().map_err(failed)?;
         // Gone while writing: the commit went to a file no one will open again.

@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, params};
 
-use super::index::{sketch, sketch_bytes};
+use super::sketch::sketch;
 use super::{decode_embedding, failed, unit, unusable};
 use agentry_core::memory::MemoryError;
 
@@ -60,6 +60,12 @@ CREATE TRIGGER IF NOT EXISTS memory_text_update AFTER UPDATE OF text ON memory B
 END;
 ";
 
+/// The file's `user_version` once every record has a sketch in the current
+/// format. Opening a file at this version reads no row: a record written
+/// since by an older version (no sketch, or one of the first format) has
+/// its sketch computed from its vector when the index reads it.
+const SKETCHES_VERSION: i64 = 2;
+
 /// Rows given sketches per transaction when an older file is brought up to date.
 const MIGRATION_BATCH: i64 = 10_000;
 
@@ -84,8 +90,16 @@ pub fn configured(conn: Connection) -> Result<Connection, MemoryError> {
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(failed)?;
     conn.execute_batch(SCHEMA).map_err(failed)?;
-    add_sketches(&conn)?;
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(failed)?;
+    if version < SKETCHES_VERSION {
+        add_sketches(&conn)?;
+        conn.pragma_update(None, "user_version", SKETCHES_VERSION)
+            .map_err(failed)?;
+    }
     conn.execute_batch(SKETCH_INDEX).map_err(failed)?;
+    conn.execute_batch(super::blocks::BLOCKS).map_err(failed)?;
     add_text_index(&conn)?;
     Ok(conn)
 }
@@ -111,10 +125,12 @@ fn add_text_index(conn: &Connection) -> Result<(), MemoryError> {
     tx.commit().map_err(failed)
 }
 
-/// Give every record without a sketch one: files written before sketches
-/// existed (the column is added), and rows written by an older version
-/// since. Unsearchable embeddings get an empty sketch and are skipped by
-/// the index.
+/// Give every record without a sketch in the current format one: files
+/// written before sketches existed (the column is added), rows written by
+/// an older version since, and sketches of the first format (signs only,
+/// a whole number of 8-byte words). Unsearchable embeddings get an empty
+/// sketch and are skipped by the index. In id order, a batch per
+/// transaction.
 fn add_sketches(conn: &Connection) -> Result<(), MemoryError> {
     let has_column = conn
         .prepare("SELECT 1 FROM pragma_table_info('memory') WHERE name = 'sketch'")
@@ -124,21 +140,29 @@ fn add_sketches(conn: &Connection) -> Result<(), MemoryError> {
         conn.execute_batch("ALTER TABLE memory ADD COLUMN sketch BLOB")
             .map_err(failed)?;
     }
+    let mut after = 0i64;
     loop {
         let tx = conn.unchecked_transaction().map_err(failed)?;
         let rows: Vec<(i64, Vec<u8>)> = {
             let mut select = tx
-                .prepare_cached("SELECT id, embedding FROM memory WHERE sketch IS NULL LIMIT ?1")
+                .prepare_cached(
+                    "SELECT id, embedding FROM memory
+                     WHERE id > ?1 AND (sketch IS NULL OR (length(sketch) > 0 AND length(sketch) % 8 = 0))
+                     ORDER BY id LIMIT ?2",
+                )
                 .map_err(failed)?;
             select
-                .query_map([MIGRATION_BATCH], |row| Ok((row.get(0)?, row.get(1)?)))
+                .query_map(params![after, MIGRATION_BATCH], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
                 .map_err(failed)?
                 .collect::<Result<_, _>>()
                 .map_err(failed)?
         };
-        if rows.is_empty() {
+        let Some(last) = rows.last().map(|row| row.0) else {
             return Ok(());
-        }
+        };
+        after = last;
         {
             let mut update = tx
                 .prepare_cached("UPDATE memory SET sketch = ?2 WHERE id = ?1")
@@ -147,7 +171,7 @@ fn add_sketches(conn: &Connection) -> Result<(), MemoryError> {
                 let vector = unit(decode_embedding(blob));
                 let bytes = match unusable(&vector) {
                     Some(_) => Vec::new(),
-                    None => sketch_bytes(&sketch(&vector)),
+                    None => sketch(&vector).to_bytes(),
                 };
                 update.execute(params![id, bytes]).map_err(failed)?;
             }
