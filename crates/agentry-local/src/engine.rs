@@ -27,6 +27,7 @@ pub use syntax::CallSyntax;
 
 use crate::prompt_store::PromptStore;
 use crate::scheduler::{self, Event, Job, Settings};
+use crate::schema_echo::unwrap_schema_echo;
 use crate::template::{ChatTemplate, Prompt};
 use crate::tool_calls::{ParsedReply, TagStyle, embedded_calls};
 
@@ -561,6 +562,10 @@ impl ChatModel for LocalModel {
             let has_calls = !parsed.calls.is_empty();
             for (index, (wire, arguments)) in parsed.calls.into_iter().enumerate() {
                 let name = names.name_of(&wire);
+                let arguments = match request.tools.iter().find(|tool| tool.name == name) {
+                    Some(tool) => unwrap_schema_echo(arguments, &tool.input_schema),
+                    None => arguments,
+                };
                 let id = format!("call_{}", CALL_COUNTER.fetch_add(1, Ordering::Relaxed));
                 yield StreamEvent::ToolCallStart { index, id, name };
                 yield StreamEvent::ToolCallDelta { index, arguments: arguments.to_string() };

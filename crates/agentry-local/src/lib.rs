@@ -40,6 +40,7 @@ pub mod fetch;
 mod prompt_store;
 pub mod python_calls;
 mod scheduler;
+pub mod schema_echo;
 pub mod template;
 pub mod tool_calls;
 
