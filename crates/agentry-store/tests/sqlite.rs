@@ -731,7 +731,11 @@ async fn sketches_of_the_first_format_are_computed_again_on_open() {
         .await
         .unwrap();
     assert_eq!(hits[0].record.text, "record 16999");
-    assert_eq!(lengths(&raw), [(8, 1), (17, 16_999)], "opening rewrote nothing");
+    assert_eq!(
+        lengths(&raw),
+        [(8, 1), (17, 16_999)],
+        "opening rewrote nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
