@@ -16,8 +16,9 @@ use agentry_core::memory::{Forget, MemoryError};
 use rusqlite::{Connection, params};
 
 use super::index::EXACT_LIMIT;
-use super::sketch::{FORMAT, Sketch, sketch};
-use super::{decode_embedding, failed, unit, unusable};
+use super::lookup::record_sketch;
+use super::sketch::{FORMAT, OUTDATED_SQL, Sketch};
+use super::{decode_embedding, failed, unit};
 
 /// How many records a block holds.
 pub const BLOCK_RECORDS: usize = 4096;
@@ -180,11 +181,10 @@ pub fn pack(conn: &Connection, session: &str) -> Result<(), MemoryError> {
         return Ok(());
     }
     let mut select = conn
-        .prepare_cached(
-            "SELECT id, sketch,
-                    CASE WHEN sketch IS NULL OR length(sketch) % 8 = 0 THEN embedding END
-             FROM memory WHERE session = ?1 AND id > ?2 ORDER BY id",
-        )
+        .prepare_cached(&format!(
+            "SELECT id, sketch, CASE WHEN {OUTDATED_SQL} THEN embedding END
+             FROM memory WHERE session = ?1 AND id > ?2 ORDER BY id"
+        ))
         .map_err(failed)?;
     let mut insert = conn
         .prepare_cached(
@@ -198,14 +198,8 @@ pub fn pack(conn: &Connection, session: &str) -> Result<(), MemoryError> {
         let id: i64 = row.get(0).map_err(failed)?;
         let stored: Option<Vec<u8>> = row.get(1).map_err(failed)?;
         let embedding: Option<Vec<u8>> = row.get(2).map_err(failed)?;
-        let found = match stored.as_deref().and_then(Sketch::from_bytes) {
-            Some(found) => Some(found),
-            None => embedding
-                .map(|blob| unit(decode_embedding(&blob)))
-                .filter(|vector| unusable(vector).is_none())
-                .map(|vector| sketch(&vector)),
-        };
-        let Some(found) = found else {
+        let vector = embedding.map(|blob| unit(decode_embedding(&blob)));
+        let Some(found) = record_sketch(conn, id, stored.as_deref(), vector.as_deref())? else {
             continue; // unsearchable: in no block
         };
         if !block.push(id, &found) {
@@ -254,6 +248,7 @@ pub fn forget(conn: &Connection, what: &Forget) -> Result<(), MemoryError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sqlite::sketch::sketch;
 
     #[test]
     fn a_block_round_trips_through_its_blobs_and_a_malformed_one_is_not_read() {

@@ -156,13 +156,7 @@ fn new_rows(
         let stored: Option<Vec<u8>> = row.get(1).map_err(failed)?;
         let blob: Option<Vec<u8>> = row.get(2).map_err(failed)?;
         let vector = blob.map(|b| unit(decode_embedding(&b)));
-        let found_sketch = match (stored.as_deref().and_then(Sketch::from_bytes), &vector) {
-            (Some(sketch), _) => Some(sketch),
-            (None, Some(vector)) => unusable(vector).is_none().then(|| sketch(vector)),
-            (None, None) => vector_of(conn, id)?
-                .filter(|v| unusable(v).is_none())
-                .map(|v| sketch(&v)),
-        };
+        let found_sketch = record_sketch(conn, id, stored.as_deref(), vector.as_deref())?;
         let vector = vector.filter(|v| unusable(v).is_none());
         found.push((id, found_sketch, vector));
     }
@@ -191,6 +185,32 @@ fn vectors_up_to(
         vectors.insert(id, unit(decode_embedding(&blob)));
     }
     Ok(vectors)
+}
+
+/// Record `id`'s sketch: the `stored` one when it is in the current format,
+/// computed otherwise from its unit `vector` (read from the row when not
+/// given); `None` for an unsearchable record.
+pub(super) fn record_sketch(
+    conn: &Connection,
+    id: i64,
+    stored: Option<&[u8]>,
+    vector: Option<&[f32]>,
+) -> Result<Option<Sketch>, MemoryError> {
+    if let Some(found) = stored.and_then(Sketch::from_bytes) {
+        return Ok(Some(found));
+    }
+    let read;
+    let vector = match vector {
+        Some(vector) => vector,
+        None => match vector_of(conn, id)? {
+            Some(vector) => {
+                read = vector;
+                &read
+            }
+            None => return Ok(None),
+        },
+    };
+    Ok(unusable(vector).is_none().then(|| sketch(vector)))
 }
 
 /// One record's unit vector, read from its row.

@@ -4,7 +4,7 @@
 
 use rusqlite::{Connection, params};
 
-use super::sketch::sketch;
+use super::sketch::{OUTDATED_SQL, sketch};
 use super::{decode_embedding, failed, unit, unusable};
 use agentry_core::memory::MemoryError;
 
@@ -145,11 +145,10 @@ fn add_sketches(conn: &Connection) -> Result<(), MemoryError> {
         let tx = conn.unchecked_transaction().map_err(failed)?;
         let rows: Vec<(i64, Vec<u8>)> = {
             let mut select = tx
-                .prepare_cached(
+                .prepare_cached(&format!(
                     "SELECT id, embedding FROM memory
-                     WHERE id > ?1 AND (sketch IS NULL OR (length(sketch) > 0 AND length(sketch) % 8 = 0))
-                     ORDER BY id LIMIT ?2",
-                )
+                     WHERE id > ?1 AND {OUTDATED_SQL} ORDER BY id LIMIT ?2"
+                ))
                 .map_err(failed)?;
             select
                 .query_map(params![after, MIGRATION_BATCH], |row| {

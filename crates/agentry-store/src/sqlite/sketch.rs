@@ -14,6 +14,12 @@
 /// computed again from the record's vector.
 pub const FORMAT: u8 = 2;
 
+/// SQL that holds for a `memory` row whose sketch must be computed again
+/// from its vector: none stored, or one of the first format (a whole number
+/// of 8-byte words). An empty sketch marks an unsearchable record.
+pub const OUTDATED_SQL: &str =
+    "(sketch IS NULL OR (length(sketch) > 0 AND length(sketch) % 8 = 0))";
+
 /// A value of a unit vector of `d` dimensions is large when its magnitude is
 /// over this many times `1 / sqrt(d)`: the median magnitude of a Gaussian
 /// value of that spread, so about half of a vector's values are large.
