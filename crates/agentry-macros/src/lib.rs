@@ -42,7 +42,8 @@ use proc_macro::TokenStream;
 /// Options: `name = "..."`, `description = "..."`, `read_only`, `destructive`,
 /// `idempotent`, `concurrency_safe`, `inline` (a cheap sync function that never
 /// blocks runs inline, with no deadline; others run on the bounded tool pool
-/// under one), `timeout_ms = N`, the capabilities the tool
+/// under one), `sandbox` (each call runs in a confined child process: see
+/// `agentry::sandbox`), `timeout_ms = N`, the capabilities the tool
 /// needs — `net = "[scheme://]host[:port]"` (https on 443 when left out), `fs_read = "dir"`, `fs_write = "dir"`, `env = "NAME"`,
 /// each repeatable — `pass_input` (the one
 /// parameter receives the whole input object), and `crate = "path"` when the

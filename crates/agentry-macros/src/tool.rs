@@ -21,6 +21,7 @@ struct Options {
     idempotent: bool,
     concurrency_safe: bool,
     inline: bool,
+    sandbox: bool,
     timeout_ms: Option<LitInt>,
     capabilities: Vec<(&'static str, LitStr)>,
 }
@@ -68,10 +69,12 @@ fn parse_options(attr: TokenStream) -> syn::Result<Options> {
             flag(&mut options.concurrency_safe)
         } else if meta.path.is_ident("inline") {
             flag(&mut options.inline)
+        } else if meta.path.is_ident("sandbox") {
+            flag(&mut options.sandbox)
         } else {
             Err(meta.error(
                 "unknown #[tool] option; expected one of: name, description, read_only, destructive, \
-                 idempotent, concurrency_safe, inline, timeout_ms, pass_input, net, fs_read, fs_write, env, crate",
+                 idempotent, concurrency_safe, inline, sandbox, timeout_ms, pass_input, net, fs_read, fs_write, env, crate",
             ))
         }
     });
@@ -395,6 +398,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         idempotent,
         concurrency_safe,
         inline,
+        sandbox,
         ..
     } = options;
     let timeout = match &options.timeout_ms {
@@ -449,6 +453,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     concurrency_safe: #concurrency_safe,
                     open_world: false,
                     inline: #inline,
+                    sandbox: #sandbox,
                     timeout: #timeout,
                 };
                 tool.capabilities = ::std::vec![#(#capabilities),*];

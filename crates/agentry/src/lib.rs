@@ -61,7 +61,8 @@
 //! (on by default) for [`providers`]; `local` for `agentry::local`, the
 //! in-process llama.cpp model and MiniLM embeddings, the offline default;
 //! `store` for `agentry::store`, SQLite and PostgreSQL memory stores;
-//! `skill-folders` for `agentry::skill_folders`, Agent Skills folders on disk.
+//! `skill-folders` for `agentry::skill_folders`, Agent Skills folders on disk;
+//! `sandbox` for `agentry::sandbox`, tools confined by Landlock and seccomp.
 #![warn(missing_docs)]
 
 pub use agentry_core::{BoxFuture, agent, embed, memory, model, program, skill, tool, turn};
@@ -109,6 +110,12 @@ pub use agentry_mcp as mcp;
 /// OpenAI-compatible API, API keys (feature `server`).
 #[cfg(feature = "server")]
 pub use agentry_server as server;
+
+/// Tools confined by the operating system: each call of a `#[tool(sandbox)]`
+/// tool runs in a child process under Landlock, seccomp and resource
+/// limits (feature `sandbox`).
+#[cfg(feature = "sandbox")]
+pub use agentry_sandbox as sandbox;
 
 /// Seed 000's `from-fn(f)`: the [`Tool`](tool::Tool) of a `#[tool]` function,
 /// by path. Same as `f::tool()`; override fields with struct-update syntax.

@@ -11,8 +11,8 @@ use super::policy::{Approver, AuditSink};
 use crate::model::{ChatModel, ResponseFormat, ToolChoice};
 use crate::skill::{Skill, SkillContext, SkillError, SkillResolver};
 use crate::tool::{
-    BuildError, Capabilities, Capability, NetGrantError, Tool, ToolContext, ToolGroup, ToolSource,
-    Toolbox, ToolboxError,
+    BuildError, Capabilities, Capability, NetGrantError, Tool, ToolContext, ToolGroup, ToolSandbox,
+    ToolSource, Toolbox, ToolboxError,
 };
 
 /// Why [`AgentBuilder::build`] refused.
@@ -314,6 +314,17 @@ impl AgentBuilder {
     /// The request context handed to tools (session, sender, extras, state).
     pub fn context(mut self, context: ToolContext) -> Self {
         self.settings.context = context;
+        self
+    }
+
+    /// Where calls of sandboxed tools ([`ToolHints::sandbox`]) run: the
+    /// `agentry-sandbox` crate's `Sandbox` confines each to the tool's
+    /// granted capabilities in a child process. Without one such calls are
+    /// refused. Set it after [`context`](Self::context), which replaces it.
+    ///
+    /// [`ToolHints::sandbox`]: crate::tool::ToolHints::sandbox
+    pub fn sandbox(mut self, sandbox: impl ToolSandbox + 'static) -> Self {
+        self.settings.context = self.settings.context.with_sandbox(Arc::new(sandbox));
         self
     }
 

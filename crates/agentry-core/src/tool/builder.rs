@@ -258,6 +258,14 @@ impl FunctionBuilder {
         self
     }
 
+    /// Run every call in a child process confined by the operating system
+    /// to the tool's granted capabilities ([`ToolHints::sandbox`]). Call it
+    /// after [`hints`](Self::hints), which replaces every hint.
+    pub fn sandboxed(mut self) -> Self {
+        self.hints.sandbox = true;
+        self
+    }
+
     /// Declare a capability the tool needs (it runs with these ∩ the agent's grants).
     pub fn capability(mut self, capability: Capability) -> Self {
         self.capabilities.push(capability);

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use super::capability::Capabilities;
 use super::guard::{CapabilityError, Fs, read_env};
+use super::sandbox::ToolSandbox;
 use crate::agent::CallScope;
 
 /// A conversation a request belongs to.
@@ -59,6 +60,8 @@ struct ContextInner {
     capabilities: Capabilities,
     call_scope: Option<Arc<CallScope>>,
     progress: Option<ProgressSink>,
+    sandbox: Option<Arc<dyn ToolSandbox>>,
+    inside_sandbox: bool,
 }
 
 /// One progress report from a running tool.
@@ -171,6 +174,32 @@ impl ToolContext {
         self
     }
 
+    /// Run calls of sandboxed tools ([`ToolHints::sandbox`]) in `sandbox`.
+    ///
+    /// [`ToolHints::sandbox`]: super::ToolHints::sandbox
+    pub fn with_sandbox(mut self, sandbox: Arc<dyn ToolSandbox>) -> Self {
+        self.inner_mut().sandbox = Some(sandbox);
+        self
+    }
+
+    /// Mark this context as a sandbox's own, in the confined child process
+    /// that runs one call: a sandboxed tool's handler runs here, since the
+    /// process already is the sandbox. Only a sandbox implementation calls it.
+    pub fn inside_sandbox(mut self) -> Self {
+        self.inner_mut().inside_sandbox = true;
+        self
+    }
+
+    /// Where sandboxed tools' calls run, when configured.
+    pub fn sandbox(&self) -> Option<&Arc<dyn ToolSandbox>> {
+        self.inner.sandbox.as_ref()
+    }
+
+    /// Whether this is a sandbox's child process context (see [`inside_sandbox`](Self::inside_sandbox)).
+    pub fn is_inside_sandbox(&self) -> bool {
+        self.inner.inside_sandbox
+    }
+
     /// Send this call's progress reports to `sink`.
     pub fn with_progress(mut self, sink: ProgressSink) -> Self {
         self.inner_mut().progress = Some(sink);
@@ -216,7 +245,8 @@ impl ToolContext {
     /// This context with `other`'s request data laid over it: `other`'s
     /// session, sender and extras win (they are the harness's, per request);
     /// typed state keeps this context's values and gains the types only
-    /// `other` has. Capabilities stay this context's.
+    /// `other` has, and the sandbox is this context's, or else `other`'s.
+    /// Capabilities stay this context's.
     pub fn merged_with(mut self, other: &ToolContext) -> Self {
         let other = &other.inner;
         let inner = self.inner_mut();
@@ -234,6 +264,9 @@ impl ToolContext {
         }
         if let Some(progress) = &other.progress {
             inner.progress = Some(progress.clone());
+        }
+        if inner.sandbox.is_none() {
+            inner.sandbox = other.sandbox.clone();
         }
         self
     }

@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use super::call::{ToolCall, ToolResult};
 use super::context::ToolContext;
 use super::handler::{ToolError, ToolHandler};
+use super::sandbox::{SandboxedCall, no_sandbox_message};
 use super::tool::Tool;
 use super::toolbox::{Entry, Toolbox};
 use super::validate::{report, violation_line};
@@ -85,6 +86,9 @@ impl Toolbox {
         }
         let envelope: Envelope<'_> = serde_json::from_str(json).ok()?;
         let entry = self.entry_for_call(envelope.name)?;
+        if entry.tool.hints.sandbox && !ctx.is_inside_sandbox() {
+            return None;
+        }
         let fast = entry.fast.as_ref()?;
         let outcome = match catch_unwind(AssertUnwindSafe(|| fast(envelope.input.get(), ctx))) {
             Ok(None) => return None,
@@ -102,12 +106,45 @@ impl Toolbox {
         let tool = &entry.tool;
         check_input(entry, &input)?;
         let limit = tool.hints.timeout.unwrap_or(self.default_timeout);
+        if tool.hints.sandbox && !ctx.is_inside_sandbox() {
+            return self.run_sandboxed(entry, input, ctx, limit).await;
+        }
         let outcome = match tool.handler.as_sync() {
             Some(f) if runs_inline(tool) => {
                 catch_unwind(AssertUnwindSafe(|| f(input, ctx))).map_err(Failure::Panic)
             }
             Some(_) => run_blocking(&tool.handler, input, ctx, limit).await,
             None => run_async(&tool.handler, input, ctx, limit).await,
+        };
+        finish(entry, outcome)
+    }
+
+    /// Hand a sandboxed tool's call to the context's sandbox, under the
+    /// tool's deadline; its output is checked like any other.
+    async fn run_sandboxed(
+        &self,
+        entry: &Entry,
+        input: Value,
+        ctx: &ToolContext,
+        limit: Duration,
+    ) -> Result<Value, String> {
+        let tool = &entry.tool;
+        let Some(sandbox) = ctx.sandbox() else {
+            return Err(no_sandbox_message(&tool.name));
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(Failure::NoRuntime.message(&tool.name));
+        }
+        let call = SandboxedCall {
+            tool,
+            input,
+            context: ctx,
+            timeout: limit,
+        };
+        let outcome = match tokio::time::timeout(limit, sandbox.run(call)).await {
+            Ok(Ok(output)) => Ok(Ok(output)),
+            Ok(Err(message)) => return Err(message),
+            Err(_) => Err(Failure::Timeout(limit)),
         };
         finish(entry, outcome)
     }

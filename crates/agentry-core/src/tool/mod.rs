@@ -26,6 +26,7 @@ mod guard;
 mod handler;
 mod into_handler;
 mod net_grant;
+mod sandbox;
 mod schema;
 mod search;
 mod source;
@@ -46,6 +47,7 @@ pub use guard::{CapabilityError, Fs};
 pub use handler::{Arguments, ToolError, ToolHandler, from_input, result_to_output, to_output};
 pub use into_handler::IntoHandler;
 pub use net_grant::{HostPattern, NetGrant, NetGrantError, is_public};
+pub use sandbox::{SandboxedCall, ToolSandbox};
 pub use schema::{
     ObjectSchemaBuilder, SchemaConflict, ToolSchema, normalize as normalize_schema, registry,
     schema_for_type,

@@ -37,6 +37,16 @@ pub struct ToolHints {
     /// under a deadline. Ignored for async handlers and when `timeout` is set.
     #[serde(default, skip_serializing_if = "is_false")]
     pub inline: bool,
+    /// Every call runs in a child process confined to the tool's granted
+    /// capabilities by the operating system (the [`ToolSandbox`] on the
+    /// call's [`ToolContext`]); with no sandbox there, the call is refused.
+    /// For tools that touch files or run programs, where the capability
+    /// handles bind only the code that uses them.
+    ///
+    /// [`ToolSandbox`]: super::ToolSandbox
+    /// [`ToolContext`]: super::ToolContext
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sandbox: bool,
     /// Longest a call may run before dispatch gives up on it. `None` uses the
     /// toolbox default ([`DEFAULT_TIMEOUT`](crate::tool::DEFAULT_TIMEOUT)); only
     /// an `inline` sync handler has none.
@@ -207,6 +217,12 @@ impl Tool {
     /// Declare a capability the tool needs.
     pub fn with_capability(mut self, capability: Capability) -> Self {
         self.capabilities.push(capability);
+        self
+    }
+
+    /// Run every call in a sandbox (sets [`ToolHints::sandbox`]).
+    pub fn sandboxed(mut self) -> Self {
+        self.hints.sandbox = true;
         self
     }
 

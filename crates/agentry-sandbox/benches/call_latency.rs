@@ -1,0 +1,166 @@
+//! What a sandboxed call costs: one tool call that reads a small file
+//! inside its grant, dispatched in this process (no sandbox), in a cold
+//! child (started for the call), in a warm child (started ahead of it),
+//! and, as the peer, in a child started under bubblewrap (`bwrap` with
+//! every namespace unshared) that runs the same handler.
+//!
+//! ```text
+//! cargo bench -p agentry-sandbox --bench call_latency -- [CALLS]
+//! ```
+//!
+//! Prints p50, p95 and mean wall time per call for each way, all in one
+//! run; each call comes 20 ms after the last, as an agent's calls come a
+//! model step apart. A plain `main`: the sandbox starts this binary again as its child.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentry::tool::{Capabilities, Capability, Tool, ToolCall, ToolContext, Toolbox, function};
+use agentry_core::agent::gated_dispatch;
+use agentry_sandbox::Sandbox;
+use serde::Deserialize;
+use serde_json::json;
+
+/// Marks a child started by bubblewrap: run the handler once and print.
+const BWRAP_CHILD: &str = "AGENTRY_BENCH_BWRAP_CHILD";
+
+/// The pause before each timed call.
+const PAUSE: Duration = Duration::from_millis(20);
+
+#[derive(Deserialize)]
+struct Read {
+    path: String,
+}
+
+fn read_note(dir: &Path) -> Tool {
+    function("read_note")
+        .description("Read a note.")
+        .arg::<String>("path", "the note's path")
+        .capability(Capability::fs_read(dir))
+        .sandboxed()
+        .handler(|read: Read| std::fs::read_to_string(read.path).map_err(|e| e.to_string()))
+        .build()
+        .expect("a valid tool")
+        .with_name("read_note")
+}
+
+fn main() {
+    agentry_sandbox::serve_if_child(|| vec![read_note(Path::new("/"))]);
+    if let Some(path) = std::env::var_os(BWRAP_CHILD) {
+        let text = std::fs::read_to_string(path).expect("the note");
+        println!("{}", json!(text));
+        return;
+    }
+    let calls: usize = std::env::args()
+        .skip(1)
+        .find_map(|arg| arg.parse().ok())
+        .unwrap_or(200);
+    let dir = std::env::temp_dir().join(format!("agentry-sandbox-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let note = dir.join("note.txt");
+    std::fs::write(&note, "a short note").unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!("{calls} calls each; wall time per call (ms)");
+    println!("{:<44} {:>8} {:>8} {:>8}", "way", "p50", "p95", "mean");
+    runtime.block_on(async {
+        let grants = Capabilities::from([Capability::fs_read(&dir)]);
+        let toolbox = Toolbox::for_agent([read_note(&dir)]).unwrap();
+        let plain = Toolbox::for_agent([Tool {
+            hints: Default::default(),
+            ..read_note(&dir)
+        }])
+        .unwrap();
+        let call = ToolCall::new("b", "read_note", json!({"path": note}));
+        let time = |toolbox: Toolbox, ctx: ToolContext| {
+            let (call, grants) = (call.clone(), grants.clone());
+            async move {
+                let mut times = Vec::with_capacity(calls);
+                for _ in 0..calls {
+                    // An agent's calls come a model step apart: leave the
+                    // pool time to refill, outside the timing.
+                    tokio::time::sleep(PAUSE).await;
+                    let started = Instant::now();
+                    let result = gated_dispatch(&toolbox, call.clone(), &grants, &ctx).await;
+                    times.push(started.elapsed());
+                    assert_eq!(result.output, json!("a short note"), "{result:?}");
+                }
+                times
+            }
+        };
+        report(
+            "in process, no sandbox",
+            time(plain, ToolContext::new()).await,
+        );
+        let cold = ToolContext::new().with_sandbox(Arc::new(Sandbox::new()));
+        report(
+            "agentry sandbox, cold child",
+            time(toolbox.clone(), cold).await,
+        );
+        let warm = Sandbox::new().warm(2);
+        warm.prewarm();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let warm = ToolContext::new().with_sandbox(Arc::new(warm));
+        report(
+            "agentry sandbox, warm child (2 kept)",
+            time(toolbox, warm).await,
+        );
+    });
+    match bubblewrap(&note, calls) {
+        Ok(times) => report("peer: bubblewrap child (bwrap --unshare-all)", times),
+        Err(why) => println!("peer: bubblewrap not measured: {why}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Start this binary under bubblewrap `calls` times, each reading the note.
+fn bubblewrap(note: &Path, calls: usize) -> Result<Vec<Duration>, String> {
+    let program = std::env::current_exe().map_err(|e| e.to_string())?;
+    let bwrap = PathBuf::from("/usr/bin/bwrap");
+    if !bwrap.exists() {
+        return Err("/usr/bin/bwrap is not installed (apt-get install bubblewrap)".into());
+    }
+    let dir = note.parent().expect("a directory");
+    let mut times = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        std::thread::sleep(PAUSE);
+        let started = Instant::now();
+        let output = Command::new(&bwrap)
+            .args(["--ro-bind", "/usr", "/usr", "--ro-bind", "/lib", "/lib"])
+            .args(["--ro-bind-try", "/lib64", "/lib64"])
+            .arg("--ro-bind")
+            .args([&program, &program])
+            .arg("--ro-bind")
+            .args([dir, dir])
+            .args(["--dev", "/dev", "--proc", "/proc", "--unshare-all"])
+            .args(["--die-with-parent", "--new-session", "--clearenv"])
+            .arg("--setenv")
+            .arg(BWRAP_CHILD)
+            .arg(note)
+            .arg(&program)
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| e.to_string())?;
+        times.push(started.elapsed());
+        if !output.status.success() {
+            return Err(format!("bwrap failed: {}", output.status));
+        }
+        let text: String = serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())?;
+        assert_eq!(text, "a short note");
+    }
+    Ok(times)
+}
+
+fn report(way: &str, mut times: Vec<Duration>) {
+    times.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let at = |q: f64| ms(times[((times.len() as f64 * q) as usize).min(times.len() - 1)]);
+    let mean = times.iter().map(|d| ms(*d)).sum::<f64>() / times.len() as f64;
+    println!("{way:<44} {:>8.3} {:>8.3} {:>8.3}", at(0.5), at(0.95), mean);
+}

@@ -1,0 +1,170 @@
+//! The child's side: [`serve_if_child`] at the start of `main` turns a
+//! process started by a [`Sandbox`](crate::Sandbox) into a confined runner
+//! of one call, and leaves any other process alone.
+
+use std::fs::File;
+use std::io::{BufRead, Write};
+use std::os::fd::FromRawFd;
+
+use agentry_core::tool::{Tool, ToolCall, ToolContext, Toolbox};
+
+use crate::confine::{Enforcement, confine};
+use crate::protocol::{CHILD_ENV, Request, Response};
+
+/// When this process is a sandbox's child, run the one call it is sent, in
+/// confinement, and exit; otherwise return at once.
+///
+/// Call it first thing in a plain (not `#[tokio::main]`) `main`, before any
+/// thread or runtime starts: confinement binds the thread that applies it
+/// and the threads it starts later, so the child refuses to run a call
+/// while it has other threads. `tools` makes the tools the child may be
+/// asked to run; only their names and handlers are used (the parent has
+/// already checked the input, and sends the capabilities the call gets).
+///
+/// ```no_run
+/// /// Count the lines of a file under the granted directory.
+/// #[agentry::tool(sandbox, fs_read = "/srv/data")]
+/// fn count_lines(path: String) -> Result<usize, String> {
+///     let text = std::fs::read_to_string(std::path::Path::new("/srv/data").join(path))
+///         .map_err(|e| e.to_string())?;
+///     Ok(text.lines().count())
+/// }
+///
+/// fn main() {
+///     agentry_sandbox::serve_if_child(|| vec![count_lines::tool()]);
+///     // … build the runtime and the agent, with `.sandbox(Sandbox::new())`.
+/// }
+/// ```
+pub fn serve_if_child<F>(tools: F)
+where
+    F: FnOnce() -> Vec<Tool>,
+{
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    // Answers go to a private copy of stdout; stdout itself then joins
+    // stderr, so whatever the tool prints cannot be read as an answer.
+    // SAFETY: dup and dup2 on the standard descriptors this process owns.
+    let answers = unsafe {
+        let copy = libc::dup(1);
+        if copy < 0 || libc::dup2(2, 1) < 0 {
+            std::process::exit(2);
+        }
+        File::from_raw_fd(copy)
+    };
+    let Some(response) = serve(tools) else {
+        // The parent went away before sending a call.
+        std::process::exit(0);
+    };
+    let mut answers = answers;
+    let mut line = serde_json::to_vec(&response).unwrap_or_else(|error| {
+        serde_json::to_vec(&Response::Error(format!(
+            "the tool's output could not be sent back: {error}"
+        )))
+        .expect("a string serialises")
+    });
+    line.push(b'\n');
+    let code = match answers.write_all(&line).and_then(|()| answers.flush()) {
+        Ok(()) => 0,
+        Err(_) => 3,
+    };
+    std::process::exit(code);
+}
+
+/// Get ready, wait for the call, confine, run it. `None` when stdin closes
+/// before a call arrives.
+fn serve<F: FnOnce() -> Vec<Tool>>(tools: F) -> Option<Response> {
+    let ready = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|error| format!("the sandbox's child could not start a runtime: {error}"))
+        .and_then(|runtime| {
+            Toolbox::for_agent(tools())
+                .map(|toolbox| (runtime, toolbox))
+                .map_err(|error| format!("the sandbox's child could not list its tools: {error}"))
+        });
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(0) | Err(_) => return None,
+        Ok(_) => {}
+    }
+    let (runtime, toolbox) = match ready {
+        Ok(ready) => ready,
+        Err(message) => return Some(Response::Error(message)),
+    };
+    let request: Request = match serde_json::from_str(&line) {
+        Ok(request) => request,
+        Err(error) => {
+            return Some(Response::Error(format!(
+                "the sandbox's child could not read its call: {error}"
+            )));
+        }
+    };
+    Some(run(&runtime, &toolbox, request))
+}
+
+fn run(runtime: &tokio::runtime::Runtime, toolbox: &Toolbox, request: Request) -> Response {
+    let name = request.tool.clone();
+    if toolbox.find_for_call(&name).is_none() {
+        return Response::Error(format!(
+            "tool \"{name}\" is not among the tools this program's sandbox child serves \
+             (pass it to agentry_sandbox::serve_if_child at the start of main)"
+        ));
+    }
+    let threads = thread_count();
+    if threads > 1 {
+        return Response::Error(format!(
+            "tool \"{name}\" was not run: the sandbox's child has {threads} threads, and \
+             confinement binds only the one applying it (call serve_if_child before \
+             starting any thread or runtime)"
+        ));
+    }
+    for (key, value) in &request.env {
+        // SAFETY: the process has one thread (checked above).
+        unsafe { std::env::set_var(key, value) };
+    }
+    let _ = std::env::set_current_dir(&request.working_dir);
+    let enforcement = confine(&request.capabilities, &request.limits);
+    let refused = match &enforcement {
+        Ok(Enforcement::Full | Enforcement::Partial) => None,
+        Ok(Enforcement::None) => Some("this kernel has no Landlock or seccomp".to_owned()),
+        Err(error) => Some(error.clone()),
+    };
+    if let Some(reason) = refused
+        && !request.allow_unconfined
+    {
+        return Response::Error(format!(
+            "tool \"{name}\" was not run: it could not be confined ({reason}); \
+             Sandbox::allow_unconfined(true) runs such calls anyway"
+        ));
+    }
+    let mut ctx = ToolContext::new()
+        .with_capabilities(request.capabilities)
+        .with_extras(request.extras)
+        .inside_sandbox();
+    if let Some(session) = request.session {
+        ctx = ctx.with_session(session);
+    }
+    if let Some(sender) = request.sender {
+        ctx = ctx.with_sender(sender);
+    }
+    let call = ToolCall::new("sandboxed", name, request.input);
+    let result = runtime.block_on(toolbox.dispatch_with(call, &ctx));
+    match result.error_message() {
+        Some(message) => Response::Error(message.to_owned()),
+        None => Response::Ok(result.output),
+    }
+}
+
+/// How many threads this process has (from `/proc/self/stat`); 1 where
+/// that cannot be read.
+fn thread_count() -> usize {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| {
+            // Field 20, counted after the command name's closing parenthesis.
+            let rest = &stat[stat.rfind(')')? + 1..];
+            rest.split_whitespace().nth(17)?.parse().ok()
+        })
+        .unwrap_or(1)
+}

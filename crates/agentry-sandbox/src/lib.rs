@@ -1,0 +1,200 @@
+//! # agentry-sandbox
+//!
+//! Tools confined by the operating system. A tool marked `#[tool(sandbox)]`
+//! (or built with `.sandboxed()`) runs each call in a child process of the
+//! same program that is confined before it reads the call's input:
+//!
+//! - **Landlock**: it reads only under its granted `FsRead` directories and
+//!   writes only under its `FsWrite` ones; with `Net` grants that name
+//!   ports, TCP connects only to those ports; no signals or abstract
+//!   sockets reach outside processes.
+//! - **seccomp**: it cannot start a program (`execve`), a process (`fork`,
+//!   `clone` without `CLONE_THREAD`), open any socket unless a `Net`
+//!   capability is granted, or make system calls that reach into other
+//!   processes or change the system (`ptrace`, `mount`, `bpf`, io_uring, …).
+//!   Refused calls fail with "Operation not permitted".
+//! - **resource limits**: memory (address space), CPU time, file size and
+//!   open files ([`Limits`]).
+//!
+//! This holds whatever the tool's code does: `std::fs`, `std::net` and
+//! `std::process` are confined, not only the capability handles on
+//! [`ToolContext`](agentry_core::tool::ToolContext). Where the kernel
+//! lacks Landlock or seccomp the call is refused, unless
+//! [`Sandbox::allow_unconfined`] says to run it anyway.
+//!
+//! ```standalone_crate
+//! use std::sync::Arc;
+//! use agentry_core::tool::{ToolCall, ToolContext, Toolbox};
+//! use agentry_sandbox::Sandbox;
+//! use serde_json::json;
+//!
+//! /// Read a file: the sandbox decides which.
+//! #[agentry::tool(sandbox)]
+//! fn peek(path: String) -> Result<String, String> {
+//!     std::fs::read_to_string(path).map_err(|error| error.to_string())
+//! }
+//!
+//! fn main() {
+//!     // In the child process the sandbox starts, this runs the call and exits.
+//!     agentry_sandbox::serve_if_child(|| vec![peek::tool()]);
+//!
+//!     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//!     runtime.block_on(async {
+//!         let tools = Toolbox::for_agent([peek::tool()]).unwrap();
+//!         let call = ToolCall::new("call_1", peek::NAME, json!({"path": "/etc/passwd"}));
+//!         // No sandbox configured: a sandboxed tool does not run at all.
+//!         let refused = tools.dispatch(call.clone()).await;
+//!         assert!(refused.error_message().unwrap().contains("none is configured"));
+//!         // In the sandbox it runs, granted no directory, so the read fails.
+//!         let ctx = ToolContext::new().with_sandbox(Arc::new(Sandbox::new()));
+//!         let denied = tools.dispatch_with(call, &ctx).await;
+//!         let message = denied.error_message().unwrap();
+//!         assert!(
+//!             message.starts_with(&format!("tool \"{}\" failed: Permission denied (os error 13)", peek::NAME))
+//!                 // where the kernel has no Landlock:
+//!                 || message.contains("could not be confined"),
+//!             "{message}"
+//!         );
+//!     });
+//! }
+//! ```
+//!
+//! With an agent: `Agent::builder().sandbox(Sandbox::new())`. The program's
+//! `main` must call [`serve_if_child`] first, with every sandboxed tool.
+#![warn(missing_docs)]
+
+mod child;
+mod confine;
+mod launch;
+mod protocol;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agentry_core::BoxFuture;
+use agentry_core::tool::{SandboxedCall, ToolSandbox};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use child::serve_if_child;
+pub use confine::Enforcement;
+pub use protocol::CHILD_ENV;
+
+/// What one sandboxed call may use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Address space, in bytes (an allocation past it fails). Default 1 GiB.
+    pub memory_bytes: u64,
+    /// CPU time, in seconds. Default 30.
+    pub cpu_seconds: u64,
+    /// Largest file the call may write, in bytes (a write past it fails
+    /// with "File too large"). Default 64 MiB.
+    pub file_bytes: u64,
+    /// Most files open at once. Default 256.
+    pub open_files: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: 1 << 30,
+            cpu_seconds: 30,
+            file_bytes: 64 << 20,
+            open_files: 256,
+        }
+    }
+}
+
+/// Runs sandboxed tools' calls in confined child processes of this program
+/// (see the [crate docs](crate)). Cheap to clone: clones share the warm pool.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    inner: Arc<Settings>,
+}
+
+#[derive(Debug)]
+struct Settings {
+    program: PathBuf,
+    args: Vec<OsString>,
+    limits: Limits,
+    allow_unconfined: bool,
+    warm: usize,
+    pool: Mutex<Vec<launch::Ready>>,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sandbox {
+    /// A sandbox that starts this program ([`std::env::current_exe`]) for
+    /// each call, with the default [`Limits`], no warm children, and
+    /// unconfined calls refused.
+    pub fn new() -> Self {
+        let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
+        Self {
+            inner: Arc::new(Settings {
+                program,
+                args: Vec::new(),
+                limits: Limits::default(),
+                allow_unconfined: false,
+                warm: 0,
+                pool: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    fn settings(mut self, change: impl FnOnce(&mut Settings)) -> Self {
+        let settings = Arc::get_mut(&mut self.inner).expect("configure a sandbox before using it");
+        change(settings);
+        self
+    }
+
+    /// Start `program` (with `args`) as the child instead of this program.
+    /// Its `main` must call [`serve_if_child`] with the sandboxed tools.
+    pub fn program(self, program: impl Into<PathBuf>, args: Vec<OsString>) -> Self {
+        let program = program.into();
+        self.settings(|s| {
+            s.program = program;
+            s.args = args;
+        })
+    }
+
+    /// Replace the limits every call runs under.
+    pub fn limits(self, limits: Limits) -> Self {
+        self.settings(|s| s.limits = limits)
+    }
+
+    /// Run calls even where the kernel cannot confine them (no Landlock or
+    /// seccomp): they still run in a child process, under the limits.
+    pub fn allow_unconfined(self, allow: bool) -> Self {
+        self.settings(|s| s.allow_unconfined = allow)
+    }
+
+    /// Keep `children` started ahead of the calls, so a call does not wait
+    /// for a process to start (each child still serves one call, and is
+    /// confined for it alone). Started on first use.
+    pub fn warm(self, children: usize) -> Self {
+        self.settings(|s| s.warm = children)
+    }
+
+    /// Start the warm children now (they are otherwise started on the
+    /// first call). Needs a Tokio runtime.
+    pub fn prewarm(&self) {
+        self.refill();
+    }
+
+    /// The limits calls run under.
+    pub fn current_limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+}
+
+impl ToolSandbox for Sandbox {
+    fn run<'a>(&'a self, call: SandboxedCall<'a>) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(self.run_call(call))
+    }
+}
