@@ -66,6 +66,8 @@ fn as_json(run: &RunOutcome) -> serde_json::Value {
         Outcome::OutOfSteps => "out_of_steps",
         Outcome::OverBudget => "over_budget",
         Outcome::ModelError(_) => "model_error",
+        Outcome::AwaitingDecision(_) => "awaiting_decision",
+        Outcome::JournalFailed(_) => "journal_failed",
     };
     json!({
         "answer": run.text(),

@@ -307,6 +307,8 @@ fn outcome_name(outcome: &Outcome) -> &'static str {
         Outcome::ModelError(_) => "error",
         Outcome::OutOfSteps => "out_of_steps",
         Outcome::OverBudget => "over_budget",
+        Outcome::AwaitingDecision(_) => "awaiting_decision",
+        Outcome::JournalFailed(_) => "journal_failed",
     }
 }
 

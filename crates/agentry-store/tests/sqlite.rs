@@ -19,6 +19,20 @@ async fn sqlite_passes_the_behaviour_suite() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn sqlite_passes_the_run_journal_checks_and_keeps_runs_across_opens() {
+    use agentry::agent::durable::{RunJournal, check_journal};
+    let path = temp_file("journal");
+    let runs = {
+        let store = SqliteStore::open(&path).unwrap();
+        check_journal(&store).await;
+        store.runs().await.unwrap()
+    };
+    let reopened = SqliteStore::open(&path).unwrap();
+    assert_eq!(reopened.runs().await.unwrap(), runs);
+    assert_eq!(reopened.entries(&runs[0]).await.unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn records_survive_reopening_and_other_connections_are_seen() {
     let path = temp_file("reopen");
     {

@@ -248,6 +248,10 @@ impl Agent {
                 budget: self.settings.token_budget,
             }),
             Outcome::ModelError(error) => Err(RunError::Model(error)),
+            Outcome::AwaitingDecision(calls) => Err(RunError::AwaitingDecision {
+                calls: calls.into_iter().map(|waiting| waiting.call.id).collect(),
+            }),
+            Outcome::JournalFailed(error) => Err(RunError::Journal(error)),
         }
     }
 

@@ -118,6 +118,9 @@ impl Agent {
                 None => Spend::root(settings.token_budget),
             },
             context: settings.context.clone().merged_with(&ctx),
+            // A child agent's run is one call of its parent's: the parent's
+            // journal records the call, not the child's steps.
+            durable: None,
         };
         if frame.depth > frame.max_depth {
             return Err(ToolError::failed(format!(

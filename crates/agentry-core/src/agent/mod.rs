@@ -10,6 +10,7 @@ mod agent;
 mod builder;
 mod child;
 mod discovery;
+pub mod durable;
 mod events;
 mod gate;
 mod outcome;
@@ -29,6 +30,7 @@ pub use discovery::{
     DISCOVER, DISCOVER_ENUM_BYTES, MAX_LISTED_MODULES, SEARCH_BUDGET_BYTES, SEARCH_LIMIT,
     SEARCH_TOOLS,
 };
+pub use durable::{DurableRun, DurableRuns};
 pub use events::AgentEvent;
 pub use gate::{call, call_tool, gated_dispatch};
 pub use outcome::{

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::durable::WaitingCall;
 use crate::model::{Message, ModelError, Usage};
 use crate::tool::{ToolCall, ToolResult};
 
@@ -24,6 +25,12 @@ pub enum Outcome {
     OverBudget,
     /// The model call failed.
     ModelError(#[serde(serialize_with = "display")] ModelError),
+    /// A durable run stopped for these calls: each waits for a person's
+    /// decision ([`decide`](super::durable::decide)), then the run is resumed.
+    AwaitingDecision(Vec<WaitingCall>),
+    /// A durable run's journal could not be written (or another process
+    /// wrote it first): the run stopped rather than do anything unrecorded.
+    JournalFailed(String),
 }
 
 fn display<S: serde::Serializer>(
@@ -109,6 +116,15 @@ impl RunOutcome {
             Outcome::OutOfSteps => OUT_OF_STEPS_TEXT.to_owned(),
             Outcome::OverBudget => "over budget".to_owned(),
             Outcome::ModelError(error) => format!("model error: {error}"),
+            Outcome::AwaitingDecision(calls) => format!(
+                "waiting for a decision on {}",
+                calls
+                    .iter()
+                    .map(|waiting| format!("{} ({})", waiting.call.name, waiting.call.id))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Outcome::JournalFailed(error) => format!("stopped: {error}"),
         }
     }
 
@@ -138,4 +154,13 @@ pub enum RunError {
     /// The model call failed.
     #[error(transparent)]
     Model(#[from] ModelError),
+    /// A durable run waits for a person's decision on these calls (ids).
+    #[error("the run waits for a decision on calls {}", calls.join(", "))]
+    AwaitingDecision {
+        /// The ids of the waiting calls.
+        calls: Vec<String>,
+    },
+    /// A durable run's journal failed.
+    #[error("the run stopped: {0}")]
+    Journal(String),
 }

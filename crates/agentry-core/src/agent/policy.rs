@@ -16,6 +16,13 @@ pub enum Approval {
     Approve,
     /// Do not run it; the reason is fed back to the model.
     Deny(String),
+    /// Leave it to a person: a durable run ([`Agent::durable`]) stops with
+    /// [`Outcome::AwaitingDecision`] until one decides; any other run
+    /// refuses the call.
+    ///
+    /// [`Agent::durable`]: super::Agent::durable
+    /// [`Outcome::AwaitingDecision`]: super::Outcome::AwaitingDecision
+    Defer,
 }
 
 /// Decides whether a destructive call may run.

@@ -11,6 +11,7 @@ use tracing::{Instrument, field};
 
 use super::agent::Agent;
 use super::child::CallScope;
+use super::durable::{Decision, Durable, OpenStep, Replay, RunEntry, Waiting, WaitingCall};
 use super::events::{AgentEvent, EventSink};
 use super::gate::gated_dispatch;
 use super::outcome::{CallRecord, Outcome, RunOutcome, StepRecord};
@@ -34,6 +35,8 @@ pub(crate) struct Frame {
     pub spend: Arc<Spend>,
     /// The context tools get.
     pub context: ToolContext,
+    /// The journal a durable run writes each step to.
+    pub durable: Option<Arc<Durable>>,
 }
 
 impl Frame {
@@ -45,8 +48,17 @@ impl Frame {
             grants: agent.settings.grants.clone(),
             spend: Spend::root(agent.settings.token_budget),
             context: agent.settings.context.clone(),
+            durable: None,
         }
     }
+}
+
+/// What became of one call.
+enum Executed {
+    /// It ran, or was refused: its result goes back to the model.
+    Done(CallRecord),
+    /// It waits for a person's decision (durable runs only).
+    Waiting(WaitingCall),
 }
 
 impl Agent {
@@ -58,6 +70,22 @@ impl Agent {
         messages: Vec<Message>,
         sink: Option<EventSink>,
     ) -> RunOutcome {
+        let start = Replay {
+            messages,
+            ..Replay::default()
+        };
+        self.resume_frame(model, frame, start, sink).await
+    }
+
+    /// Run the loop from where `start` stands: a fresh conversation, or a
+    /// durable run read back from its journal.
+    pub(crate) async fn resume_frame(
+        &self,
+        model: &dyn ChatModel,
+        frame: &Frame,
+        start: Replay,
+        sink: Option<EventSink>,
+    ) -> RunOutcome {
         let span = tracing::info_span!(
             "invoke_agent",
             gen_ai.operation.name = "invoke_agent",
@@ -67,7 +95,7 @@ impl Agent {
             gen_ai.usage.output_tokens = field::Empty,
         );
         let outcome = self
-            .run_loop(model, frame, messages, sink.as_ref())
+            .run_loop(model, frame, start, sink.as_ref())
             .instrument(span.clone())
             .await;
         span.record("gen_ai.usage.input_tokens", outcome.usage.input_tokens);
@@ -79,16 +107,19 @@ impl Agent {
         &self,
         model: &dyn ChatModel,
         frame: &Frame,
-        mut messages: Vec<Message>,
+        start: Replay,
         sink: Option<&EventSink>,
     ) -> RunOutcome {
         let settings = &self.settings;
+        let Replay {
+            mut messages,
+            mut steps,
+            open,
+            ..
+        } = start;
         let mut run_tools = RunTools::prepare(self, model, &messages).await;
-        if settings.search_first {
-            run_tools.search_first(self, &messages).await;
-        }
         let spend = &frame.spend;
-        let mut steps = Vec::new();
+        let durable = frame.durable.as_deref();
         let mut n = 0;
         let mut tool_rounds = 0;
         // The step before only loaded functions (discovery): now call one.
@@ -99,7 +130,36 @@ impl Agent {
             steps,
             messages,
         };
-        while n < settings.max_steps && spend.within_budget() {
+        // A resumed run: what its finished steps made available, as they did.
+        for step in &steps {
+            n = step.index;
+            if !step.calls.is_empty() {
+                (discovered, tool_rounds) =
+                    after_calls(self, &mut run_tools, &step.calls, tool_rounds).await;
+            }
+        }
+        if steps.is_empty() && open.is_none() && settings.search_first {
+            run_tools.search_first(self, &messages).await;
+        }
+        let mut open = open;
+        loop {
+            if let Some(step) = open.take() {
+                n = step.step;
+                let record = match self.carry_out(&run_tools, frame, step, sink).await {
+                    Ok(record) => record,
+                    Err(outcome) => return end(outcome, steps, messages),
+                };
+                (discovered, tool_rounds) =
+                    after_calls(self, &mut run_tools, &record.calls, tool_rounds).await;
+                messages.extend(record.calls.iter().map(|r| Message::tool(r.result.clone())));
+                emit(sink, || AgentEvent::StepEnd {
+                    step: record.clone(),
+                });
+                steps.push(record);
+            }
+            if n >= settings.max_steps || !spend.within_budget() {
+                break;
+            }
             n += 1;
             let tool_choice = match settings.max_tool_rounds {
                 Some(limit) if tool_rounds >= limit => ToolChoice::None,
@@ -131,6 +191,18 @@ impl Agent {
             spend.charge(step.tokens());
             match step {
                 Step::Final { text, tokens } => {
+                    if let Some(durable) = durable {
+                        // The answer is the run's end: nothing is written after it.
+                        let answer = RunEntry::Answer {
+                            step: n,
+                            text: text.clone(),
+                            tokens,
+                        };
+                        if let Err(error) = durable.write(answer).await {
+                            let outcome = Outcome::JournalFailed(error.to_string());
+                            return end(outcome, steps, messages);
+                        }
+                    }
                     messages.push(Message::assistant(text.clone()));
                     let record = StepRecord {
                         index: n,
@@ -149,6 +221,18 @@ impl Agent {
                     text,
                     tokens,
                 } => {
+                    if let Some(durable) = durable {
+                        let entry = RunEntry::ToolStep {
+                            step: n,
+                            text: text.clone(),
+                            calls: calls.clone(),
+                            tokens,
+                        };
+                        if let Err(error) = durable.write(entry).await {
+                            let outcome = Outcome::JournalFailed(error.to_string());
+                            return end(outcome, steps, messages);
+                        }
+                    }
                     messages.push(Message::Assistant {
                         text: text.clone(),
                         tool_calls: calls.clone(),
@@ -159,125 +243,175 @@ impl Agent {
                             call: call.clone(),
                         });
                     }
-                    // Child agents charge `spend` themselves, as they go. A step
-                    // that spent past the budget gets no tool run at all.
-                    let records = if spend.within_budget() {
-                        let mut calls = calls;
-                        let limit = settings.max_calls_per_step;
-                        let extra = calls.split_off(calls.len().min(limit));
-                        let mut records = self.execute(&run_tools, frame, calls, sink, n).await;
-                        let reason = format!(
-                            "a step may make at most {limit} tool calls; make fewer at once"
-                        );
-                        records.extend(self.refuse(extra, &reason, sink, n));
-                        records
-                    } else {
-                        let spent = spend.usage().total();
-                        let reason = format!("the token budget is spent ({spent} tokens used)");
-                        self.refuse(calls, &reason, sink, n)
-                    };
-                    discovered = super::discovery::only_discovered(&records);
-                    if !discovered && !super::discovery::only_failed_lookups(&records) {
-                        tool_rounds += 1;
-                    }
-                    run_tools.activate(&records).await;
-                    run_tools.reveal(&records);
-                    run_tools.refresh_sources(self).await;
-                    messages.extend(records.iter().map(|r| Message::tool(r.result.clone())));
-                    let record = StepRecord {
-                        index: n,
-                        tokens,
-                        text,
-                        calls: records,
-                    };
-                    emit(sink, || AgentEvent::StepEnd {
-                        step: record.clone(),
-                    });
-                    steps.push(record);
+                    open = Some(OpenStep::new(n, text, calls, tokens));
                 }
             }
         }
-        let outcome = if spend.within_budget() {
-            Outcome::OutOfSteps
+        let (outcome, kind) = if spend.within_budget() {
+            (Outcome::OutOfSteps, "out_of_steps")
         } else {
-            Outcome::OverBudget
+            (Outcome::OverBudget, "over_budget")
         };
+        if let Some(durable) = durable {
+            let ended = RunEntry::Ended {
+                outcome: kind.into(),
+                detail: String::new(),
+            };
+            if let Err(error) = durable.write(ended).await {
+                return end(Outcome::JournalFailed(error.to_string()), steps, messages);
+            }
+        }
         end(outcome, steps, messages)
     }
 
+    /// Run the calls of a tool step that have no result yet. Child agents
+    /// charge the budget themselves, as they go; a step that spent past the
+    /// budget gets no tool run at all. `Err` when the run must stop here:
+    /// calls wait for a person, or the journal failed.
+    async fn carry_out(
+        &self,
+        run_tools: &RunTools,
+        frame: &Frame,
+        mut step: OpenStep,
+        sink: Option<&EventSink>,
+    ) -> Result<StepRecord, Outcome> {
+        let spend = &frame.spend;
+        let limit = self.settings.max_calls_per_step;
+        let n = step.step;
+        let mut pending: Vec<(ToolCall, bool)> = Vec::new();
+        let mut extra = Vec::new();
+        for (at, call) in step.calls.iter().enumerate() {
+            if step.finished.contains_key(&call.id) {
+                continue;
+            }
+            let interrupted = step.started.contains_key(&call.id);
+            if at < limit {
+                pending.push((call.clone(), interrupted));
+            } else {
+                extra.push(call.clone());
+            }
+        }
+        let mut records = Vec::new();
+        let mut waiting = Vec::new();
+        if spend.within_budget() {
+            for executed in self.execute(run_tools, frame, pending, sink, n).await {
+                match executed {
+                    Executed::Done(record) => records.push(record),
+                    Executed::Waiting(call) => waiting.push(call),
+                }
+            }
+            let reason = format!("a step may make at most {limit} tool calls; make fewer at once");
+            records.extend(self.refuse(frame, extra, &reason, sink, n).await);
+        } else {
+            let spent = spend.usage().total();
+            let reason = format!("the token budget is spent ({spent} tokens used)");
+            let calls = pending.into_iter().map(|(call, _)| call).chain(extra);
+            records.extend(self.refuse(frame, calls.collect(), &reason, sink, n).await);
+        }
+        if let Some(durable) = frame.durable.as_deref() {
+            if let Some(error) = durable.failure() {
+                return Err(Outcome::JournalFailed(error.to_string()));
+            }
+            for call in &waiting {
+                if step.waiting.get(&call.call.id) == Some(&call.waiting) {
+                    continue; // already written down, still waiting
+                }
+                let entry = RunEntry::AwaitingDecision {
+                    call_id: call.call.id.clone(),
+                    waiting: call.waiting,
+                };
+                if let Err(error) = durable.write(entry).await {
+                    return Err(Outcome::JournalFailed(error.to_string()));
+                }
+            }
+        }
+        for record in records {
+            step.finished.insert(record.call.id.clone(), record);
+        }
+        if !waiting.is_empty() {
+            return Err(Outcome::AwaitingDecision(waiting));
+        }
+        Ok(step.into_record())
+    }
+
     /// Run one step's calls: all at once when every tool involved is
-    /// concurrency-safe, one after another otherwise. Results keep call order.
+    /// concurrency-safe, one after another otherwise (then a call that
+    /// waits for a person holds back the calls after it). Results keep call
+    /// order. Each call comes with whether a process already started it.
     async fn execute(
         &self,
         run_tools: &RunTools,
         frame: &Frame,
-        calls: Vec<ToolCall>,
+        calls: Vec<(ToolCall, bool)>,
         sink: Option<&EventSink>,
         step: usize,
-    ) -> Vec<CallRecord> {
+    ) -> Vec<Executed> {
         let parallel = calls.len() > 1
-            && calls.iter().all(|call| {
+            && calls.iter().all(|(call, _)| {
                 run_tools
                     .toolbox
                     .find_for_call(&call.name)
                     .is_some_and(|tool| tool.hints.concurrency_safe)
             });
-        let one = |call| async move {
-            let record = self.execute_one(run_tools, frame, call).await;
-            emit(sink, || AgentEvent::ToolResult {
-                step,
-                record: record.clone(),
-            });
-            record
+        let one = |(call, interrupted)| async move {
+            let executed = self.execute_one(run_tools, frame, call, interrupted).await;
+            if let Executed::Done(record) = &executed {
+                emit(sink, || AgentEvent::ToolResult {
+                    step,
+                    record: record.clone(),
+                });
+            }
+            executed
         };
         if parallel {
             join_all(calls.into_iter().map(one)).await
         } else {
-            let mut records = Vec::with_capacity(calls.len());
+            let mut done = Vec::with_capacity(calls.len());
             for call in calls {
-                records.push(one(call).await);
+                let executed = one(call).await;
+                let waits = matches!(executed, Executed::Waiting(_));
+                done.push(executed);
+                if waits {
+                    break;
+                }
             }
-            records
+            done
         }
     }
 
     /// Results for calls that are not run (past the budget, past the
     /// per-step limit), each recorded and audited as denied for `reason`.
-    fn refuse(
+    async fn refuse(
         &self,
+        frame: &Frame,
         calls: Vec<ToolCall>,
         reason: &str,
         sink: Option<&EventSink>,
         step: usize,
     ) -> Vec<CallRecord> {
-        calls
-            .into_iter()
-            .map(|call| {
-                if let Some(audit) = &self.settings.audit {
-                    audit.record(AuditRecord {
-                        call_id: call.id.clone(),
-                        tool: call.name.clone(),
-                        arguments_digest: arguments_digest(&call),
-                        outcome: AuditOutcome::Denied(reason.to_owned()),
-                        duration: Duration::ZERO,
-                    });
-                }
-                let record = CallRecord {
-                    result: ToolResult::error(call.id.clone(), format!("not run: {reason}")),
-                    call,
-                    duration: Duration::ZERO,
-                    child: None,
-                };
-                emit(sink, || AgentEvent::ToolResult {
-                    step,
-                    record: record.clone(),
-                });
-                record
-            })
-            .collect()
+        let mut records = Vec::with_capacity(calls.len());
+        for call in calls {
+            let outcome = AuditOutcome::Denied(reason.to_owned());
+            let result = ToolResult::error(call.id.clone(), format!("not run: {reason}"));
+            let record = self
+                .finish(frame, call, result, outcome, Duration::ZERO, None)
+                .await;
+            emit(sink, || AgentEvent::ToolResult {
+                step,
+                record: record.clone(),
+            });
+            records.push(record);
+        }
+        records
     }
 
-    async fn execute_one(&self, run_tools: &RunTools, frame: &Frame, call: ToolCall) -> CallRecord {
+    async fn execute_one(
+        &self,
+        run_tools: &RunTools,
+        frame: &Frame,
+        call: ToolCall,
+        interrupted: bool,
+    ) -> Executed {
         let span = tracing::info_span!(
             "execute_tool",
             otel.name = format!("execute_tool {}", call.name),
@@ -287,11 +421,31 @@ impl Agent {
         );
         let started = Instant::now();
         let scope = Arc::new(CallScope::new(frame));
-        let (result, outcome) = self
-            .gate(run_tools, frame, &scope, &call)
+        let gated = self
+            .gate(run_tools, frame, &scope, &call, interrupted)
             .instrument(span)
             .await;
-        let duration = started.elapsed();
+        let (ran, result, outcome) = match gated {
+            Ok(ran) => ran,
+            Err(waiting) => return Executed::Waiting(WaitingCall { call, waiting }),
+        };
+        let child = scope.take_child().map(Box::new);
+        let record = self
+            .finish(frame, ran, result, outcome, started.elapsed(), child)
+            .await;
+        Executed::Done(record)
+    }
+
+    /// A call's record, audited, and written to the journal of a durable run.
+    async fn finish(
+        &self,
+        frame: &Frame,
+        call: ToolCall,
+        result: ToolResult,
+        outcome: AuditOutcome,
+        duration: Duration,
+        child: Option<Box<super::outcome::ChildRun>>,
+    ) -> CallRecord {
         if let Some(audit) = &self.settings.audit {
             audit.record(AuditRecord {
                 call_id: call.id.clone(),
@@ -301,49 +455,102 @@ impl Agent {
                 duration,
             });
         }
+        if let Some(durable) = frame.durable.as_deref() {
+            let entry = RunEntry::CallFinished {
+                result: result.clone(),
+                duration_ms: duration.as_millis() as u64,
+            };
+            // A failure is kept by the journal and stops the run after this step.
+            let _ = durable.write(entry).await;
+        }
         CallRecord {
             call,
             result,
             duration,
-            child: scope.take_child().map(Box::new),
+            child,
         }
     }
 
+    /// The gate: allow-list, loaded (discovery), decisions and approval,
+    /// then the capability-checked dispatch. `interrupted`: a process
+    /// started this call before and never finished it.
     async fn gate(
         &self,
         run_tools: &RunTools,
         frame: &Frame,
         scope: &Arc<CallScope>,
         call: &ToolCall,
-    ) -> (ToolResult, AuditOutcome) {
+        interrupted: bool,
+    ) -> Gated {
+        let refused = |message: String, outcome| {
+            Ok((
+                call.clone(),
+                ToolResult::error(call.id.clone(), message),
+                outcome,
+            ))
+        };
         let allowed = run_tools
             .toolbox
             .find_for_call(&call.name)
             .filter(|tool| run_tools.allows(self.settings.allow.as_deref(), tool));
         let Some(tool) = allowed else {
             let message = format!("{} => not allowed", call.name);
-            return (
-                ToolResult::error(call.id.clone(), message),
-                AuditOutcome::NotAllowed,
-            );
+            return refused(message, AuditOutcome::NotAllowed);
         };
         if let Err(message) = run_tools.loaded(&tool.name) {
-            return (
-                ToolResult::error(call.id.clone(), message),
-                AuditOutcome::NotAllowed,
-            );
+            return refused(message, AuditOutcome::NotAllowed);
         }
-        if tool.hints.destructive {
-            let approval = match &self.settings.approver {
+        let durable = frame.durable.as_deref();
+        // A decision remembered for the tool covers approval, never running
+        // an interrupted call again.
+        let decision = durable.and_then(|durable| durable.decision_for(call, !interrupted));
+        let needs_decision = if interrupted {
+            // It may have had its effect: only an idempotent tool runs again by itself.
+            (!tool.hints.idempotent).then_some(Waiting::Interrupted)
+        } else {
+            tool.hints.destructive.then_some(Waiting::Approval)
+        };
+        let approval = match (needs_decision, decision) {
+            (None, _) => Approval::Approve,
+            (Some(_), Some(Decision::Approve | Decision::Edit { .. })) => Approval::Approve,
+            (Some(_), Some(Decision::Deny { reason })) => Approval::Deny(reason.clone()),
+            (Some(Waiting::Interrupted), None) => Approval::Defer,
+            (Some(Waiting::Approval), None) => match &self.settings.approver {
                 Some(approver) => approver.review(tool, call).await,
+                None if durable.is_some() => Approval::Defer,
                 None => Approval::Deny("no approver is configured for destructive tools".into()),
-            };
-            if let Approval::Deny(reason) = approval {
+            },
+        };
+        match approval {
+            Approval::Approve => {}
+            Approval::Deny(reason) => {
                 let message = format!("tool \"{}\" was not approved: {reason}", tool.name);
-                return (
-                    ToolResult::error(call.id.clone(), message),
-                    AuditOutcome::Denied(reason),
-                );
+                return refused(message, AuditOutcome::Denied(reason));
+            }
+            Approval::Defer if durable.is_some() => {
+                return Err(needs_decision.unwrap_or(Waiting::Approval));
+            }
+            Approval::Defer => {
+                let reason =
+                    "it needs a person's approval, and only a durable run can wait for one";
+                let message = format!("tool \"{}\" was not approved: {reason}", tool.name);
+                return refused(message, AuditOutcome::Denied(reason.to_owned()));
+            }
+        }
+        let mut call = call.clone();
+        if needs_decision.is_some()
+            && let Some(Decision::Edit { input }) = decision
+        {
+            call.input = input.clone();
+        }
+        if let Some(durable) = durable {
+            let entry = RunEntry::CallStarted {
+                call_id: call.id.clone(),
+                input: call.input.clone(),
+            };
+            if let Err(error) = durable.write(entry).await {
+                let message = format!("not run: the run's journal could not be written: {error}");
+                return refused(message.clone(), AuditOutcome::Error(message));
             }
         }
         let context = frame.context.clone().with_call_scope(scope.clone());
@@ -353,8 +560,29 @@ impl Agent {
             Some(message) => AuditOutcome::Error(message.to_owned()),
             None => AuditOutcome::Ok,
         };
-        (result, outcome)
+        Ok((call, result, outcome))
     }
+}
+
+/// A call the gate ran or refused: the call (with the input it ran with),
+/// its result and how it ended. The gate's `Err` is why a call waits.
+type Gated = Result<(ToolCall, ToolResult, AuditOutcome), Waiting>;
+
+/// After a step's calls: whether the step only loaded functions
+/// (discovery), the tool rounds counted so far, and the skills, revealed
+/// functions and sources the results bring in.
+async fn after_calls(
+    agent: &Agent,
+    run_tools: &mut RunTools,
+    records: &[CallRecord],
+    tool_rounds: usize,
+) -> (bool, usize) {
+    let discovered = super::discovery::only_discovered(records);
+    let counts = !discovered && !super::discovery::only_failed_lookups(records);
+    run_tools.activate(records).await;
+    run_tools.reveal(records);
+    run_tools.refresh_sources(agent).await;
+    (discovered, tool_rounds + usize::from(counts))
 }
 
 fn emit(sink: Option<&EventSink>, event: impl FnOnce() -> AgentEvent) {

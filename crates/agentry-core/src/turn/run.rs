@@ -319,8 +319,9 @@ async fn run_agent(
             AgentEvent::Final { run } => {
                 return match run.outcome {
                     Outcome::ModelError(error) => Err(error.to_string()),
+                    Outcome::JournalFailed(error) => Err(error),
                     Outcome::Final(_) => Ok(reply.text),
-                    Outcome::OutOfSteps | Outcome::OverBudget => {
+                    Outcome::OutOfSteps | Outcome::OverBudget | Outcome::AwaitingDecision(_) => {
                         reply.write(usize::MAX, &run.text(), delta);
                         Ok(reply.text)
                     }

@@ -12,6 +12,7 @@
 
 mod blocks;
 mod index;
+mod journal;
 mod lookup;
 mod manage;
 mod schema;

@@ -14,7 +14,8 @@ use agentry_core::memory::MemoryError;
 /// `memory_sketch` covers what the recall index loads (session, id,
 /// sketch), so opening a store never reads the rows themselves.
 /// `memory_forgotten` counts deletions, so every connection drops the
-/// sketches of deleted records on its next look.
+/// sketches of deleted records on its next look. `run_journal` holds durable
+/// runs' journals, one JSON entry per row.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS memory (
     id        INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -31,6 +32,12 @@ CREATE INDEX IF NOT EXISTS memory_session_time ON memory (session, timestamp, id
 CREATE TABLE IF NOT EXISTS memory_forgotten (
     id    INTEGER PRIMARY KEY CHECK (id = 1),
     count INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS run_journal (
+    run   TEXT    NOT NULL,
+    seq   INTEGER NOT NULL,
+    entry TEXT    NOT NULL,
+    PRIMARY KEY (run, seq)
 );
 ";
 

@@ -1,0 +1,294 @@
+//! Durable runs: the loop written down step by step in a [`RunJournal`], so
+//! that a run survives its process and can wait for a person.
+//!
+//! A durable run writes an entry before and after everything it does: the
+//! model's step, each call "started" (before the tool runs) and each call
+//! "finished". [`DurableRuns::resume`] reads the journal back in any process
+//! and goes on from the last entry:
+//!
+//! - a call recorded as started but never finished runs again only when its
+//!   tool is [`idempotent`](crate::tool::ToolHints::idempotent); otherwise
+//!   the run stops with [`Outcome::AwaitingDecision`] for a person to
+//!   decide, so no tool runs twice by accident;
+//! - a destructive call (or one the [`Approver`](super::Approver) defers
+//!   with [`Approval::Defer`](super::Approval::Defer)) stops the run the same
+//!   way until [`decide`] records approve, deny (the reason is fed back to
+//!   the model) or edit, from this process or another; a decision can be
+//!   remembered for the tool's later calls in the run;
+//! - a model error leaves the run resumable (the step is asked again).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agentry_core::agent::{Agent, Outcome, durable::{Decision, InMemoryJournal, decide}};
+//! use agentry_core::model::{ScriptedModel, Step, Usage};
+//! use agentry_core::tool::{ToolCall, ToolHints, function};
+//! use serde_json::json;
+//! #[derive(serde::Deserialize)]
+//! struct File { path: String }
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let delete = function("delete_file")
+//!     .arg::<String>("path", "the file")
+//!     .hints(ToolHints { destructive: true, ..Default::default() })
+//!     .handler(|args: File| Ok::<_, String>(format!("deleted {}", args.path)))
+//!     .build()
+//!     .unwrap()
+//!     .with_name("delete_file");
+//! let model = ScriptedModel::new()
+//!     .reply(Step::Tool {
+//!         calls: vec![ToolCall::new("c1", "delete_file", json!({"path": "old.log"}))],
+//!         text: String::new(),
+//!         tokens: Usage::new(10, 5),
+//!     })
+//!     .reply(Step::Final { text: "Deleted.".into(), tokens: Usage::new(10, 2) });
+//! let agent = Agent::builder(model).tool(delete).build().unwrap();
+//! let journal = Arc::new(InMemoryJournal::new());
+//! let runs = agent.durable(journal.clone());
+//!
+//! // No tool runs yet: the destructive call waits for a person.
+//! let run = runs.start("delete old.log").await.unwrap();
+//! let Outcome::AwaitingDecision(waiting) = &run.outcome.outcome else { panic!() };
+//! assert_eq!(waiting[0].call.id, "c1");
+//!
+//! // A person approves (from any process sharing the journal); the run goes on.
+//! decide(journal.as_ref(), &run.id, "c1", Decision::Approve, false).await.unwrap();
+//! let done = runs.resume(&run.id).await.unwrap();
+//! assert_eq!(done.outcome.text(), "Deleted.");
+//! assert_eq!(done.outcome.steps[0].calls[0].result.output, json!("deleted old.log"));
+//! # });
+//! ```
+
+mod journal;
+mod replay;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use journal::{
+    Decision, InMemoryJournal, JournalError, RunEntry, RunJournal, Waiting, check_journal,
+};
+pub(crate) use replay::{OpenStep, Replay};
+pub use replay::{RunStatus, WaitingCall};
+
+use super::agent::Agent;
+use super::outcome::{Outcome, RunOutcome};
+use super::run::Frame;
+use crate::model::Message;
+use crate::tool::ToolCall;
+
+/// The journal of one durable run while it runs: numbers its entries and
+/// writes them one at a time, and holds the decisions people made.
+pub(crate) struct Durable {
+    journal: Arc<dyn RunJournal>,
+    run: String,
+    next: tokio::sync::Mutex<u64>,
+    failure: std::sync::Mutex<Option<JournalError>>,
+    /// Decisions not yet carried out, by call id.
+    decisions: HashMap<String, Decision>,
+    /// Decisions repeated for a tool's later calls, by tool name.
+    remembered: HashMap<String, Decision>,
+}
+
+impl Durable {
+    /// Write the next entry. After one failure every write fails: the run
+    /// must stop rather than do anything unrecorded.
+    pub async fn write(&self, entry: RunEntry) -> Result<(), JournalError> {
+        let mut next = self.next.lock().await;
+        if let Some(error) = self.failure() {
+            return Err(error);
+        }
+        match self.journal.append(&self.run, *next, &entry).await {
+            Ok(()) => {
+                *next += 1;
+                Ok(())
+            }
+            Err(error) => {
+                *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    /// The first write that failed, if one did.
+    pub fn failure(&self) -> Option<JournalError> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// What a person decided for `call`, or (`remembered`) for its tool in
+    /// this run.
+    pub fn decision_for(&self, call: &ToolCall, remembered: bool) -> Option<&Decision> {
+        self.decisions.get(&call.id).or_else(|| {
+            remembered
+                .then(|| self.remembered.get(&call.name))
+                .flatten()
+        })
+    }
+}
+
+/// A durable run's id and where it stands.
+#[derive(Debug, Clone)]
+pub struct DurableRun {
+    /// The run's id in the journal.
+    pub id: String,
+    /// How far it got: an answer (or another end), or
+    /// [`Outcome::AwaitingDecision`] / [`Outcome::JournalFailed`] when it
+    /// stopped before the end.
+    pub outcome: RunOutcome,
+}
+
+/// Durable runs of one agent over one journal ([`Agent::durable`]).
+#[derive(Clone)]
+pub struct DurableRuns {
+    agent: Agent,
+    journal: Arc<dyn RunJournal>,
+}
+
+impl Agent {
+    /// Run this agent durably: every step written to `journal` (SQLite or
+    /// PostgreSQL stores in `agentry-store`, or [`InMemoryJournal`]).
+    pub fn durable(&self, journal: Arc<dyn RunJournal>) -> DurableRuns {
+        DurableRuns {
+            agent: self.clone(),
+            journal,
+        }
+    }
+}
+
+impl DurableRuns {
+    /// Start a run on one task, under a new id.
+    pub async fn start(&self, task: impl Into<String>) -> Result<DurableRun, JournalError> {
+        self.start_messages(new_run_id(), vec![Message::user(task)])
+            .await
+    }
+
+    /// Start a run on a conversation under `id` (a run with that id must not
+    /// exist yet).
+    pub async fn start_messages(
+        &self,
+        id: String,
+        messages: Vec<Message>,
+    ) -> Result<DurableRun, JournalError> {
+        let started = RunEntry::Started {
+            messages: messages.clone(),
+            at_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+        };
+        self.journal.append(&id, 0, &started).await?;
+        let replay = Replay {
+            messages,
+            entries: 1,
+            ..Replay::default()
+        };
+        Ok(self.go_on(id, replay).await)
+    }
+
+    /// Go on with run `id` from the last thing its journal holds. A run
+    /// that has ended comes back as it ended; one waiting for a decision
+    /// comes back waiting until every waiting call has one.
+    pub async fn resume(&self, id: &str) -> Result<DurableRun, JournalError> {
+        let replay = Replay::from_entries(self.journal.entries(id).await?);
+        if let Some((outcome, detail)) = &replay.ended {
+            let outcome = match outcome.as_str() {
+                "final" => Outcome::Final(detail.clone()),
+                "out_of_steps" => Outcome::OutOfSteps,
+                "over_budget" => Outcome::OverBudget,
+                other => Outcome::JournalFailed(format!("the run ended as {other}: {detail}")),
+            };
+            return Ok(DurableRun {
+                id: id.to_owned(),
+                outcome: RunOutcome {
+                    outcome,
+                    usage: replay.usage,
+                    steps: replay.steps,
+                    messages: replay.messages,
+                },
+            });
+        }
+        Ok(self.go_on(id.to_owned(), replay).await)
+    }
+
+    async fn go_on(&self, id: String, mut replay: Replay) -> DurableRun {
+        let durable = Durable {
+            journal: self.journal.clone(),
+            run: id.clone(),
+            next: tokio::sync::Mutex::new(replay.entries),
+            failure: Default::default(),
+            decisions: std::mem::take(&mut replay.decisions),
+            remembered: std::mem::take(&mut replay.remembered),
+        };
+        let mut frame = Frame::root(&self.agent);
+        frame.spend.charge(replay.usage);
+        frame.durable = Some(Arc::new(durable));
+        let outcome = self
+            .agent
+            .resume_frame(self.agent.model.as_ref(), &frame, replay, None)
+            .await;
+        DurableRun { id, outcome }
+    }
+}
+
+/// Where run `id` stands.
+pub async fn status(journal: &dyn RunJournal, id: &str) -> Result<RunStatus, JournalError> {
+    Ok(Replay::from_entries(journal.entries(id).await?).status())
+}
+
+/// Why [`decide`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecideError {
+    /// The journal failed (or has no such run).
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The call is not waiting for a decision.
+    #[error("call \"{call}\" of run \"{run}\" is not waiting for a decision")]
+    NotWaiting {
+        /// The run.
+        run: String,
+        /// The call.
+        call: String,
+    },
+}
+
+/// Record a person's decision on a call of run `id` that waits for one;
+/// [`DurableRuns::resume`] then carries it out. With `remember`, the tool's
+/// later calls in this run get the same decision without stopping.
+pub async fn decide(
+    journal: &dyn RunJournal,
+    id: &str,
+    call_id: &str,
+    decision: Decision,
+    remember: bool,
+) -> Result<(), DecideError> {
+    let entries = journal.entries(id).await?;
+    let seq = entries.len() as u64;
+    let replay = Replay::from_entries(entries);
+    let waits = matches!(replay.status(), RunStatus::Waiting(calls)
+        if calls.iter().any(|waiting| waiting.call.id == call_id));
+    if !waits {
+        return Err(DecideError::NotWaiting {
+            run: id.to_owned(),
+            call: call_id.to_owned(),
+        });
+    }
+    let entry = RunEntry::Decided {
+        call_id: call_id.to_owned(),
+        decision,
+        remember,
+    };
+    journal.append(id, seq, &entry).await?;
+    Ok(())
+}
+
+/// A new run id: the time and a random part, so ids sort by start.
+fn new_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(nanos);
+    format!("run-{:x}-{:08x}", nanos / 1_000_000, hasher.finish() as u32)
+}

@@ -1,0 +1,480 @@
+//! Durable runs with a scripted model (loop logic only): approval as a pause
+//! (approve, deny, edit, remembered decisions), calls started and never
+//! finished (re-run only when idempotent), ended runs, model errors, a
+//! journal that fails, and two processes resuming one run. The journal is
+//! the in-memory one here; `agentry-store`'s tests run the same journal
+//! checks on SQLite and PostgreSQL, and kill real processes mid-run.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agentry::BoxFuture;
+use agentry::agent::durable::{
+    DecideError, Decision, InMemoryJournal, JournalError, RunEntry, RunJournal, RunStatus, Waiting,
+    decide, status,
+};
+use agentry::agent::{Agent, Approval, Outcome};
+use agentry::model::{Message, ModelError, ScriptedModel, Step, Usage};
+use agentry::tool::{Tool, ToolCall, ToolHints, function};
+use serde::Deserialize;
+use serde_json::json;
+
+#[derive(Deserialize)]
+struct Target {
+    path: String,
+}
+
+/// A tool that counts its runs; `hints` says what kind of tool it is.
+fn counting(name: &str, hints: ToolHints, runs: Arc<AtomicUsize>) -> Tool {
+    function(name)
+        .arg::<String>("path", "the file")
+        .hints(hints)
+        .handler(move |target: Target| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, String>(format!("done with {}", target.path))
+        })
+        .build()
+        .unwrap()
+        .with_name(name)
+}
+
+fn destructive() -> ToolHints {
+    ToolHints {
+        destructive: true,
+        ..Default::default()
+    }
+}
+
+fn calls(calls: &[(&str, &str, &str)]) -> Step {
+    Step::Tool {
+        calls: calls
+            .iter()
+            .map(|(id, name, path)| ToolCall::new(*id, *name, json!({ "path": path })))
+            .collect(),
+        text: String::new(),
+        tokens: Usage::new(10, 5),
+    }
+}
+
+fn answer(text: &str) -> Step {
+    Step::Final {
+        text: text.into(),
+        tokens: Usage::new(10, 2),
+    }
+}
+
+fn waiting_ids(outcome: &Outcome) -> Vec<(String, Waiting)> {
+    match outcome {
+        Outcome::AwaitingDecision(calls) => calls
+            .iter()
+            .map(|w| (w.call.id.clone(), w.waiting))
+            .collect(),
+        other => panic!("expected a run waiting for a decision, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_destructive_call_waits_and_approval_from_the_journal_runs_it() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new()
+        .reply(calls(&[("c1", "delete", "a.log")]))
+        .reply(answer("deleted"));
+    let agent = Agent::builder(model)
+        .tool(counting("delete", destructive(), runs.clone()))
+        .build()
+        .unwrap();
+    let journal = Arc::new(InMemoryJournal::new());
+    let durable = agent.durable(journal.clone());
+    let run = durable.start("delete a.log").await.unwrap();
+    assert_eq!(
+        waiting_ids(&run.outcome.outcome),
+        [("c1".to_owned(), Waiting::Approval)]
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "nothing ran before approval"
+    );
+    let RunStatus::Waiting(waiting) = status(journal.as_ref(), &run.id).await.unwrap() else {
+        panic!("status says waiting")
+    };
+    assert_eq!(waiting[0].call.name, "delete");
+    // Resuming without a decision changes nothing and writes nothing new.
+    let before = journal.entries(&run.id).await.unwrap().len();
+    let again = durable.resume(&run.id).await.unwrap();
+    assert_eq!(
+        waiting_ids(&again.outcome.outcome),
+        [("c1".to_owned(), Waiting::Approval)]
+    );
+    assert_eq!(journal.entries(&run.id).await.unwrap().len(), before);
+
+    decide(journal.as_ref(), &run.id, "c1", Decision::Approve, false)
+        .await
+        .unwrap();
+    let done = durable.resume(&run.id).await.unwrap();
+    assert_eq!(done.outcome.outcome, Outcome::Final("deleted".into()));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        done.outcome.steps[0].calls[0].result.output,
+        json!("done with a.log")
+    );
+    assert_eq!(done.outcome.usage, Usage::new(20, 7));
+    // An ended run resumes as it ended, without asking the model again.
+    let ended = durable.resume(&run.id).await.unwrap();
+    assert_eq!(ended.outcome.outcome, Outcome::Final("deleted".into()));
+    assert_eq!(ended.outcome.steps.len(), 2);
+    assert_eq!(
+        status(journal.as_ref(), &run.id).await.unwrap(),
+        RunStatus::Ended {
+            outcome: "final".into(),
+            detail: "deleted".into()
+        }
+    );
+    assert_eq!(
+        decide(journal.as_ref(), &run.id, "c1", Decision::Approve, false).await,
+        Err(DecideError::NotWaiting {
+            run: run.id.clone(),
+            call: "c1".into()
+        })
+    );
+}
+
+#[tokio::test]
+async fn denial_feeds_the_reason_back_and_edits_change_the_input() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new()
+        .reply(calls(&[
+            ("c1", "delete", "a.log"),
+            ("c2", "delete", "/etc"),
+        ]))
+        .respond(|request| {
+            let results: Vec<String> = request
+                .messages
+                .iter()
+                .filter_map(|m| match m {
+                    Message::Tool { result } => Some(result.output.to_string()),
+                    _ => None,
+                })
+                .collect();
+            Ok(answer(&results.join(" | ")))
+        });
+    let agent = Agent::builder(model)
+        .tool(counting("delete", destructive(), runs.clone()))
+        .build()
+        .unwrap();
+    let journal = Arc::new(InMemoryJournal::new());
+    let durable = agent.durable(journal.clone());
+    let run = durable.start("clean up").await.unwrap();
+    // One after another: the second call waits behind the first.
+    assert_eq!(
+        waiting_ids(&run.outcome.outcome),
+        [("c1".to_owned(), Waiting::Approval)]
+    );
+    let edit = Decision::Edit {
+        input: json!({"path": "b.log"}),
+    };
+    decide(journal.as_ref(), &run.id, "c1", edit, false)
+        .await
+        .unwrap();
+    let next = durable.resume(&run.id).await.unwrap();
+    assert_eq!(
+        waiting_ids(&next.outcome.outcome),
+        [("c2".to_owned(), Waiting::Approval)]
+    );
+    let deny = Decision::Deny {
+        reason: "never touch /etc".into(),
+    };
+    decide(journal.as_ref(), &run.id, "c2", deny, false)
+        .await
+        .unwrap();
+    let done = durable.resume(&run.id).await.unwrap();
+    assert_eq!(
+        done.outcome.text(),
+        r#""done with b.log" | "tool \"delete\" was not approved: never touch /etc""#
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // The record shows the input that ran.
+    assert_eq!(
+        done.outcome.steps[0].calls[0].call.input,
+        json!({"path": "b.log"})
+    );
+}
+
+#[tokio::test]
+async fn a_remembered_decision_covers_the_tools_later_calls() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new()
+        .reply(calls(&[("c1", "delete", "a")]))
+        .reply(calls(&[("c2", "delete", "b"), ("c3", "delete", "c")]))
+        .reply(answer("all gone"));
+    let agent = Agent::builder(model)
+        .tool(counting("delete", destructive(), runs.clone()))
+        .build()
+        .unwrap();
+    let journal = Arc::new(InMemoryJournal::new());
+    let durable = agent.durable(journal.clone());
+    let run = durable.start("delete three").await.unwrap();
+    decide(journal.as_ref(), &run.id, "c1", Decision::Approve, true)
+        .await
+        .unwrap();
+    let done = durable.resume(&run.id).await.unwrap();
+    assert_eq!(done.outcome.outcome, Outcome::Final("all gone".into()));
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn an_approver_still_decides_in_process_and_may_defer_to_a_person() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let script = || {
+        ScriptedModel::new()
+            .reply(calls(&[("c1", "delete", "a")]))
+            .reply(answer("ok"))
+    };
+    let approving = Agent::builder(script())
+        .tool(counting("delete", destructive(), runs.clone()))
+        .approver(|_: &Tool, _: &ToolCall| Approval::Approve)
+        .build()
+        .unwrap();
+    let journal = Arc::new(InMemoryJournal::new());
+    let run = approving
+        .durable(journal.clone())
+        .start("go")
+        .await
+        .unwrap();
+    assert_eq!(run.outcome.outcome, Outcome::Final("ok".into()));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let deferring = Agent::builder(script())
+        .tool(counting("delete", destructive(), runs.clone()))
+        .approver(|_: &Tool, _: &ToolCall| Approval::Defer)
+        .build()
+        .unwrap();
+    let run = deferring
+        .durable(journal.clone())
+        .start("go")
+        .await
+        .unwrap();
+    assert_eq!(
+        waiting_ids(&run.outcome.outcome),
+        [("c1".to_owned(), Waiting::Approval)]
+    );
+    // Not durable: nobody can answer later, so a deferred call is refused.
+    let deferring = Agent::builder(script())
+        .tool(counting("delete", destructive(), runs.clone()))
+        .approver(|_: &Tool, _: &ToolCall| Approval::Defer)
+        .build()
+        .unwrap();
+    let refused = deferring.run("go").await;
+    assert_eq!(
+        refused.steps[0].calls[0].result.error_message(),
+        Some(
+            "tool \"delete\" was not approved: it needs a person's approval, and only a \
+             durable run can wait for one"
+        )
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// A journal holding a run whose process stopped inside call `c1`.
+async fn interrupted_run(journal: &dyn RunJournal, tool: &str) -> String {
+    let id = format!("interrupted-{tool}");
+    let call = ToolCall::new("c1", tool, json!({"path": "a"}));
+    let entries = [
+        RunEntry::Started {
+            messages: vec![Message::user("go")],
+            at_ms: 0,
+        },
+        RunEntry::ToolStep {
+            step: 1,
+            text: String::new(),
+            calls: vec![call.clone()],
+            tokens: Usage::new(10, 5),
+        },
+        RunEntry::CallStarted {
+            call_id: "c1".into(),
+            input: call.input.clone(),
+        },
+    ];
+    for (seq, entry) in entries.iter().enumerate() {
+        journal.append(&id, seq as u64, entry).await.unwrap();
+    }
+    id
+}
+
+#[tokio::test]
+async fn a_call_started_and_never_finished_runs_again_only_if_idempotent() {
+    let journal = Arc::new(InMemoryJournal::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let idempotent = ToolHints {
+        idempotent: true,
+        ..Default::default()
+    };
+    let model = ScriptedModel::new().reply(answer("fine"));
+    let agent = Agent::builder(model)
+        .tool(counting("touch", idempotent, runs.clone()))
+        .build()
+        .unwrap();
+    let id = interrupted_run(journal.as_ref(), "touch").await;
+    let done = agent.durable(journal.clone()).resume(&id).await.unwrap();
+    assert_eq!(done.outcome.outcome, Outcome::Final("fine".into()));
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "re-run once");
+
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new().reply(answer("fine"));
+    let agent = Agent::builder(model)
+        .tool(counting("charge", ToolHints::default(), runs.clone()))
+        .build()
+        .unwrap();
+    let id = interrupted_run(journal.as_ref(), "charge").await;
+    let durable = agent.durable(journal.clone());
+    let stopped = durable.resume(&id).await.unwrap();
+    assert_eq!(
+        waiting_ids(&stopped.outcome.outcome),
+        [("c1".to_owned(), Waiting::Interrupted)]
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "not run again by itself");
+    let deny = Decision::Deny {
+        reason: "it already charged the card".into(),
+    };
+    decide(journal.as_ref(), &id, "c1", deny, false)
+        .await
+        .unwrap();
+    let done = durable.resume(&id).await.unwrap();
+    assert_eq!(done.outcome.outcome, Outcome::Final("fine".into()));
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        done.outcome.steps[0].calls[0].result.error_message(),
+        Some("tool \"charge\" was not approved: it already charged the card")
+    );
+}
+
+#[tokio::test]
+async fn a_model_error_leaves_the_run_resumable() {
+    let model = ScriptedModel::new()
+        .fail(ModelError::Transport("connection reset".into()))
+        .reply(answer("second try"));
+    let agent = Agent::builder(model).build().unwrap();
+    let journal = Arc::new(InMemoryJournal::new());
+    let durable = agent.durable(journal.clone());
+    let run = durable.start("hello").await.unwrap();
+    assert!(matches!(run.outcome.outcome, Outcome::ModelError(_)));
+    assert_eq!(
+        status(journal.as_ref(), &run.id).await.unwrap(),
+        RunStatus::Incomplete
+    );
+    let done = durable.resume(&run.id).await.unwrap();
+    assert_eq!(done.outcome.outcome, Outcome::Final("second try".into()));
+}
+
+/// A journal that fails every write after the first `ok` ones.
+struct FailingJournal {
+    inner: InMemoryJournal,
+    ok: usize,
+    writes: AtomicUsize,
+}
+
+impl RunJournal for FailingJournal {
+    fn append<'a>(
+        &'a self,
+        run: &'a str,
+        seq: u64,
+        entry: &'a RunEntry,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        if self.writes.fetch_add(1, Ordering::SeqCst) >= self.ok {
+            return Box::pin(async { Err(JournalError::Store("disk I/O error".into())) });
+        }
+        self.inner.append(run, seq, entry)
+    }
+    fn entries<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<Vec<RunEntry>, JournalError>> {
+        self.inner.entries(run)
+    }
+    fn runs(&self) -> BoxFuture<'_, Result<Vec<String>, JournalError>> {
+        self.inner.runs()
+    }
+}
+
+#[tokio::test]
+async fn a_journal_that_fails_stops_the_run_before_the_tool_runs() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new()
+        .reply(calls(&[("c1", "touch", "a")]))
+        .reply(answer("never"));
+    let agent = Agent::builder(model)
+        .tool(counting("touch", ToolHints::default(), runs.clone()))
+        .build()
+        .unwrap();
+    // Started and the step are written; "call started" fails.
+    let journal = Arc::new(FailingJournal {
+        inner: InMemoryJournal::new(),
+        ok: 2,
+        writes: AtomicUsize::new(0),
+    });
+    let run = agent.durable(journal).start("go").await.unwrap();
+    assert_eq!(
+        run.outcome.outcome,
+        Outcome::JournalFailed("the run journal failed: disk I/O error".into())
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn two_processes_resuming_one_run_cannot_both_run_its_call() {
+    let journal = Arc::new(InMemoryJournal::new());
+    let id = interrupted_run(journal.as_ref(), "touch").await;
+    let next = journal.entries(&id).await.unwrap().len();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let idempotent = ToolHints {
+        idempotent: true,
+        ..Default::default()
+    };
+    let agent = Agent::builder(ScriptedModel::new().reply(answer("x")))
+        .tool(counting("touch", idempotent, runs.clone()))
+        .build()
+        .unwrap();
+    // This process read the journal; then another one, resuming the same
+    // run, wrote the next entry first.
+    let stale = Arc::new(StaleJournal {
+        inner: journal.clone(),
+        entries: next,
+    });
+    let theirs = RunEntry::CallStarted {
+        call_id: "c1".into(),
+        input: json!({"path": "a"}),
+    };
+    journal.append(&id, next as u64, &theirs).await.unwrap();
+    let mine = agent.durable(stale).resume(&id).await.unwrap();
+    assert_eq!(
+        mine.outcome.outcome,
+        Outcome::JournalFailed(format!(
+            "run \"{id}\" was written by another process (entry {next} exists); it is being run elsewhere"
+        ))
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+/// Reads a journal as it was `entries` entries ago; writes go through.
+struct StaleJournal {
+    inner: Arc<InMemoryJournal>,
+    entries: usize,
+}
+
+impl RunJournal for StaleJournal {
+    fn append<'a>(
+        &'a self,
+        run: &'a str,
+        seq: u64,
+        entry: &'a RunEntry,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.inner.append(run, seq, entry)
+    }
+    fn entries<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<Vec<RunEntry>, JournalError>> {
+        Box::pin(async move {
+            let mut entries = self.inner.entries(run).await?;
+            entries.truncate(self.entries);
+            Ok(entries)
+        })
+    }
+    fn runs(&self) -> BoxFuture<'_, Result<Vec<String>, JournalError>> {
+        self.inner.runs()
+    }
+}
