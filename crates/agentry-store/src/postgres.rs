@@ -1,9 +1,10 @@
 //! [`PgStore`]: memory in PostgreSQL with pgvector, shared by any number of
 //! processes. One table per embedding size (`agentry_memory_<dims>`), an HNSW
 //! index for cosine distance, a full-text index of the words for keyword
-//! search, and schema setup serialised by an advisory lock
-//! so many processes can start at once.
+//! search, durable runs' journals (`agentry_run_journal`), and schema setup
+//! serialised by an advisory lock so many processes can start at once.
 
+mod journal;
 mod text;
 
 use agentry_core::BoxFuture;
@@ -83,6 +84,8 @@ impl PgStore {
                  GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED"
             ),
             format!("CREATE INDEX IF NOT EXISTS {table}_words ON {table} USING gin (words)"),
+            // Durable runs' journals, whatever the embedding size.
+            journal::SCHEMA.to_owned(),
         ] {
             sqlx::query(AssertSqlSafe(statement))
                 .execute(&mut *tx)

@@ -2,7 +2,7 @@
 //! behaviour and management suites, forgotten text gone from the table
 //! file after `VACUUM FULL`, many processes setting up and writing at once, wrong
 //! vector sizes, the database going away during a chat turn and coming
-//! back, and pgvector running on this CPU.
+//! back, pgvector running on this CPU, and durable runs' journals.
 //!
 //! `AGENTRY_POSTGRES_URL` names the server (`.ci/run` starts one with
 //! `scripts/postgres start`). Without it these tests say so loudly and pass,
@@ -64,6 +64,78 @@ async fn postgres_passes_the_keyword_suite() {
     let Some(url) = url() else { return };
     let store = PgStore::connect(&url, 3).await.unwrap();
     conformance::check_keywords(&store, &unique("pg")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_passes_the_run_journal_checks() {
+    let Some(url) = url() else { return };
+    let store = PgStore::connect(&url, 3).await.unwrap();
+    agentry::agent::durable::check_journal(&store, &unique("run")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_durable_run_waits_in_postgres_and_another_connection_approves_and_resumes_it() {
+    use agentry::agent::durable::{Decision, RunStatus, decide, status};
+    use agentry::agent::{Agent, Outcome};
+    use agentry::model::{ScriptedModel, Step, Usage};
+    use agentry::tool::{ToolCall, ToolHints, function};
+    use std::sync::Arc;
+    let Some(url) = url() else { return };
+    let delete = || {
+        function("delete")
+            .arg::<String>("path", "the file")
+            .hints(ToolHints {
+                destructive: true,
+                ..Default::default()
+            })
+            .handler(|input: serde_json::Value| {
+                Ok::<_, String>(format!("deleted {}", input["path"].as_str().unwrap_or("")))
+            })
+            .build()
+            .unwrap()
+            .with_name("delete")
+    };
+    let model = ScriptedModel::new()
+        .reply(Step::Tool {
+            calls: vec![ToolCall::new(
+                "c1",
+                "delete",
+                serde_json::json!({"path": "a.log"}),
+            )],
+            text: String::new(),
+            tokens: Usage::new(10, 5),
+        })
+        .reply(Step::Final {
+            text: "deleted a.log".into(),
+            tokens: Usage::new(10, 3),
+        });
+    let agent = Agent::builder(model).tool(delete()).build().unwrap();
+    let here = Arc::new(PgStore::connect(&url, 3).await.unwrap());
+    let id = unique("durable");
+    let run = agent
+        .durable(here)
+        .start_messages(
+            id.clone(),
+            vec![agentry::model::Message::user("delete a.log")],
+        )
+        .await
+        .unwrap();
+    assert!(matches!(run.outcome.outcome, Outcome::AwaitingDecision(_)));
+    // Another connection (another process, in production) sees and decides.
+    let there = PgStore::connect(&url, 3).await.unwrap();
+    assert!(matches!(
+        status(&there, &id).await.unwrap(),
+        RunStatus::Waiting(_)
+    ));
+    decide(&there, &id, "c1", Decision::Approve, false)
+        .await
+        .unwrap();
+    let done = agent.durable(Arc::new(there)).resume(&id).await.unwrap();
+    assert_eq!(done.outcome.outcome, Outcome::Final("deleted a.log".into()));
+    assert_eq!(
+        done.outcome.steps[0].calls[0].result.output,
+        serde_json::json!("deleted a.log")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

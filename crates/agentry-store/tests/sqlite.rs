@@ -24,7 +24,7 @@ async fn sqlite_passes_the_run_journal_checks_and_keeps_runs_across_opens() {
     let path = temp_file("journal");
     let runs = {
         let store = SqliteStore::open(&path).unwrap();
-        check_journal(&store).await;
+        check_journal(&store, "check").await;
         store.runs().await.unwrap()
     };
     let reopened = SqliteStore::open(&path).unwrap();

@@ -234,9 +234,10 @@ impl RunJournal for InMemoryJournal {
 }
 
 /// Checks every [`RunJournal`] must pass: order, numbering, conflicts,
-/// unknown runs and listing. Call it from each implementation's tests.
-pub async fn check_journal(journal: &dyn RunJournal) {
-    let run = format!("check-{}", std::process::id());
+/// unknown runs and listing. Call it from each implementation's tests, with
+/// a run id no other run in the journal has (`run` and `run` + `-b` are used).
+pub async fn check_journal(journal: &dyn RunJournal, run: &str) {
+    let run = run.to_owned();
     let started = RunEntry::Started {
         messages: vec![Message::user("hello")],
         at_ms: 1,
@@ -268,6 +269,13 @@ pub async fn check_journal(journal: &dyn RunJournal) {
         },
         remember: true,
     };
+    assert!(
+        matches!(
+            journal.append(&run, 4, &decided).await,
+            Err(JournalError::Store(_))
+        ),
+        "an entry cannot skip a number"
+    );
     journal
         .append(&run, 2, &decided)
         .await
@@ -296,7 +304,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_in_memory_journal_passes_the_checks() {
-        check_journal(&InMemoryJournal::new()).await;
+        check_journal(&InMemoryJournal::new(), "check").await;
     }
 
     #[test]
