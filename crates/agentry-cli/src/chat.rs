@@ -56,7 +56,10 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode, String> {
         .agent
         .builder(&loaded, model, &choice)
         .await?
-        .approver(crate::mcp::CliApprover { yes: args.yes })
+        .approver(crate::mcp::CliApprover {
+            yes: args.yes,
+            durable: false,
+        })
         .build()
         .map_err(|e| e.to_string())?;
     let memory = args.memory.open(&loaded).await?;

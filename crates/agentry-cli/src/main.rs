@@ -17,6 +17,7 @@ mod models;
 mod providers;
 mod relevance_eval;
 mod run;
+mod runs;
 mod serve;
 mod skill_choice;
 mod skills;
@@ -136,6 +137,12 @@ enum Command {
         #[command(subcommand)]
         command: memory::MemoryCommand,
     },
+    /// Durable runs (`agentry run --durable`): list, show, approve or deny a
+    /// waiting call, resume.
+    Runs {
+        #[command(subcommand)]
+        command: runs::RunsCommand,
+    },
     /// Serve the agent over HTTP: chat sessions with memory (SSE), an OpenAI-compatible API.
     Serve(serve::ServeArgs),
     /// Turn API specifications into tools.
@@ -170,6 +177,7 @@ async fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args).await,
         Command::Chat(args) => chat::run(args).await,
         Command::Memory { command } => memory::run(command).await,
+        Command::Runs { command } => runs::run(command).await,
         Command::Mcp { command } => mcp::run(command).await,
         Command::Init { path, force } => config::init(&path, force),
         Command::Tools { command } => tools::run(command),

@@ -86,11 +86,13 @@ pub async fn connect_all(servers: Vec<McpServerConfig>) -> Result<Vec<McpClient>
 pub struct CliApprover {
     /// `--yes`.
     pub yes: bool,
+    /// A durable run: a person decides later (`agentry runs approve|deny`).
+    pub durable: bool,
 }
 
 impl Approver for CliApprover {
     fn review<'a>(&'a self, tool: &'a Tool, call: &'a ToolCall) -> BoxFuture<'a, Approval> {
-        let yes = self.yes;
+        let (yes, durable) = (self.yes, self.durable);
         let question = format!(
             "approve the destructive call {}({})? [y/N] ",
             tool.name, call.input
@@ -98,6 +100,9 @@ impl Approver for CliApprover {
         Box::pin(async move {
             if yes {
                 return Approval::Approve;
+            }
+            if durable {
+                return Approval::Defer;
             }
             if !std::io::stdin().is_terminal() {
                 return Approval::Deny(

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use agentry::agent::durable::RunJournal;
 use agentry::memory::{
     Forget, ListOpts, Memory, MemoryRecord, MemoryStore, RecallOpts, export_session, import_records,
 };
@@ -103,46 +104,61 @@ pub struct Place {
 }
 
 /// An open store, keeping its concrete type for `--vacuum`.
-enum Store {
+pub enum Store {
+    /// A SQLite file.
     Sqlite(SqliteStore),
+    /// PostgreSQL with pgvector.
     Postgres(PgStore),
 }
 
 impl Store {
+    /// The store at `location` (a SQLite path or a `postgres://` URL). A
+    /// SQLite file that does not exist is made when `create`, and an error
+    /// otherwise (nothing remembered there yet).
+    pub async fn open(location: &str, loaded: &Loaded, create: bool) -> Result<Store, String> {
+        if crate::definition::is_postgres(location) {
+            let dimensions = MemoryArgs::dimensions(loaded);
+            return PgStore::connect(location, dimensions)
+                .await
+                .map(Store::Postgres)
+                .map_err(|e| e.to_string());
+        }
+        if !create && !std::path::Path::new(location).exists() {
+            return Err(format!(
+                "{location}: no memory store here (nothing remembered yet?)"
+            ));
+        }
+        SqliteStore::open(location)
+            .map(Store::Sqlite)
+            .map_err(|e| format!("{location}: {e}"))
+    }
+
     fn dyn_store(&self) -> &dyn MemoryStore {
         match self {
             Store::Sqlite(store) => store,
             Store::Postgres(store) => store,
         }
     }
+
+    /// The store as a journal of durable runs.
+    pub fn journal(self) -> Arc<dyn RunJournal> {
+        match self {
+            Store::Sqlite(store) => Arc::new(store),
+            Store::Postgres(store) => Arc::new(store),
+        }
+    }
 }
 
 impl Place {
     /// The definition file these arguments name, or find.
-    fn loaded(&self) -> Result<Loaded, String> {
+    pub fn loaded(&self) -> Result<Loaded, String> {
         Loaded::find(self.config.as_deref())
     }
 
-    /// The store. A SQLite file that does not exist is made when `create`
-    /// (an import), and an error otherwise (nothing remembered there yet).
-    async fn open(&self, create: bool) -> Result<Store, String> {
+    /// The store (see [`Store::open`]).
+    pub async fn open(&self, create: bool) -> Result<Store, String> {
         let loaded = self.loaded()?;
-        let location = self.memory.location(&loaded);
-        if crate::definition::is_postgres(&location) {
-            let dimensions = MemoryArgs::dimensions(&loaded);
-            return PgStore::connect(&location, dimensions)
-                .await
-                .map(Store::Postgres)
-                .map_err(|e| e.to_string());
-        }
-        if !create && !std::path::Path::new(&location).exists() {
-            return Err(format!(
-                "{location}: no memory store here (nothing remembered yet?)"
-            ));
-        }
-        SqliteStore::open(&location)
-            .map(Store::Sqlite)
-            .map_err(|e| format!("{location}: {e}"))
+        Store::open(&self.memory.location(&loaded), &loaded, create).await
     }
 }
 

@@ -3,11 +3,14 @@
 
 use std::process::ExitCode;
 
-use agentry::agent::{Outcome, RunOutcome};
+use agentry::agent::durable::Waiting;
+use agentry::agent::{Agent, Outcome, RunOutcome};
 use serde_json::json;
 
 use crate::ModelArgs;
-use crate::definition::AgentArgs;
+use crate::config::Loaded;
+use crate::definition::{AgentArgs, MemoryArgs};
+use crate::memory::Store;
 
 /// The demo's system prompt.
 pub const SYSTEM: &str = "You are a helpful assistant. Use a tool whenever it can give or check the answer \
@@ -24,40 +27,104 @@ pub struct RunArgs {
     #[command(flatten)]
     agent: AgentArgs,
     /// Approve destructive tool calls without asking (by default they are
-    /// asked about on a terminal, and refused otherwise).
+    /// asked about on a terminal, and refused otherwise; a durable run
+    /// waits for `agentry runs approve|deny` instead).
     #[arg(long)]
     yes: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Write the run to the memory store step by step: it survives this
+    /// process (`agentry runs resume ID`), and a destructive call waits for
+    /// `agentry runs approve|deny ID CALL` instead of a terminal answer.
+    #[arg(long)]
+    durable: bool,
+    #[command(flatten)]
+    memory: MemoryArgs,
 }
 
 /// Run the demo agent.
 pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
-    let loaded = args.agent.load()?;
+    let (agent, loaded) = build(&args.model, &args.agent, args.yes, args.durable).await?;
+    if !args.durable {
+        let outcome = agent.run(&args.question).await;
+        return report(&outcome, None, args.json);
+    }
+    let location = args.memory.location(&loaded);
+    let journal = Store::open(&location, &loaded, true).await?.journal();
+    let run = agent
+        .durable(journal)
+        .start(&args.question)
+        .await
+        .map_err(|e| e.to_string())?;
+    report(&run.outcome, Some(&run.id), args.json)
+}
+
+/// The agent `agentry run` (and `agentry runs resume`) runs, and the
+/// definition file it came from. Destructive calls: approved with `yes`,
+/// left to a person in a durable run, asked about on a terminal otherwise.
+pub async fn build(
+    model: &ModelArgs,
+    agent: &AgentArgs,
+    yes: bool,
+    durable: bool,
+) -> Result<(Agent, Loaded), String> {
+    let loaded = agent.load()?;
     let choice = crate::definition::ModelChoice {
         prompt_store: true, // the next run starts warm
-        ..args.model.choose(&loaded)
+        ..model.choose(&loaded)
     };
-    let model = crate::providers::chat_model(&choice).await?;
-    let agent = args.agent.builder(&loaded, model, &choice).await?;
-    let agent = agent
-        .approver(crate::mcp::CliApprover { yes: args.yes })
+    let chat_model = crate::providers::chat_model(&choice).await?;
+    let built = agent
+        .builder(&loaded, chat_model, &choice)
+        .await?
+        .approver(crate::mcp::CliApprover { yes, durable })
         .build()
         .map_err(|e| e.to_string())?;
-    let outcome = agent.run(&args.question).await;
-    if args.json {
+    Ok((built, loaded))
+}
+
+/// Print a run (trace or JSON); `run_id` for a durable run.
+pub fn report(outcome: &RunOutcome, run_id: Option<&str>, json: bool) -> Result<ExitCode, String> {
+    if json {
+        let mut value = as_json(outcome);
+        if let Some(id) = run_id {
+            value["run"] = json!(id);
+        }
         println!(
             "{}",
-            serde_json::to_string_pretty(&as_json(&outcome)).map_err(|e| e.to_string())?
+            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
         );
     } else {
-        print_trace(&outcome);
+        print_trace(outcome);
+        if let Some(id) = run_id {
+            println!("run: {id}");
+            if let Outcome::AwaitingDecision(waiting) = &outcome.outcome {
+                for call in waiting {
+                    println!(
+                        "waiting: {}({}) [{}]: agentry runs approve {id} {} | agentry runs deny {id} {} --reason TEXT",
+                        call.call.name,
+                        call.call.input,
+                        waiting_reason(call.waiting),
+                        call.call.id,
+                        call.call.id
+                    );
+                }
+            }
+        }
     }
     Ok(match outcome.outcome {
-        Outcome::ModelError(_) => ExitCode::FAILURE,
+        Outcome::ModelError(_) | Outcome::JournalFailed(_) => ExitCode::FAILURE,
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// Why a call waits, in a few words.
+pub fn waiting_reason(waiting: Waiting) -> &'static str {
+    match waiting {
+        Waiting::Approval => "needs approval",
+        Waiting::Interrupted => "started and never finished; it may have had its effect",
+    }
 }
 
 fn as_json(run: &RunOutcome) -> serde_json::Value {
@@ -69,12 +136,16 @@ fn as_json(run: &RunOutcome) -> serde_json::Value {
         Outcome::AwaitingDecision(_) => "awaiting_decision",
         Outcome::JournalFailed(_) => "journal_failed",
     };
-    json!({
+    let mut value = json!({
         "answer": run.text(),
         "outcome": outcome,
         "steps": run.steps,
         "usage": run.usage,
-    })
+    });
+    if let Outcome::AwaitingDecision(waiting) = &run.outcome {
+        value["waiting"] = json!(waiting);
+    }
+    value
 }
 
 fn print_trace(run: &RunOutcome) {

@@ -71,7 +71,10 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let agent = args.agent.builder(&loaded, model, &choice).await?;
     // Nobody is at a terminal to approve a destructive call: it is refused.
     let agent = agent
-        .approver(crate::mcp::CliApprover { yes: false })
+        .approver(crate::mcp::CliApprover {
+            yes: false,
+            durable: false,
+        })
         .build()
         .map_err(|e| e.to_string())?;
     let memory = args.memory.open(&loaded).await?;

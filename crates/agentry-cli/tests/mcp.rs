@@ -1,6 +1,8 @@
 //! `agentry mcp serve` under the official MCP inspector (`--cli` mode, from
 //! npm) over stdio and Streamable HTTP, `agentry mcp tools` and
-//! `agentry run --mcp` against the reference server. Without the npm peers
+//! `agentry run --mcp` against the reference server, and a durable run
+//! (`agentry run --durable`, `agentry runs`) that waits for approval of the
+//! reference server's tool. Without the npm peers
 //! (`npm ci --prefix npm`) these tests say so loudly and pass, unless
 //! `AGENTRY_REQUIRE_NPM=1` (set by CI).
 
@@ -299,6 +301,88 @@ fn the_local_agent_uses_an_mcp_servers_tool() {
         .find(|call| call["call"]["name"] == "everything.echo")
         .unwrap_or_else(|| panic!("the agent called everything.echo: {run}"));
     assert_eq!(echo["result"]["output"], "Echo: hello", "{run}");
+}
+
+#[test]
+fn a_durable_run_waits_for_approval_and_another_process_resumes_it() {
+    let Some(peers) = peers() else { return };
+    if !local_model("run a durable local agent with MCP tools") {
+        return;
+    }
+    let server = format!(
+        "{} {} stdio",
+        peers.node.display(),
+        peers.everything.display()
+    );
+    let dir = std::env::temp_dir().join(format!("agentry-durable-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("runs.db");
+    let db = db.to_str().unwrap();
+    let agentry = |args: &[&str]| {
+        let output = Command::new(AGENTRY).args(args).output().unwrap();
+        assert!(
+            output.status.success(),
+            "agentry {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    // An untrusted server's tools are destructive: the call waits.
+    let started = agentry(&[
+        "run",
+        "--durable",
+        "--memory",
+        db,
+        "--mcp",
+        &server,
+        "--json",
+        "Use the everything.echo tool to echo the message hello.",
+    ]);
+    let run: Value = serde_json::from_str(&started).unwrap();
+    assert_eq!(run["outcome"], "awaiting_decision", "{run}");
+    let id = run["run"].as_str().unwrap();
+    let waiting = &run["waiting"][0];
+    assert_eq!(waiting["call"]["name"], "everything.echo", "{run}");
+    assert_eq!(waiting["waiting"], "approval");
+    let call = waiting["call"]["id"].as_str().unwrap();
+    let listed = agentry(&["runs", "list", "--memory", db]);
+    assert!(
+        listed.starts_with(&format!(
+            "{id}  waiting for a decision on {call} everything.echo("
+        )),
+        "{listed}"
+    );
+    // Another process decides, another resumes.
+    agentry(&["runs", "approve", id, call, "--memory", db]);
+    let resumed = agentry(&[
+        "runs", "resume", id, "--memory", db, "--mcp", &server, "--json",
+    ]);
+    let done: Value = serde_json::from_str(&resumed).unwrap();
+    assert_eq!(done["outcome"], "final", "{done}");
+    assert_eq!(
+        done["steps"][0]["calls"][0]["result"]["output"],
+        "Echo: hello"
+    );
+    let shown = agentry(&["runs", "show", id, "--memory", db]);
+    assert!(
+        shown.contains(&format!(
+            "  {call} decided: approve\n  {call} started\n  {call} => Echo: hello"
+        )),
+        "{shown}"
+    );
+    assert!(shown.contains("status: ended: final"), "{shown}");
+    // A decision on a call that no longer waits is refused.
+    let again = Command::new(AGENTRY)
+        .args(["runs", "deny", id, call, "--reason", "late", "--memory", db])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&again.stderr),
+        format!("error: call \"{call}\" of run \"{id}\" is not waiting for a decision\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -1,0 +1,250 @@
+//! `agentry runs list|show|approve|deny|resume`: durable runs (`agentry run
+//! --durable`), kept in the memory store step by step. Any process may
+//! decide on a waiting call; `resume` goes on from the last recorded step
+//! with the agent the flags (or `agentry.toml`) define, as `run` did.
+
+use std::process::ExitCode;
+
+use agentry::agent::durable::{self, Decision, RunEntry, RunStatus};
+use agentry::model::Message;
+use clap::Subcommand;
+
+use crate::ModelArgs;
+use crate::definition::{AgentArgs, MemoryArgs};
+use crate::memory::{Place, Store};
+
+/// `agentry runs …`.
+#[derive(Subcommand)]
+pub enum RunsCommand {
+    /// Every durable run in the store, oldest first, with where it stands.
+    List {
+        #[command(flatten)]
+        place: Place,
+    },
+    /// One run: where it stands, its steps and calls, and what waits.
+    Show {
+        /// The run's id.
+        id: String,
+        /// Print the journal's entries as JSON lines.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Approve a waiting call: it runs when the run is resumed.
+    Approve {
+        /// The run's id.
+        id: String,
+        /// The call's id (`agentry runs show ID` lists them).
+        call: String,
+        /// Run it with this input (JSON) instead of the model's.
+        #[arg(long)]
+        input: Option<String>,
+        /// Approve this tool's later calls in the run too.
+        #[arg(long)]
+        remember: bool,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Deny a waiting call: the model gets the reason as its result.
+    Deny {
+        /// The run's id.
+        id: String,
+        /// The call's id.
+        call: String,
+        /// Why, for the model.
+        #[arg(long)]
+        reason: String,
+        /// Deny this tool's later calls in the run too.
+        #[arg(long)]
+        remember: bool,
+        #[command(flatten)]
+        place: Place,
+    },
+    /// Go on with a run from its last recorded step.
+    Resume(ResumeArgs),
+}
+
+/// `agentry runs resume`: the agent as `agentry run` builds it.
+#[derive(clap::Args)]
+pub struct ResumeArgs {
+    /// The run's id.
+    id: String,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    agent: AgentArgs,
+    /// Approve destructive calls without waiting for a decision.
+    #[arg(long)]
+    yes: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    memory: MemoryArgs,
+}
+
+/// Run a `runs` command.
+pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
+    match command {
+        RunsCommand::List { place } => {
+            let journal = place.open(false).await?.journal();
+            let runs = journal.runs().await.map_err(|e| e.to_string())?;
+            if runs.is_empty() {
+                println!("no durable runs");
+            }
+            for id in runs {
+                let status = durable::status(journal.as_ref(), &id)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                println!("{id}  {}", status_line(&status));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        RunsCommand::Show { id, json, place } => {
+            let journal = place.open(false).await?.journal();
+            let entries = journal.entries(&id).await.map_err(|e| e.to_string())?;
+            if json {
+                for entry in &entries {
+                    println!(
+                        "{}",
+                        serde_json::to_string(entry).map_err(|e| e.to_string())?
+                    );
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            for entry in &entries {
+                if let Some(line) = entry_line(entry) {
+                    println!("{line}");
+                }
+            }
+            let status = durable::status(journal.as_ref(), &id)
+                .await
+                .map_err(|e| e.to_string())?;
+            println!("status: {}", status_line(&status));
+            Ok(ExitCode::SUCCESS)
+        }
+        RunsCommand::Approve {
+            id,
+            call,
+            input,
+            remember,
+            place,
+        } => {
+            let decision = match input {
+                None => Decision::Approve,
+                Some(text) => Decision::Edit {
+                    input: serde_json::from_str(&text)
+                        .map_err(|e| format!("--input is not JSON: {e}"))?,
+                },
+            };
+            decide(place, &id, &call, decision, remember).await
+        }
+        RunsCommand::Deny {
+            id,
+            call,
+            reason,
+            remember,
+            place,
+        } => decide(place, &id, &call, Decision::Deny { reason }, remember).await,
+        RunsCommand::Resume(args) => {
+            let (agent, loaded) =
+                crate::run::build(&args.model, &args.agent, args.yes, true).await?;
+            let location = args.memory.location(&loaded);
+            let journal = Store::open(&location, &loaded, false).await?.journal();
+            let run = agent
+                .durable(journal)
+                .resume(&args.id)
+                .await
+                .map_err(|e| e.to_string())?;
+            crate::run::report(&run.outcome, Some(&run.id), args.json)
+        }
+    }
+}
+
+async fn decide(
+    place: Place,
+    id: &str,
+    call: &str,
+    decision: Decision,
+    remember: bool,
+) -> Result<ExitCode, String> {
+    let journal = place.open(false).await?.journal();
+    durable::decide(journal.as_ref(), id, call, decision, remember)
+        .await
+        .map_err(|e| e.to_string())?;
+    println!("recorded; `agentry runs resume {id}` carries it out");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where a run stands, in one line.
+fn status_line(status: &RunStatus) -> String {
+    match status {
+        RunStatus::Ended { outcome, detail } if detail.is_empty() => format!("ended: {outcome}"),
+        RunStatus::Ended { outcome, detail } => format!("ended: {outcome}: {detail}"),
+        RunStatus::Incomplete => "incomplete (running, or stopped: resume it)".into(),
+        RunStatus::Waiting(calls) => {
+            let calls: Vec<String> = calls
+                .iter()
+                .map(|waiting| {
+                    format!(
+                        "{} {}({}) [{}]",
+                        waiting.call.id,
+                        waiting.call.name,
+                        waiting.call.input,
+                        crate::run::waiting_reason(waiting.waiting)
+                    )
+                })
+                .collect();
+            format!("waiting for a decision on {}", calls.join(", "))
+        }
+    }
+}
+
+/// One journal entry for people; `None` for the ones `status` covers.
+fn entry_line(entry: &RunEntry) -> Option<String> {
+    Some(match entry {
+        RunEntry::Started { messages, .. } => {
+            let task = messages
+                .iter()
+                .rev()
+                .find_map(|m| match m {
+                    Message::User { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            format!("started: {task}")
+        }
+        RunEntry::ToolStep { step, calls, .. } => {
+            let calls: Vec<String> = calls
+                .iter()
+                .map(|c| format!("{} {}({})", c.id, c.name, c.input))
+                .collect();
+            format!("step {step}: {}", calls.join(", "))
+        }
+        RunEntry::CallStarted { call_id, .. } => format!("  {call_id} started"),
+        RunEntry::CallFinished { result, .. } => {
+            let mark = if result.is_error { "error" } else { "=>" };
+            format!("  {} {mark} {}", result.id, result.output_text())
+        }
+        RunEntry::AwaitingDecision { call_id, waiting } => {
+            format!(
+                "  {call_id} waits: {}",
+                crate::run::waiting_reason(*waiting)
+            )
+        }
+        RunEntry::Decided {
+            call_id, decision, ..
+        } => format!("  {call_id} decided: {}", decision_text(decision)),
+        RunEntry::Answer { step, text, .. } => format!("step {step}: answer: {text}"),
+        RunEntry::Ended { .. } => return None,
+    })
+}
+
+fn decision_text(decision: &Decision) -> String {
+    match decision {
+        Decision::Approve => "approve".into(),
+        Decision::Deny { reason } => format!("deny ({reason})"),
+        Decision::Edit { input } => format!("run with {input}"),
+    }
+}
