@@ -282,6 +282,7 @@ async fn interrupted_run(journal: &dyn RunJournal, tool: &str) -> String {
     let entries = [
         RunEntry::Started {
             messages: vec![Message::user("go")],
+            system: None,
             at_ms: 0,
         },
         RunEntry::ToolStep {
@@ -477,4 +478,95 @@ impl RunJournal for StaleJournal {
     fn runs(&self) -> BoxFuture<'_, Result<Vec<String>, JournalError>> {
         self.inner.runs()
     }
+}
+
+#[tokio::test]
+async fn a_durable_chat_turn_waits_for_approval_and_resumes_with_its_system_prompt() {
+    use agentry::embed::KeywordEmbedder;
+    use agentry::memory::{InMemoryStore, Memory, MemoryStore, RecentOpts};
+    use agentry::tool::{Identity, Session};
+    use agentry::turn::{ChatTurn, TurnConfig, TurnEvent, TurnInput, turn_run_id};
+    use std::sync::Mutex;
+
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(calls(&[("c1", "delete", "a.log")]))
+            .reply(answer("Deleted a.log.")),
+    );
+    let agent = Agent::builder(model.clone())
+        .system("You tidy files.")
+        .tool(counting("delete", destructive(), runs.clone()))
+        .build()
+        .unwrap();
+    let store = Arc::new(InMemoryStore::new());
+    let memory = Memory::new(store.clone(), Arc::new(KeywordEmbedder::new(["log"])));
+    // Something to recall, so the turn's system prompt is not the agent's own.
+    let earlier = agentry::memory::Remember {
+        role: "user".into(),
+        source: "tidy".into(),
+        metadata: Default::default(),
+    };
+    memory
+        .remember("s-1", "old log files can go", earlier)
+        .await
+        .unwrap();
+    let journal = Arc::new(InMemoryJournal::new());
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let config = TurnConfig::for_agent("tidy", agent.clone(), memory)
+        .durable_runs(journal.clone())
+        .on_event(move |event| sink.lock().unwrap().push(event.clone()));
+    let mut input = TurnInput::new(Session::new("s-1"), Identity::new("ana"), "delete a.log");
+    input.payload = Some(serde_json::Map::from_iter([(
+        "message_id".to_owned(),
+        json!("m1"),
+    )]));
+    let output = ChatTurn::run(&config, input).await;
+    assert!(output.ok, "{output:?}");
+    assert_eq!(output.text, "");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let id = turn_run_id("s-1", "m1");
+    assert_eq!(id, "s-1~m1");
+    let seen = events.lock().unwrap().clone();
+    let waiting = seen
+        .iter()
+        .find_map(|event| match event {
+            TurnEvent::AwaitingDecision { run, calls, .. } => Some((run.clone(), calls.clone())),
+            _ => None,
+        })
+        .expect("a run:waiting event");
+    assert_eq!(waiting.0, id);
+    assert_eq!(waiting.1[0].call.id, "c1");
+    let names: Vec<&str> = seen.iter().map(TurnEvent::name).collect();
+    assert_eq!(
+        names[3..],
+        [
+            "reply:start",
+            "tool:call",
+            "run:waiting",
+            "reply:end",
+            "assistant_persisted"
+        ]
+    );
+    // The earlier record and the user's message; no reply yet.
+    let stored = store.recent("s-1", &RecentOpts::default()).await.unwrap();
+    assert_eq!(stored.len(), 2);
+
+    decide(journal.as_ref(), &id, "c1", Decision::Approve, false)
+        .await
+        .unwrap();
+    let done = agent.durable(journal).resume(&id).await.unwrap();
+    assert_eq!(
+        done.outcome.outcome,
+        Outcome::Final("Deleted a.log.".into())
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // The resumed step saw the turn's system prompt (with its memory block), not the agent's bare one.
+    let requests = model.requests();
+    assert_eq!(requests[1].system, requests[0].system);
+    assert_eq!(
+        requests[0].system.as_deref(),
+        Some("You tidy files.\n\n## Memory\n- user: old log files can go")
+    );
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::agent::durable::WaitingCall;
 use crate::tool::{ToolCall, ToolResult};
 
 /// One event of a turn.
@@ -68,6 +69,23 @@ pub enum TurnEvent {
         /// The result (its `id` is the call's).
         result: ToolResult,
     },
+    /// `run:waiting`: a durable turn's agent stopped for a person's decision on these
+    /// calls ([`TurnConfig::durable_runs`]): decide with
+    /// [`durable::decide`](crate::agent::durable::decide) on run `run`, then
+    /// resume it. Sent before `reply:end`.
+    ///
+    /// [`TurnConfig::durable_runs`]: super::TurnConfig::durable_runs
+    #[serde(rename = "run:waiting")]
+    AwaitingDecision {
+        /// The session.
+        session_id: String,
+        /// The reply's message id.
+        message_id: String,
+        /// The durable run's id in the journal.
+        run: String,
+        /// The calls that wait, and why.
+        calls: Vec<WaitingCall>,
+    },
     /// `reply:end`: the whole reply.
     #[serde(rename = "reply:end")]
     ReplyEnd {
@@ -98,6 +116,7 @@ impl TurnEvent {
             TurnEvent::ReplyDelta { .. } => "reply:delta",
             TurnEvent::ToolCall { .. } => "tool:call",
             TurnEvent::ToolResult { .. } => "tool:result",
+            TurnEvent::AwaitingDecision { .. } => "run:waiting",
             TurnEvent::ReplyEnd { .. } => "reply:end",
             TurnEvent::AssistantPersisted { .. } => "assistant_persisted",
         }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::events::{TurnEvent, TurnEvents};
 use crate::agent::Agent;
+use crate::agent::durable::RunJournal;
 use crate::memory::{Memory, RecallOpts};
 use crate::model::ChatModel;
 use crate::tool::{Identity, Session};
@@ -38,6 +39,10 @@ pub struct TurnConfig {
     pub replier: Replier,
     /// Session memory (store and embedder).
     pub memory: Memory,
+    /// With an agent: run each turn's loop durably in this journal, so a
+    /// destructive call waits for a person ([`TurnEvent::AwaitingDecision`])
+    /// instead of being refused, and the run can be resumed from any process.
+    pub runs: Option<Arc<dyn RunJournal>>,
     /// Where lifecycle and reply events go.
     pub events: TurnEvents,
 }
@@ -80,8 +85,18 @@ impl TurnConfig {
             system_base,
             replier,
             memory,
+            runs: None,
             events: TurnEvents::none(),
         }
+    }
+
+    /// Run each turn's agent loop durably in `journal` (see
+    /// [`runs`](Self::runs)); the run's id is [`turn_run_id`].
+    ///
+    /// [`turn_run_id`]: super::turn_run_id
+    pub fn durable_runs(mut self, journal: Arc<dyn RunJournal>) -> Self {
+        self.runs = Some(journal);
+        self
     }
 
     /// Set the base system prompt.

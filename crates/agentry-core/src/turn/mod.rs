@@ -11,5 +11,5 @@ pub use input::{
 };
 pub use run::{
     ChatTurn, STOPPED, TurnOutput, build_system, persist_assistant_turn, persist_user_turn,
-    stream_llm,
+    stream_llm, turn_run_id,
 };

@@ -1,13 +1,17 @@
 //! `ChatTurn::run`: seed 002's `run-chat-turn`, its five steps in their
 //! load-bearing order, and the step functions it is made of.
 
+use std::sync::Arc;
+
 use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
 use serde::Serialize;
 
 use super::events::TurnEvent;
 use super::input::{
     Replier, TurnConfig, TurnInput, bool_default, reply_payload, user_body, user_prompt,
 };
+use crate::agent::durable::{RunJournal, WaitingCall};
 use crate::agent::{Agent, AgentEvent, Outcome};
 use crate::memory::{DEFAULT_MEMORY_HEADING, Remember, with_memory_block};
 use crate::model::{ChatRequest, Message, ModelError, StreamEvent};
@@ -163,7 +167,25 @@ impl ChatTurn {
                             _ => {}
                         }
                     };
-                    run_agent(agent, system, context, prompt, &delta, &tools).await
+                    let waiting = |run: String, calls: Vec<WaitingCall>| {
+                        events.emit(TurnEvent::AwaitingDecision {
+                            session_id: session_id.clone(),
+                            message_id: message_id.clone(),
+                            run,
+                            calls,
+                        })
+                    };
+                    let durable = config
+                        .runs
+                        .as_ref()
+                        .map(|journal| (journal, turn_run_id(&input.session.id, &message_id)));
+                    let how = AgentTurn {
+                        delta: &delta,
+                        tools: &tools,
+                        durable,
+                        waiting: &waiting,
+                    };
+                    run_agent(agent, system, context, prompt, how).await
                 }
                 (None, Replier::Model(_)) => stream_llm(config, &system, &prompt, &delta)
                     .await
@@ -288,20 +310,38 @@ pub async fn persist_assistant_turn(
     }
 }
 
+/// The id of a durable turn's run ([`TurnConfig::durable_runs`]): the
+/// session's id and the reply's message id, joined by `~`.
+///
+/// [`TurnConfig::durable_runs`]: super::TurnConfig::durable_runs
+pub fn turn_run_id(session_id: &str, message_id: &str) -> String {
+    format!("{session_id}~{message_id}")
+}
+
+/// Where an agent turn's events go, and whether it runs durably.
+struct AgentTurn<'a> {
+    delta: &'a (dyn Fn(&str) + Sync),
+    tools: &'a (dyn Fn(AgentEvent) + Sync),
+    /// The journal and the run's id, for a durable turn.
+    durable: Option<(&'a Arc<dyn RunJournal>, String)>,
+    /// A durable run stopped for these calls.
+    waiting: &'a (dyn Fn(String, Vec<WaitingCall>) + Sync),
+}
+
 /// Step 4 with tools or skills: the agent's full loop, streamed. Its system
 /// prompt is `system` (the agent's own prompt with memory, see
 /// [`TurnConfig::for_agent`]); its tools get the agent's context with the
 /// turn's laid over it. Text from every step goes to `delta` as it arrives,
 /// with a blank line between steps; the reply is all of it, and a run that
 /// ends without an answer ("out of steps", "over budget") ends the reply
-/// with that text.
+/// with that text. A durable run that stops for a decision ends the reply
+/// with what it wrote so far, and reports the waiting calls.
 async fn run_agent(
     agent: &Agent,
     system: String,
     context: ToolContext,
     prompt: String,
-    delta: &(dyn Fn(&str) + Sync),
-    tools: &(dyn Fn(AgentEvent) + Sync),
+    how: AgentTurn<'_>,
 ) -> Result<String, String> {
     let context = agent.context().clone().merged_with(&context);
     let agent = agent
@@ -311,18 +351,33 @@ async fn run_agent(
         .build()
         .map_err(|error| error.to_string())?;
     let mut reply = StreamedReply::default();
-    let mut events = std::pin::pin!(agent.stream_messages(vec![Message::user(prompt)]));
+    let messages = vec![Message::user(prompt)];
+    // Keeps the durable runner alive while its stream is read.
+    let runs;
+    let (mut events, run_id): (BoxStream<'_, AgentEvent>, Option<String>) = match how.durable {
+        None => (agent.stream_messages(messages).boxed(), None),
+        Some((journal, id)) => {
+            runs = agent.durable(journal.clone());
+            (runs.stream_messages(id.clone(), messages).boxed(), Some(id))
+        }
+    };
     while let Some(event) = events.next().await {
         match event {
-            AgentEvent::TextDelta { step, text } => reply.write(step, &text, delta),
-            event @ (AgentEvent::ToolCall { .. } | AgentEvent::ToolResult { .. }) => tools(event),
+            AgentEvent::TextDelta { step, text } => reply.write(step, &text, how.delta),
+            event @ (AgentEvent::ToolCall { .. } | AgentEvent::ToolResult { .. }) => {
+                (how.tools)(event)
+            }
             AgentEvent::Final { run } => {
                 return match run.outcome {
                     Outcome::ModelError(error) => Err(error.to_string()),
                     Outcome::JournalFailed(error) => Err(error),
                     Outcome::Final(_) => Ok(reply.text),
+                    Outcome::AwaitingDecision(calls) if let Some(id) = run_id => {
+                        (how.waiting)(id, calls);
+                        Ok(reply.text)
+                    }
                     Outcome::OutOfSteps | Outcome::OverBudget | Outcome::AwaitingDecision(_) => {
-                        reply.write(usize::MAX, &run.text(), delta);
+                        reply.write(usize::MAX, &run.text(), how.delta);
                         Ok(reply.text)
                     }
                 };

@@ -21,6 +21,10 @@ pub enum RunEntry {
     Started {
         /// The conversation the run was given.
         messages: Vec<Message>,
+        /// The agent's system prompt for this run (a chat turn's has its
+        /// memory block): a resumed run goes on with the same one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        system: Option<String>,
         /// When, in milliseconds since the Unix epoch.
         at_ms: u64,
     },
@@ -240,6 +244,7 @@ pub async fn check_journal(journal: &dyn RunJournal, run: &str) {
     let run = run.to_owned();
     let started = RunEntry::Started {
         messages: vec![Message::user("hello")],
+        system: Some("Be brief.".into()),
         at_ms: 1,
     };
     assert_eq!(

@@ -70,7 +70,10 @@ pub use journal::{
 pub(crate) use replay::{OpenStep, Replay};
 pub use replay::{RunStatus, WaitingCall};
 
+use futures_util::Stream;
+
 use super::agent::Agent;
+use super::events::{AgentEvent, EventSink, event_stream};
 use super::outcome::{Outcome, RunOutcome};
 use super::run::Frame;
 use crate::model::Message;
@@ -171,19 +174,25 @@ impl DurableRuns {
         id: String,
         messages: Vec<Message>,
     ) -> Result<DurableRun, JournalError> {
-        let started = RunEntry::Started {
-            messages: messages.clone(),
-            at_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-        };
-        self.journal.append(&id, 0, &started).await?;
-        let replay = Replay {
-            messages,
-            entries: 1,
-            ..Replay::default()
-        };
-        Ok(self.go_on(id, replay).await)
+        let replay = self.begin(&id, messages).await?;
+        let outcome = self.go_on(&id, replay, None).await;
+        Ok(DurableRun { id, outcome })
+    }
+
+    /// [`start_messages`](Self::start_messages) as a stream of
+    /// [`AgentEvent`]s, the last one [`AgentEvent::Final`] (whose outcome is
+    /// [`Outcome::JournalFailed`] when the run could not be started).
+    pub fn stream_messages(
+        &self,
+        id: String,
+        messages: Vec<Message>,
+    ) -> impl Stream<Item = AgentEvent> + Send + '_ {
+        event_stream(move |sink| async move {
+            match self.begin(&id, messages).await {
+                Ok(replay) => self.go_on(&id, replay, Some(sink)).await,
+                Err(error) => failed(error),
+            }
+        })
     }
 
     /// Go on with run `id` from the last thing its journal holds. A run
@@ -191,43 +200,98 @@ impl DurableRuns {
     /// comes back waiting until every waiting call has one.
     pub async fn resume(&self, id: &str) -> Result<DurableRun, JournalError> {
         let replay = Replay::from_entries(self.journal.entries(id).await?);
-        if let Some((outcome, detail)) = &replay.ended {
-            let outcome = match outcome.as_str() {
-                "final" => Outcome::Final(detail.clone()),
-                "out_of_steps" => Outcome::OutOfSteps,
-                "over_budget" => Outcome::OverBudget,
-                other => Outcome::JournalFailed(format!("the run ended as {other}: {detail}")),
-            };
-            return Ok(DurableRun {
-                id: id.to_owned(),
-                outcome: RunOutcome {
-                    outcome,
-                    usage: replay.usage,
-                    steps: replay.steps,
-                    messages: replay.messages,
-                },
-            });
-        }
-        Ok(self.go_on(id.to_owned(), replay).await)
+        let outcome = match ended(&replay) {
+            Some(outcome) => outcome,
+            None => self.go_on(id, replay, None).await,
+        };
+        Ok(DurableRun {
+            id: id.to_owned(),
+            outcome,
+        })
     }
 
-    async fn go_on(&self, id: String, mut replay: Replay) -> DurableRun {
+    /// [`resume`](Self::resume) as a stream of [`AgentEvent`]s.
+    pub fn stream_resume(&self, id: String) -> impl Stream<Item = AgentEvent> + Send + '_ {
+        event_stream(move |sink| async move {
+            match self.journal.entries(&id).await {
+                Ok(entries) => {
+                    let replay = Replay::from_entries(entries);
+                    match ended(&replay) {
+                        Some(outcome) => outcome,
+                        None => self.go_on(&id, replay, Some(sink)).await,
+                    }
+                }
+                Err(error) => failed(error),
+            }
+        })
+    }
+
+    /// Write a new run's first entry.
+    async fn begin(&self, id: &str, messages: Vec<Message>) -> Result<Replay, JournalError> {
+        let system = self.agent.system().map(str::to_owned);
+        let started = RunEntry::Started {
+            messages: messages.clone(),
+            system: system.clone(),
+            at_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+        };
+        self.journal.append(id, 0, &started).await?;
+        Ok(Replay {
+            messages,
+            system,
+            entries: 1,
+            ..Replay::default()
+        })
+    }
+
+    async fn go_on(&self, id: &str, mut replay: Replay, sink: Option<EventSink>) -> RunOutcome {
         let durable = Durable {
             journal: self.journal.clone(),
-            run: id.clone(),
+            run: id.to_owned(),
             next: tokio::sync::Mutex::new(replay.entries),
             failure: Default::default(),
             decisions: std::mem::take(&mut replay.decisions),
             remembered: std::mem::take(&mut replay.remembered),
         };
-        let mut frame = Frame::root(&self.agent);
+        // The run goes on with the system prompt it started with.
+        let mut agent = self.agent.clone();
+        if replay.system.is_some() {
+            agent.settings.system = replay.system.clone();
+        }
+        let mut frame = Frame::root(&agent);
         frame.spend.charge(replay.usage);
         frame.durable = Some(Arc::new(durable));
-        let outcome = self
-            .agent
-            .resume_frame(self.agent.model.as_ref(), &frame, replay, None)
-            .await;
-        DurableRun { id, outcome }
+        agent
+            .resume_frame(agent.model.as_ref(), &frame, replay, sink)
+            .await
+    }
+}
+
+/// The outcome of a run that has ended, read from its journal.
+fn ended(replay: &Replay) -> Option<RunOutcome> {
+    let (outcome, detail) = replay.ended.as_ref()?;
+    let outcome = match outcome.as_str() {
+        "final" => Outcome::Final(detail.clone()),
+        "out_of_steps" => Outcome::OutOfSteps,
+        "over_budget" => Outcome::OverBudget,
+        other => Outcome::JournalFailed(format!("the run ended as {other}: {detail}")),
+    };
+    Some(RunOutcome {
+        outcome,
+        usage: replay.usage,
+        steps: replay.steps.clone(),
+        messages: replay.messages.clone(),
+    })
+}
+
+/// The outcome of a run whose journal could not be read or started.
+fn failed(error: JournalError) -> RunOutcome {
+    RunOutcome {
+        outcome: Outcome::JournalFailed(error.to_string()),
+        usage: Default::default(),
+        steps: Vec::new(),
+        messages: Vec::new(),
     }
 }
 

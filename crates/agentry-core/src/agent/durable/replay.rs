@@ -80,6 +80,8 @@ pub(crate) struct Replay {
     /// The conversation as of the last finished step (and the open step's
     /// assistant message).
     pub messages: Vec<Message>,
+    /// The system prompt the run started with.
+    pub system: Option<String>,
     /// Finished steps.
     pub steps: Vec<StepRecord>,
     /// Tokens of every recorded step.
@@ -106,7 +108,12 @@ impl Replay {
         let mut tools: HashMap<String, String> = HashMap::new();
         for entry in entries {
             match entry {
-                RunEntry::Started { messages, .. } => replay.messages = messages,
+                RunEntry::Started {
+                    messages, system, ..
+                } => {
+                    replay.messages = messages;
+                    replay.system = system;
+                }
                 RunEntry::Answer { step, text, tokens } => {
                     replay.close_open();
                     replay.usage += tokens;
