@@ -69,20 +69,27 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let choice = args.model.choose(&loaded);
     let model = crate::providers::chat_model(&choice).await?;
     let agent = args.agent.builder(&loaded, model, &choice).await?;
-    // Nobody is at a terminal to approve a destructive call: it is refused.
+    // Nobody is at a terminal: a destructive call waits for an approval
+    // (`POST /v1/runs/{id}/approvals`, the chat page's buttons).
     let agent = agent
         .approver(crate::mcp::CliApprover {
             yes: false,
-            durable: false,
+            durable: true,
         })
         .build()
         .map_err(|e| e.to_string())?;
     let memory = args.memory.open(&loaded).await?;
+    // Turns run durably in the memory store: any server on it can resume them.
+    let location = args.memory.location(&loaded);
+    let journal = crate::memory::Store::open(&location, &loaded, true)
+        .await?
+        .journal();
     let name = args
         .name
         .or_else(|| loaded.file.name.clone())
         .unwrap_or_else(|| "agentry".into());
     let mut server = AgentServer::new(name, agent, memory)
+        .durable_runs(journal)
         .api_keys(keys.clone())
         .max_body_bytes(
             args.max_body_bytes

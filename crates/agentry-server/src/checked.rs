@@ -29,7 +29,7 @@ impl Schemas {
     pub(crate) fn new() -> Self {
         let document = serde_json::to_value(crate::openapi()).unwrap_or_default();
         let mut by_name = HashMap::new();
-        for name in ["TurnRequest", "ChatCompletionRequest"] {
+        for name in ["TurnRequest", "ChatCompletionRequest", "ApprovalRequest"] {
             // The whole document as the root, so `#/components/...` references resolve.
             let mut root = document.clone();
             root["$schema"] = json!("https://json-schema.org/draft/2020-12/schema");

@@ -5,7 +5,9 @@
 //! `/v1/chat/completions`, API keys that keep each caller's sessions their
 //! own, per-key limits on running requests and on requests per minute, a body
 //! size limit, request ids, health checks, Prometheus metrics at `/metrics`,
-//! an OpenAPI document at `/openapi.json`, and a web chat page at `/`.
+//! an OpenAPI document at `/openapi.json`, a web chat page at `/`, and, with
+//! [`AgentServer::durable_runs`], turns that wait for a person's approval of
+//! a destructive call (`/v1/runs/{id}`, `/v1/runs/{id}/approvals`).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -50,12 +52,14 @@ mod metrics;
 mod openai;
 mod openapi;
 mod page;
+mod runs;
 mod sessions;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentry_core::agent::Agent;
+use agentry_core::agent::durable::RunJournal;
 use agentry_core::memory::Memory;
 use agentry_core::turn::TurnConfig;
 use axum::Router;
@@ -70,9 +74,10 @@ pub use auth::{ApiKeys, Principal};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use openai::{ChatCompletion, ChatCompletionRequest, ChatMessage, ModelList};
 pub use openapi::{ServerSentEvent, openapi};
+pub use runs::{ApprovalRequest, DecisionKind, RunResponse, RunStep, WaitingCallBody};
 pub use sessions::{
-    AttachmentBody, MessagesResponse, RecallBody, StoredMessage, ToolCallRecord, TurnRequest,
-    TurnResponse,
+    AttachmentBody, MessagesResponse, RecallBody, RunWaiting, StoredMessage, ToolCallRecord,
+    TurnRequest, TurnResponse,
 };
 
 /// Largest request body unless told otherwise: 1 MiB.
@@ -98,6 +103,8 @@ pub(crate) struct Shared {
     schemas: checked::Schemas,
     /// When the server started, in Unix seconds.
     started: u64,
+    /// Where durable runs are kept, when turns run durably.
+    runs: Option<Arc<dyn RunJournal>>,
 }
 
 /// An agent served over HTTP. Build it, then [`router`](Self::router) (to
@@ -110,6 +117,7 @@ pub struct AgentServer {
     max_body_bytes: usize,
     max_running_per_key: usize,
     requests_per_minute: Option<u32>,
+    runs: Option<Arc<dyn RunJournal>>,
 }
 
 impl std::fmt::Debug for AgentServer {
@@ -137,7 +145,18 @@ impl AgentServer {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_running_per_key: DEFAULT_MAX_RUNNING_PER_KEY,
             requests_per_minute: None,
+            runs: None,
         }
+    }
+
+    /// Run each chat turn's agent durably in `journal` (the memory store's
+    /// SQLite file or PostgreSQL database serves): a destructive call
+    /// stops the turn with a `run:waiting` event instead of being refused,
+    /// `GET /v1/runs/{id}` shows the run and `POST /v1/runs/{id}/approvals`
+    /// decides and resumes it, in any server process sharing the journal.
+    pub fn durable_runs(mut self, journal: Arc<dyn RunJournal>) -> Self {
+        self.runs = Some(journal);
+        self
     }
 
     /// Require one of these keys on every route but `/healthz`, `/readyz`
@@ -172,7 +191,10 @@ impl AgentServer {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or_default();
-        let turn = TurnConfig::for_agent(self.name.clone(), self.agent.clone(), self.memory);
+        let mut turn = TurnConfig::for_agent(self.name.clone(), self.agent.clone(), self.memory);
+        if let Some(journal) = &self.runs {
+            turn = turn.durable_runs(journal.clone());
+        }
         let app = Arc::new(Shared {
             name: self.name,
             agent: Arc::new(self.agent),
@@ -181,11 +203,14 @@ impl AgentServer {
             metrics: metrics::Metrics::new(),
             schemas: checked::Schemas::new(),
             started,
+            runs: self.runs,
         });
         let private = Router::new()
             .route("/v1/sessions/{id}/turns", post(sessions::post_turn))
             .route("/v1/sessions/{id}/messages", get(sessions::get_messages))
             .route("/v1/sessions/{id}", delete(sessions::delete_session))
+            .route("/v1/runs/{id}", get(runs::get_run))
+            .route("/v1/runs/{id}/approvals", post(runs::post_approval))
             .route("/v1/chat/completions", post(openai::chat_completions))
             .route("/v1/models", get(openai::list_models))
             .route("/metrics", get(metrics::metrics))

@@ -6,18 +6,21 @@ use utoipa::{Modify, OpenApi};
 
 use crate::error::{ErrorBody, ErrorDetail};
 use crate::openai::{ChatCompletion, ChatCompletionRequest, ChatMessage, ModelList};
+use crate::runs::{ApprovalRequest, DecisionKind, RunResponse, RunStep, WaitingCallBody};
 use crate::sessions::{
-    AttachmentBody, MessagesResponse, RecallBody, StoredMessage, ToolCallRecord, TurnRequest,
-    TurnResponse,
+    AttachmentBody, MessagesResponse, RecallBody, RunWaiting, StoredMessage, ToolCallRecord,
+    TurnRequest, TurnResponse,
 };
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "agentry", description = "An agentry agent over HTTP: chat sessions with memory, and an OpenAI-compatible API."),
+    info(title = "agentry", description = "An agentry agent over HTTP: chat sessions with memory, durable runs that wait for approval, and an OpenAI-compatible API."),
     paths(
         crate::sessions::post_turn,
         crate::sessions::get_messages,
         crate::sessions::delete_session,
+        crate::runs::get_run,
+        crate::runs::post_approval,
         crate::openai::chat_completions,
         crate::openai::list_models,
         crate::metrics::metrics,
@@ -27,7 +30,8 @@ use crate::sessions::{
     components(schemas(
         TurnRequest, AttachmentBody, RecallBody, TurnResponse, ToolCallRecord, MessagesResponse,
         StoredMessage, ChatCompletionRequest, ChatMessage, ChatCompletion, ModelList, ErrorBody,
-        ErrorDetail, ServerSentEvent,
+        ErrorDetail, ServerSentEvent, RunResponse, RunStep, WaitingCallBody, ApprovalRequest,
+        DecisionKind, RunWaiting,
     )),
     modifiers(&ApiKeyScheme),
 )]
@@ -38,7 +42,8 @@ struct ApiDoc;
 #[derive(Debug, Clone, PartialEq, Eq, utoipa::ToSchema)]
 pub struct ServerSentEvent {
     /// The event's name: `reply:start`, `reply:delta`, `tool:call`,
-    /// `tool:result`, `reply:end`, `error` or `turn:end` for a turn;
+    /// `tool:result`, `run:waiting` (a durable turn stopped for approval),
+    /// `reply:end`, `error` or `turn:end` for a turn;
     /// `message` (none given) for a chat completion.
     pub event: Option<String>,
     /// JSON; the last event of a chat completion stream is `[DONE]`.
@@ -71,7 +76,8 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 /// The document a server serves: [`openapi`] with the one model name the
 /// chat completions accept (`name`, the agent's), and the rules the
 /// handlers check that the annotations cannot say: a conversation needs a
-/// user message, and a turn needs text (not only white space) or an attachment.
+/// user message, a turn needs text (not only white space) or an attachment,
+/// a denial needs a reason and an edit an input.
 pub(crate) fn served(name: &str) -> Value {
     let mut document = serde_json::to_value(openapi()).unwrap_or_default();
     let schemas = "/components/schemas";
@@ -87,6 +93,18 @@ pub(crate) fn served(name: &str) -> Value {
         turn["anyOf"] = json!([
             {"properties": {"text": {"pattern": "\\S"}}},
             {"properties": {"attachments": {"minItems": 1}}, "required": ["attachments"]},
+        ]);
+    }
+    if let Some(approval) = document.pointer_mut(&format!("{schemas}/ApprovalRequest")) {
+        approval["allOf"] = json!([
+            {
+                "if": {"properties": {"decision": {"const": "deny"}}, "required": ["decision"]},
+                "then": {"required": ["reason"], "properties": {"reason": {"type": "string", "pattern": "\\S"}}},
+            },
+            {
+                "if": {"properties": {"decision": {"const": "edit"}}, "required": ["decision"]},
+                "then": {"required": ["input"], "properties": {"input": {"type": "object"}}},
+            },
         ]);
     }
     document

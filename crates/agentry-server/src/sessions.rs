@@ -28,6 +28,7 @@ use crate::checked::Checked;
 use crate::driven::Driven;
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics::Face;
+use crate::runs::WaitingCallBody;
 
 /// One user message: the fields of seed 002's `TurnInput` a client may set.
 /// The session comes from the path and the sender from the API key; the
@@ -117,6 +118,19 @@ pub struct TurnResponse {
     pub error: Option<String>,
     /// The tool calls the agent made, in order, with their results.
     pub tool_calls: Vec<ToolCallRecord>,
+    /// With durable runs: the run stopped for these decisions
+    /// (`POST /v1/runs/{run}/approvals`); the reply comes once it goes on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<RunWaiting>,
+}
+
+/// A durable turn's run, stopped for decisions on its calls.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RunWaiting {
+    /// The run's id: `{session}~{message_id}`.
+    pub run: String,
+    /// The calls that wait.
+    pub calls: Vec<WaitingCallBody>,
 }
 
 /// One tool call and what it returned.
@@ -238,6 +252,8 @@ enum Report {
     Sse(Event),
     /// A tool call or result, for a JSON answer.
     Tool(TurnEvent),
+    /// A durable turn stopped for decisions, for a JSON answer.
+    Waiting(RunWaiting),
     /// The turn's end.
     Done(TurnOutput),
 }
@@ -332,6 +348,19 @@ pub(crate) async fn post_turn(
             TurnEvent::ToolCall { .. } | TurnEvent::ToolResult { .. } => {
                 Report::Tool(event.clone())
             }
+            TurnEvent::AwaitingDecision { run, calls, .. } => {
+                // The client's run id: its session, not the key's prefix.
+                let run = run.split_once('/').map_or(run.as_str(), |(_, id)| id);
+                let waiting = RunWaiting {
+                    run: run.to_owned(),
+                    calls: WaitingCallBody::list(calls),
+                };
+                if streaming {
+                    Report::Sse(self::event("run:waiting", &waiting))
+                } else {
+                    Report::Waiting(waiting)
+                }
+            }
             _ => return,
         };
         let _ = events.send(report);
@@ -375,6 +404,7 @@ pub(crate) async fn post_turn(
     let _ = task.await;
     let mut tool_calls: Vec<ToolCallRecord> = Vec::new();
     let mut output = None;
+    let mut waiting = None;
     let mut receiver = receiver;
     while let Some(report) = receiver.recv().await {
         match report {
@@ -391,6 +421,7 @@ pub(crate) async fn post_turn(
                 }
             }
             Report::Tool(_) | Report::Sse(_) => {}
+            Report::Waiting(run) => waiting = Some(run),
             Report::Done(done) => output = Some(done),
         }
     }
@@ -402,6 +433,7 @@ pub(crate) async fn post_turn(
         text: output.text,
         error: output.error,
         tool_calls,
+        waiting,
     })
     .into_response())
 }
@@ -420,7 +452,7 @@ fn wants_events(headers: &HeaderMap) -> bool {
 fn sse_events(report: Report) -> impl Iterator<Item = Event> {
     let events = match report {
         Report::Sse(event) => [Some(event), None],
-        Report::Tool(_) => [None, None],
+        Report::Tool(_) | Report::Waiting(_) => [None, None],
         Report::Done(output) => [
             output
                 .error

@@ -207,6 +207,8 @@ async fn the_openapi_document_describes_what_the_server_answers() {
             "GET /readyz",
             "POST /v1/chat/completions",
             "GET /v1/models",
+            "GET /v1/runs/{id}",
+            "POST /v1/runs/{id}/approvals",
             "DELETE /v1/sessions/{id}",
             "GET /v1/sessions/{id}/messages",
             "POST /v1/sessions/{id}/turns",

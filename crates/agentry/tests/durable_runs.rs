@@ -570,3 +570,48 @@ async fn a_durable_chat_turn_waits_for_approval_and_resumes_with_its_system_prom
         Some("You tidy files.\n\n## Memory\n- user: old log files can go")
     );
 }
+
+#[tokio::test]
+async fn a_decision_is_used_once_even_when_the_model_reuses_a_call_id() {
+    // Local models number their calls per step: `call_1` again in step 2.
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new()
+        .reply(calls(&[("call_1", "delete", "a")]))
+        .reply(calls(&[("call_1", "delete", "b")]))
+        .reply(answer("both"));
+    let agent = Agent::builder(model)
+        .tool(counting("delete", destructive(), runs.clone()))
+        .build()
+        .unwrap();
+    let journal = Arc::new(InMemoryJournal::new());
+    let durable = agent.durable(journal.clone());
+    let run = durable.start("delete a, then b").await.unwrap();
+    decide(
+        journal.as_ref(),
+        &run.id,
+        "call_1",
+        Decision::Approve,
+        false,
+    )
+    .await
+    .unwrap();
+    let second = durable.resume(&run.id).await.unwrap();
+    assert_eq!(
+        waiting_ids(&second.outcome.outcome),
+        [("call_1".to_owned(), Waiting::Approval)],
+        "step 2's call waits for its own decision"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    decide(
+        journal.as_ref(),
+        &run.id,
+        "call_1",
+        Decision::Approve,
+        false,
+    )
+    .await
+    .unwrap();
+    let done = durable.resume(&run.id).await.unwrap();
+    assert_eq!(done.outcome.outcome, Outcome::Final("both".into()));
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}

@@ -501,16 +501,19 @@ impl Agent {
             return refused(message, AuditOutcome::NotAllowed);
         }
         let durable = frame.durable.as_deref();
-        // A decision remembered for the tool covers approval, never running
-        // an interrupted call again.
-        let decision = durable.and_then(|durable| durable.decision_for(call, !interrupted));
         let needs_decision = if interrupted {
             // It may have had its effect: only an idempotent tool runs again by itself.
             (!tool.hints.idempotent).then_some(Waiting::Interrupted)
         } else {
             tool.hints.destructive.then_some(Waiting::Approval)
         };
-        let approval = match (needs_decision, decision) {
+        // A decision remembered for the tool covers approval, never running
+        // an interrupted call again.
+        let decision = match (durable, needs_decision) {
+            (Some(durable), Some(_)) => durable.take_decision(call, !interrupted),
+            _ => None,
+        };
+        let approval = match (needs_decision, &decision) {
             (None, _) => Approval::Approve,
             (Some(_), Some(Decision::Approve | Decision::Edit { .. })) => Approval::Approve,
             (Some(_), Some(Decision::Deny { reason })) => Approval::Deny(reason.clone()),
@@ -538,10 +541,8 @@ impl Agent {
             }
         }
         let mut call = call.clone();
-        if needs_decision.is_some()
-            && let Some(Decision::Edit { input }) = decision
-        {
-            call.input = input.clone();
+        if let Some(Decision::Edit { input }) = decision {
+            call.input = input;
         }
         if let Some(durable) = durable {
             let entry = RunEntry::CallStarted {

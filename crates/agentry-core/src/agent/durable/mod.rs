@@ -71,12 +71,13 @@ pub(crate) use replay::{OpenStep, Replay};
 pub use replay::{RunStatus, WaitingCall};
 
 use futures_util::Stream;
+use serde::Serialize;
 
 use super::agent::Agent;
 use super::events::{AgentEvent, EventSink, event_stream};
-use super::outcome::{Outcome, RunOutcome};
+use super::outcome::{Outcome, RunOutcome, StepRecord};
 use super::run::Frame;
-use crate::model::Message;
+use crate::model::{Message, Usage};
 use crate::tool::ToolCall;
 
 /// The journal of one durable run while it runs: numbers its entries and
@@ -86,8 +87,9 @@ pub(crate) struct Durable {
     run: String,
     next: tokio::sync::Mutex<u64>,
     failure: std::sync::Mutex<Option<JournalError>>,
-    /// Decisions not yet carried out, by call id.
-    decisions: HashMap<String, Decision>,
+    /// Decisions on the open step's calls not yet carried out, by call id
+    /// (models reuse call ids from step to step: each is used once).
+    decisions: std::sync::Mutex<HashMap<String, Decision>>,
     /// Decisions repeated for a tool's later calls, by tool name.
     remembered: HashMap<String, Decision>,
 }
@@ -120,12 +122,17 @@ impl Durable {
             .clone()
     }
 
-    /// What a person decided for `call`, or (`remembered`) for its tool in
-    /// this run.
-    pub fn decision_for(&self, call: &ToolCall, remembered: bool) -> Option<&Decision> {
-        self.decisions.get(&call.id).or_else(|| {
+    /// What a person decided for `call` (taken: it is carried out once), or
+    /// (`remembered`) for its tool in this run.
+    pub fn take_decision(&self, call: &ToolCall, remembered: bool) -> Option<Decision> {
+        let decided = self
+            .decisions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&call.id);
+        decided.or_else(|| {
             remembered
-                .then(|| self.remembered.get(&call.name))
+                .then(|| self.remembered.get(&call.name).cloned())
                 .flatten()
         })
     }
@@ -251,7 +258,7 @@ impl DurableRuns {
             run: id.to_owned(),
             next: tokio::sync::Mutex::new(replay.entries),
             failure: Default::default(),
-            decisions: std::mem::take(&mut replay.decisions),
+            decisions: std::sync::Mutex::new(std::mem::take(&mut replay.decisions)),
             remembered: std::mem::take(&mut replay.remembered),
         };
         // The run goes on with the system prompt it started with.
@@ -298,6 +305,28 @@ fn failed(error: JournalError) -> RunOutcome {
 /// Where run `id` stands.
 pub async fn status(journal: &dyn RunJournal, id: &str) -> Result<RunStatus, JournalError> {
     Ok(Replay::from_entries(journal.entries(id).await?).status())
+}
+
+/// What a run's journal says, for showing it: where it stands, its
+/// finished steps and the tokens they used.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    /// Where it stands.
+    pub status: RunStatus,
+    /// Its finished steps (a step whose calls wait is not among them).
+    pub steps: Vec<StepRecord>,
+    /// Tokens of every recorded step.
+    pub usage: Usage,
+}
+
+/// Run `id` read from its journal.
+pub async fn record(journal: &dyn RunJournal, id: &str) -> Result<RunRecord, JournalError> {
+    let replay = Replay::from_entries(journal.entries(id).await?);
+    Ok(RunRecord {
+        status: replay.status(),
+        steps: replay.steps,
+        usage: replay.usage,
+    })
 }
 
 /// Why [`decide`] refused.

@@ -133,6 +133,9 @@ impl Replay {
                     tokens,
                 } => {
                     replay.close_open();
+                    // Decisions are on the open step's calls; a call id of
+                    // a new step may repeat an earlier one's.
+                    replay.decisions.clear();
                     replay.usage += tokens;
                     for call in &calls {
                         tools.insert(call.id.clone(), call.name.clone());

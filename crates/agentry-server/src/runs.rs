@@ -1,0 +1,334 @@
+//! Durable runs over HTTP ([`AgentServer::durable_runs`]): a chat turn whose
+//! agent reaches a destructive call stops with a `run:waiting` event;
+//! `GET /v1/runs/{id}` shows the run, and `POST /v1/runs/{id}/approvals`
+//! records a person's decision and, once no call waits, resumes the run
+//! (in whichever server process gets the request: the journal is shared)
+//! and stores its reply in the session's memory.
+//!
+//! A run's id is `{session}~{message_id}`: the session it belongs to (the
+//! client's id) and the reply's message id. Runs belong to the API key
+//! whose session they are in: another key gets 404.
+//!
+//! [`AgentServer::durable_runs`]: crate::AgentServer::durable_runs
+
+use std::sync::Arc;
+
+use agentry_core::agent::durable::{self, DecideError, Decision, JournalError, RunStatus, Waiting};
+use agentry_core::agent::{Outcome, StepRecord};
+use agentry_core::memory::Remember;
+use agentry_core::tool::{Identity, Session, ToolContext};
+use axum::Json;
+use axum::extract::{Extension, Path, State};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+
+use crate::App;
+use crate::auth::Principal;
+use crate::checked::Checked;
+use crate::error::{ApiError, ErrorBody};
+use crate::sessions::{ToolCallRecord, owned_session};
+
+/// A call that waits for a person.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct WaitingCallBody {
+    /// The call's id: what an approval names.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The input the model gave it.
+    #[schema(value_type = Object)]
+    pub input: Value,
+    /// Why it waits: `approval` (the tool is destructive) or `interrupted`
+    /// (it was started and never finished, and may have had its effect).
+    pub reason: String,
+}
+
+impl WaitingCallBody {
+    pub(crate) fn list(calls: &[durable::WaitingCall]) -> Vec<Self> {
+        calls
+            .iter()
+            .map(|waiting| WaitingCallBody {
+                call_id: waiting.call.id.clone(),
+                tool: waiting.call.name.clone(),
+                input: waiting.call.input.clone(),
+                reason: match waiting.waiting {
+                    Waiting::Approval => "approval",
+                    Waiting::Interrupted => "interrupted",
+                }
+                .to_owned(),
+            })
+            .collect()
+    }
+}
+
+/// One finished step of a run.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunStep {
+    /// 1-based step number.
+    pub index: usize,
+    /// The model's text in that step (the answer, in the last).
+    pub text: String,
+    /// Its tool calls and their results.
+    pub calls: Vec<ToolCallRecord>,
+}
+
+/// A durable run.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunResponse {
+    /// `{session}~{message_id}`.
+    pub id: String,
+    /// `waiting` (for the decisions in `waiting`), `ended`, or
+    /// `incomplete` (running, or its process stopped: an approval resumes it).
+    pub status: String,
+    /// How it ended: `final`, `out_of_steps` or `over_budget`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// The answer, once it ended with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The calls that wait for a decision.
+    pub waiting: Vec<WaitingCallBody>,
+    /// Its finished steps.
+    pub steps: Vec<RunStep>,
+}
+
+/// What a person decided about a waiting call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    /// Run it.
+    Approve,
+    /// Do not run it; `reason` goes back to the model.
+    Deny,
+    /// Run it with `input` instead of the model's.
+    Edit,
+}
+
+/// A person's decision on one waiting call.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequest {
+    /// The waiting call's id.
+    pub call_id: String,
+    /// Approve, deny or edit.
+    pub decision: DecisionKind,
+    /// Why (required to deny): the model gets it as the call's result.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The input to run with (required to edit).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub input: Option<Map<String, Value>>,
+    /// Apply the same decision to this tool's later calls in the run.
+    #[serde(default)]
+    pub remember: Option<bool>,
+}
+
+/// The journal's id of run `id` for `principal`, and its session's memory
+/// id; 400 for an id that is not `{session}~{message_id}`.
+fn owned_run(principal: &Principal, id: &str) -> Result<(String, String), ApiError> {
+    let bad = || {
+        ApiError::bad_request(format!(
+            "invalid run id {id:?}: expected SESSION~MESSAGE_ID, each 1 to 128 of A-Z a-z 0-9 - _ . :"
+        ))
+    };
+    let (session, message) = id.split_once('~').ok_or_else(bad)?;
+    let session = owned_session(principal, session).map_err(|_| bad())?;
+    owned_session(principal, message).map_err(|_| bad())?;
+    Ok((format!("{session}~{message}"), session))
+}
+
+fn journal(app: &App) -> Result<&Arc<dyn durable::RunJournal>, ApiError> {
+    app.runs
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found("this server keeps no durable runs"))
+}
+
+fn journal_error(id: &str, error: JournalError) -> ApiError {
+    match error {
+        JournalError::NotFound(_) => ApiError::not_found(format!("no run {id:?}")),
+        JournalError::Conflict { .. } => ApiError::conflict(error.to_string()),
+        JournalError::Store(message) => ApiError::internal(message),
+    }
+}
+
+/// The run as the API shows it.
+async fn view(app: &App, id: &str, journal_id: &str) -> Result<RunResponse, ApiError> {
+    let record = durable::record(journal(app)?.as_ref(), journal_id)
+        .await
+        .map_err(|error| journal_error(id, error))?;
+    let steps = record.steps.iter().map(step_body).collect();
+    let (status, outcome, answer, waiting) = match &record.status {
+        RunStatus::Ended { outcome, detail } => (
+            "ended",
+            Some(outcome.clone()),
+            (outcome == "final").then(|| detail.clone()),
+            Vec::new(),
+        ),
+        RunStatus::Waiting(calls) => ("waiting", None, None, WaitingCallBody::list(calls)),
+        RunStatus::Incomplete => ("incomplete", None, None, Vec::new()),
+    };
+    Ok(RunResponse {
+        id: id.to_owned(),
+        status: status.to_owned(),
+        outcome,
+        answer,
+        waiting,
+        steps,
+    })
+}
+
+fn step_body(step: &StepRecord) -> RunStep {
+    RunStep {
+        index: step.index,
+        text: step.text.clone(),
+        calls: step
+            .calls
+            .iter()
+            .map(|record| ToolCallRecord {
+                call: record.call.clone(),
+                result: Some(record.result.clone()),
+            })
+            .collect(),
+    }
+}
+
+/// Show a durable run.
+#[utoipa::path(
+    get,
+    path = "/v1/runs/{id}",
+    params(("id" = String, Path, description = "The run: SESSION~MESSAGE_ID", pattern = "^[A-Za-z0-9_.:-]{1,128}~[A-Za-z0-9_.:-]{1,128}$")),
+    responses(
+        (status = 200, description = "The run", body = RunResponse),
+        (status = 400, description = "Invalid run id", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such run for this key, or the server keeps no durable runs", body = ErrorBody),
+        (status = 429, description = "Too many requests running for this key, or over its rate", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub(crate) async fn get_run(
+    State(app): State<App>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> Result<Json<RunResponse>, ApiError> {
+    let (journal_id, _) = owned_run(&principal, &id)?;
+    Ok(Json(view(&app, &id, &journal_id).await?))
+}
+
+/// Decide on a waiting call of a durable run; once no call waits, the run
+/// goes on (in this request) and its answer is stored in the session.
+#[utoipa::path(
+    post,
+    path = "/v1/runs/{id}/approvals",
+    params(("id" = String, Path, description = "The run: SESSION~MESSAGE_ID", pattern = "^[A-Za-z0-9_.:-]{1,128}~[A-Za-z0-9_.:-]{1,128}$")),
+    request_body = ApprovalRequest,
+    responses(
+        (status = 200, description = "The run after the decision: resumed to its end, or still waiting for other calls", body = RunResponse),
+        (status = 400, description = "Invalid run id, or a deny without a reason or an edit without an input", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such run for this key, or the server keeps no durable runs", body = ErrorBody),
+        (status = 409, description = "The call is not waiting for a decision, or another process is running the run", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "JSON of the wrong shape", body = ErrorBody),
+        (status = 429, description = "Too many requests running for this key, or over its rate", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub(crate) async fn post_approval(
+    State(app): State<App>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+    body: Result<Checked<ApprovalRequest>, ApiError>,
+) -> Result<Json<RunResponse>, ApiError> {
+    let (journal_id, session) = owned_run(&principal, &id)?;
+    let Checked(request) = body?;
+    let journal = journal(&app)?.clone();
+    let decision = match (request.decision, request.reason, request.input) {
+        (DecisionKind::Approve, _, _) => Decision::Approve,
+        (DecisionKind::Deny, Some(reason), _) if !reason.trim().is_empty() => {
+            Decision::Deny { reason }
+        }
+        (DecisionKind::Deny, ..) => {
+            return Err(ApiError::bad_request("a denial needs a `reason`"));
+        }
+        (DecisionKind::Edit, _, Some(input)) => Decision::Edit {
+            input: Value::Object(input),
+        },
+        (DecisionKind::Edit, ..) => {
+            return Err(ApiError::bad_request("an edit needs an `input`"));
+        }
+    };
+    let permit = app.limits.acquire(&principal)?;
+    let remember = request.remember.unwrap_or(false);
+    durable::decide(
+        journal.as_ref(),
+        &journal_id,
+        &request.call_id,
+        decision,
+        remember,
+    )
+    .await
+    .map_err(|error| match error {
+        DecideError::Journal(error) => journal_error(&id, error),
+        DecideError::NotWaiting { .. } => ApiError::conflict(format!(
+            "call {:?} of run {id:?} is not waiting for a decision",
+            request.call_id
+        )),
+    })?;
+    let still_waiting = matches!(
+        durable::status(journal.as_ref(), &journal_id).await,
+        Ok(RunStatus::Waiting(_))
+    );
+    if !still_waiting {
+        resume(&app, &principal, &journal, &journal_id, &session).await?;
+    }
+    drop(permit);
+    Ok(Json(view(&app, &id, &journal_id).await?))
+}
+
+/// Go on with a run whose calls are decided, as the turn that started it
+/// would have (the session and sender for its tools), and store its answer.
+async fn resume(
+    app: &App,
+    principal: &Principal,
+    journal: &Arc<dyn durable::RunJournal>,
+    journal_id: &str,
+    session: &str,
+) -> Result<(), ApiError> {
+    let context = ToolContext::new()
+        .with_session(Session::new(session))
+        .with_sender(Identity::new(principal.id.clone()));
+    let agent = app
+        .agent
+        .to_builder()
+        .context(app.agent.context().clone().merged_with(&context))
+        .build()
+        .map_err(|error| ApiError::internal(error.to_string()))?;
+    let run = agent
+        .durable(journal.clone())
+        .resume(journal_id)
+        .await
+        .map_err(|error| ApiError::internal(error.to_string()))?;
+    if let Outcome::Final(text) = &run.outcome.outcome
+        && !text.is_empty()
+    {
+        let what = Remember {
+            role: "assistant".into(),
+            source: app.name.clone(),
+            metadata: Map::from_iter([
+                ("role".to_owned(), json!("assistant")),
+                (
+                    "run".to_owned(),
+                    json!(journal_id.split_once('/').map_or(journal_id, |(_, id)| id)),
+                ),
+            ]),
+        };
+        if let Err(error) = app.turn.memory.remember(session, text, what).await {
+            tracing::warn!(%error, session, "could not store a resumed run's answer");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! Durable runs over HTTP: a turn whose agent reaches a destructive call
+//! stops with `run:waiting` (SSE) or `waiting` (JSON); `GET /v1/runs/{id}`
+//! shows it; `POST /v1/runs/{id}/approvals` refuses what it must (another
+//! key, a call that does not wait, a denial without a reason) and, once no
+//! call waits, resumes the run and stores its answer in the session. The
+//! journal is SQLite, and a second server on the same file (another
+//! process, in production) takes the approval. Scripted model: loop logic.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agentry_core::agent::Agent;
+use agentry_core::model::{ScriptedModel, Step, Usage};
+use agentry_core::tool::{Tool, ToolCall, ToolHints, function};
+use agentry_store::SqliteStore;
+use serde_json::{Value, json};
+use support::sse;
+
+fn delete_tool(runs: Arc<AtomicUsize>) -> Tool {
+    function("delete")
+        .arg::<String>("path", "the file")
+        .hints(ToolHints {
+            destructive: true,
+            ..Default::default()
+        })
+        .handler(move |input: Value| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, String>(format!("deleted {}", input["path"].as_str().unwrap_or("")))
+        })
+        .build()
+        .unwrap()
+        .with_name("delete")
+}
+
+/// Calls `delete` on `path` until a tool result is in the conversation,
+/// then answers with what the tool said: what any process's model does
+/// with the same conversation.
+fn script(path: &str) -> ScriptedModel {
+    let mut model = ScriptedModel::new();
+    for _ in 0..2 {
+        let path = path.to_owned();
+        model = model.respond(move |request| {
+            let said = request.messages.iter().rev().find_map(|m| match m {
+                agentry_core::model::Message::Tool { result } => {
+                    Some(result.output_text().to_owned())
+                }
+                _ => None,
+            });
+            Ok(match said {
+                None => Step::Tool {
+                    calls: vec![ToolCall::new("c1", "delete", json!({ "path": path }))],
+                    text: String::new(),
+                    tokens: Usage::new(10, 5),
+                },
+                Some(said) => Step::Final {
+                    text: format!("Done: {said}"),
+                    tokens: Usage::new(12, 4),
+                },
+            })
+        });
+    }
+    model
+}
+
+async fn durable_server(
+    db: &std::path::Path,
+    path: &str,
+    runs: Arc<AtomicUsize>,
+) -> support::Running {
+    let agent = Agent::builder(script(path))
+        .tool(delete_tool(runs))
+        .build()
+        .unwrap();
+    let journal = Arc::new(SqliteStore::open(db).unwrap());
+    support::serve_agent(agent, |server| server.durable_runs(journal)).await
+}
+
+fn temp_db(name: &str) -> std::path::PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("agentry-server-runs-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("runs.db")
+}
+
+/// `instance` validates against schema `name` of the server's OpenAPI document.
+async fn conforms(server: &support::Running, name: &str, instance: &Value) {
+    let mut document: Value = server
+        .http
+        .get(format!("{}/openapi.json", server.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    document["$ref"] = json!(format!("#/components/schemas/{name}"));
+    let validator = jsonschema::validator_for(&document).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{name}: {errors:?} in {instance}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_waits_for_approval_and_an_approval_resumes_it_in_another_server() {
+    let db = temp_db("approve");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let first = durable_server(&db, "a.log", runs.clone()).await;
+    let answer = first
+        .post_json(
+            "/v1/sessions/files/turns",
+            "alice-key",
+            &json!({"text": "delete a.log", "payload": {"message_id": "m1"}}),
+        )
+        .await;
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert_eq!(answer["text"], "");
+    assert_eq!(
+        answer["waiting"],
+        json!({"run": "files~m1", "calls": [{"call_id": "c1", "tool": "delete",
+               "input": {"path": "a.log"}, "reason": "approval"}]})
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    conforms(&first, "TurnResponse", &answer).await;
+
+    let shown = first.get_json("/v1/runs/files~m1", "alice-key").await;
+    assert_eq!(shown["status"], "waiting", "{shown}");
+    conforms(&first, "RunResponse", &shown).await;
+    assert_eq!(shown["waiting"][0]["call_id"], "c1");
+    // Another key sees nothing; a malformed id is refused.
+    assert_eq!(
+        first
+            .get("/v1/runs/files~m1", Some("bob-key"))
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        first
+            .get("/v1/runs/no-tilde", Some("alice-key"))
+            .await
+            .status(),
+        400
+    );
+
+    // Another server on the same journal takes the decision.
+    let second = durable_server(&db, "a.log", runs.clone()).await;
+    let post = |body: Value| {
+        let second = &second;
+        async move {
+            let response = second
+                .http
+                .post(format!("{}/v1/runs/files~m1/approvals", second.url))
+                .bearer_auth("alice-key")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap(),
+            )
+        }
+    };
+    let (status, body) = post(json!({"call_id": "c1", "decision": "deny"})).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["message"], "a denial needs a `reason`");
+    let (status, body) = post(json!({"call_id": "c9", "decision": "approve"})).await;
+    assert_eq!(status, 409, "{body}");
+    let (status, body) = post(json!({"call_id": "c1", "decision": "maybe"})).await;
+    assert_eq!(status, 422, "{body}");
+    let (status, done) = post(json!({"call_id": "c1", "decision": "approve"})).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["status"], "ended");
+    conforms(&second, "RunResponse", &done).await;
+    assert_eq!(done["answer"], "Done: deleted a.log");
+    assert_eq!(
+        done["steps"][0]["calls"][0]["result"]["output"],
+        "deleted a.log"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // The answer joined the session's memory (the store is the second server's).
+    let messages = second
+        .get_json("/v1/sessions/files/messages", "alice-key")
+        .await;
+    let texts: Vec<&str> = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["Done: deleted a.log"]);
+    // Decided once: a second approval is a conflict.
+    let (status, _) = post(json!({"call_id": "c1", "decision": "approve"})).await;
+    assert_eq!(status, 409);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streamed_turn_sends_run_waiting_and_an_edit_changes_the_input() {
+    let db = temp_db("stream");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let server = durable_server(&db, "/etc/passwd", runs.clone()).await;
+    let body = server
+        .http
+        .post(format!("{}/v1/sessions/s2/turns", server.url))
+        .bearer_auth("alice-key")
+        .header("Accept", "text/event-stream")
+        .json(&json!({"text": "clean up", "payload": {"message_id": "m2"}}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let events = sse(&body);
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "reply:start",
+            "tool:call",
+            "run:waiting",
+            "reply:end",
+            "turn:end"
+        ]
+    );
+    assert_eq!(events[2].1["run"], "s2~m2");
+    assert_eq!(
+        events[2].1["calls"][0]["input"],
+        json!({"path": "/etc/passwd"})
+    );
+    let done = server
+        .post_json(
+            "/v1/runs/s2~m2/approvals",
+            "alice-key",
+            &json!({"call_id": "c1", "decision": "edit", "input": {"path": "tmp/old.log"}}),
+        )
+        .await;
+    assert_eq!(done["answer"], "Done: deleted tmp/old.log", "{done}");
+    assert_eq!(
+        done["steps"][0]["calls"][0]["call"]["input"],
+        json!({"path": "tmp/old.log"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_durable_runs_the_runs_routes_say_so() {
+    let agent = Agent::builder(script("x")).build().unwrap();
+    let server = support::serve_agent(agent, |s| s).await;
+    let response = server.get("/v1/runs/s~m", Some("alice-key")).await;
+    assert_eq!(response.status(), 404);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["error"]["message"],
+        "this server keeps no durable runs"
+    );
+}
