@@ -5,7 +5,7 @@
 // reloads the page and opens the chat again so its messages come back from
 // the server. Prints ONE JSON object on stdout:
 //
-//   {"sessionId", "live": STATE, "reloaded": STATE,
+//   {"sessionId", "live": STATE, "reloaded": STATE, "waitingSeen": [STATE],
 //    "consoleErrors": [...], "pageErrors": [...], "networkErrors": [...],
 //    "pwned": window.__pwned or null}
 //
@@ -13,6 +13,7 @@
 //   {"messages":  [{"role", "text", "html"}],          user | assistant | error
 //    "toolCalls": [{"name", "open", "arguments", "result", "error"}],
 //    "links":     [{"href", "text", "rel", "target"}],
+//    "approvals": [{"callId", "text", "input"}],       calls a durable run waits on
 //    "elements":  {"script": n, "img": n, "iframe": n}}
 //
 // `consoleErrors` leaves out Chromium's "Failed to load resource: ... status
@@ -24,8 +25,12 @@
 // Usage:
 //   node npm/web/drive-chat-page.mjs --url http://127.0.0.1:PORT [--key KEY]
 //     --message "text" [--message "second"] [--screenshot path.png]
-//     [--timeout-ms 120000] [--page-dir DIR]
+//     [--timeout-ms 120000] [--page-dir DIR] [--decide approve|deny]
 //
+// --decide: when a reply ends with calls waiting for approval (a durable
+// run), record the page's state in `waitingSeen` (and the first prompt in
+// a screenshot beside --screenshot's, named *-waiting.png), then press Approve (or
+// fill a reason and press Deny) on each prompt, waiting for the run to go on.
 // --timeout-ms bounds each wait (one reply, one load); the whole run is
 // bounded by it times (messages + 3). --screenshot saves a full-page PNG of
 // the conversation before the reload (or of the page at the failure).
@@ -38,7 +43,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 
 const USAGE = 'usage: drive-chat-page.mjs --url URL [--key KEY] --message TEXT [--message TEXT]... '
-  + '[--screenshot PATH] [--timeout-ms MS] [--page-dir DIR]';
+  + '[--screenshot PATH] [--timeout-ms MS] [--page-dir DIR] [--decide approve|deny]';
 
 // The Content-Security-Policy the server sends with the page (page.rs).
 const POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -58,6 +63,10 @@ function parseArgs(argv) {
       case '--screenshot': options.screenshot = value; break;
       case '--timeout-ms': options.timeoutMs = Number(value); break;
       case '--page-dir': options.pageDir = value; break;
+      case '--decide':
+        if (!['approve', 'deny'].includes(value)) throw new Error('--decide takes approve or deny');
+        options.decide = value;
+        break;
       default: throw new Error(`unknown option ${flag}`);
     }
   }
@@ -90,6 +99,11 @@ function domState() {
       text: a.textContent,
       rel: a.getAttribute('rel'),
       target: a.getAttribute('target'),
+    })),
+    approvals: all('[data-testid="approval"]').map((a) => ({
+      callId: a.dataset.callId,
+      text: a.querySelector('.approval-text')?.textContent ?? null,
+      input: a.querySelector('[data-testid="approval-input"]')?.textContent ?? null,
     })),
     elements: {
       script: all('script').length,
@@ -132,7 +146,8 @@ async function main() {
     process.stderr.write(`${error.message}\n${USAGE}\n`);
     return 2;
   }
-  const { url, key, messages, screenshot, timeoutMs, pageDir } = options;
+  const { url, key, messages, screenshot, timeoutMs, pageDir, decide } = options;
+  const waitingSeen = [];   // the page's state each time a run waited for a decision
   const origin = new URL(url).origin;
 
   const consoleErrors = [];
@@ -209,6 +224,20 @@ async function main() {
       await page.click('[data-testid="send"]');
       await step(`waiting for the reply to ${JSON.stringify(text)}`, () => page.waitForFunction((before) =>
         Number(document.body.dataset.turns || 0) > before && document.body.dataset.busy === 'false', turns));
+      // A durable run that waits: note the prompts, then decide each as told.
+      while (decide && await page.isVisible('[data-testid="approval"]')) {
+        waitingSeen.push(await page.evaluate(domState));
+        if (screenshot && waitingSeen.length === 1) {
+          await fullScreenshot(page, screenshot.replace(/(\.png)?$/, '-waiting.png'));
+        }
+        const decisions = await page.evaluate(() => Number(document.body.dataset.decisions || 0));
+        if (decide === 'deny') {
+          await page.fill('[data-testid="approval"] [data-testid="approval-reason"]', 'Not this one, thanks.');
+        }
+        await page.click(`[data-testid="approval"] [data-testid="${decide}"]`);
+        await step(`waiting for the run to go on after "${decide}"`, () => page.waitForFunction((before) =>
+          Number(document.body.dataset.decisions || 0) > before, decisions));
+      }
     }
 
     const live = await page.evaluate(domState);
@@ -227,7 +256,7 @@ async function main() {
     const reloaded = await page.evaluate(domState);
     pwned = pwned ?? await page.evaluate(() => window.__pwned ?? null);
 
-    process.stdout.write(JSON.stringify({ sessionId, live, reloaded, consoleErrors, pageErrors, networkErrors, pwned }) + '\n');
+    process.stdout.write(JSON.stringify({ sessionId, live, reloaded, waitingSeen, consoleErrors, pageErrors, networkErrors, pwned }) + '\n');
     return 0;
   } catch (error) {
     process.stderr.write(`drive-chat-page: ${error.message}\n`);

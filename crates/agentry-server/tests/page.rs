@@ -202,3 +202,165 @@ async fn the_page_is_served_without_a_key_and_may_run_only_its_own_scripts() {
         "nothing fetched from elsewhere"
     );
 }
+
+/// A turn that waits for approval in the page: the prompt shows what the
+/// agent wants to run; Approve (or Deny with a reason) goes on in place.
+async fn approve_in_the_page(decide: &str) -> (Value, support::Running) {
+    use agentry_core::tool::ToolHints;
+    use agentry_store::SqliteStore;
+    use std::sync::Arc;
+    let driver = driver().expect("checked by the caller");
+    let delete = function("delete")
+        .description("Delete a file.")
+        .arg::<String>("path", "the file")
+        .hints(ToolHints {
+            destructive: true,
+            ..Default::default()
+        })
+        .handler(|v: Value| {
+            Ok::<_, String>(format!("deleted {}", v["path"].as_str().unwrap_or("")))
+        })
+        .build()
+        .unwrap()
+        .with_name("delete");
+    let mut model = ScriptedModel::new();
+    for _ in 0..2 {
+        model = model.respond(|request| {
+            let said = request.messages.iter().rev().find_map(|m| match m {
+                agentry_core::model::Message::Tool { result } => {
+                    Some(result.output_text().to_owned())
+                }
+                _ => None,
+            });
+            Ok(match said {
+                None => Step::Tool {
+                    calls: vec![ToolCall::new("c1", "delete", json!({"path": "old.log"}))],
+                    text: "I will delete it.".into(),
+                    tokens: Usage::new(10, 5),
+                },
+                Some(said) => Step::Final {
+                    text: format!("**Done**: {said}"),
+                    tokens: Usage::new(12, 4),
+                },
+            })
+        });
+    }
+    let agent = Agent::builder(model).tool(delete).build().unwrap();
+    let dir =
+        std::env::temp_dir().join(format!("agentry-page-runs-{}-{decide}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let journal = Arc::new(SqliteStore::open(dir.join("runs.db")).unwrap());
+    let server = support::serve_agent(agent, |s| s.durable_runs(journal)).await;
+    let screenshot = repo().join(format!(
+        "target/test-artifacts/chat-page-approval-{decide}.png"
+    ));
+    std::fs::create_dir_all(screenshot.parent().unwrap()).unwrap();
+    let output = tokio::process::Command::new("node")
+        .arg(&driver)
+        .args(["--url", &server.url, "--key", "alice-key"])
+        .args(["--message", "Please delete old.log", "--decide", decide])
+        .arg("--screenshot")
+        .arg(&screenshot)
+        .args(["--timeout-ms", "60000"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the driver failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (serde_json::from_str(stdout.trim()).unwrap(), server)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_asks_before_a_destructive_call_and_goes_on_when_approved() {
+    if driver().is_none() {
+        return;
+    }
+    let (report, server) = approve_in_the_page("approve").await;
+    // The prompt, before the decision.
+    let waiting = &report["waitingSeen"][0];
+    let approvals = waiting["approvals"].as_array().unwrap();
+    assert_eq!(approvals.len(), 1, "{report:#}");
+    assert_eq!(approvals[0]["callId"], "c1");
+    assert_eq!(
+        approvals[0]["text"],
+        "The agent wants to run delete needs your approval."
+    );
+    let input: Value = serde_json::from_str(approvals[0]["input"].as_str().unwrap()).unwrap();
+    assert_eq!(input, json!({"path": "old.log"}));
+    assert_eq!(
+        waiting["toolCalls"][0]["result"],
+        Value::Null,
+        "not run yet"
+    );
+    // After it: the result and the answer in the same reply, no prompt left.
+    let live = &report["live"];
+    assert_eq!(live["approvals"], json!([]), "{report:#}");
+    assert_eq!(
+        live["toolCalls"][0]["result"], "deleted old.log",
+        "{report:#}"
+    );
+    let texts: Vec<&str> = live["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "Please delete old.log",
+            "I will delete it.\n\nDone: deleted old.log"
+        ],
+        "{report:#}"
+    );
+    assert!(
+        live["messages"][1]["html"]
+            .as_str()
+            .unwrap()
+            .contains("<strong>Done</strong>")
+    );
+    // Reloaded from the server: the question, what the turn said before it
+    // stopped (stored with the turn), and the answer (stored on approval).
+    let reloaded: Vec<&str> = report["reloaded"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reloaded,
+        [
+            "Please delete old.log",
+            "I will delete it.",
+            "Done: deleted old.log"
+        ]
+    );
+    assert_eq!(report["consoleErrors"], json!([]), "{report:#}");
+    assert_eq!(report["pageErrors"], json!([]), "{report:#}");
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_denies_with_a_reason_and_the_agent_reads_it() {
+    if driver().is_none() {
+        return;
+    }
+    let (report, _server) = approve_in_the_page("deny").await;
+    let live = &report["live"];
+    assert_eq!(live["approvals"], json!([]), "{report:#}");
+    assert_eq!(live["toolCalls"][0]["error"], true, "{report:#}");
+    assert_eq!(
+        live["toolCalls"][0]["result"],
+        "tool \"delete\" was not approved: Not this one, thanks."
+    );
+    let answer = live["messages"][1]["text"].as_str().unwrap();
+    assert!(
+        answer.ends_with("Done: tool \"delete\" was not approved: Not this one, thanks."),
+        "{answer}"
+    );
+}

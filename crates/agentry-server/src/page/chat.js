@@ -1,5 +1,6 @@
 // The agentry chat page: a list of this browser's sessions, a conversation
-// streamed from `POST v1/sessions/{id}/turns` (server-sent events), and a
+// streamed from `POST v1/sessions/{id}/turns` (server-sent events), prompts
+// to approve or deny a call a durable run waits on, and a
 // small Markdown renderer that only ever builds DOM nodes, so nothing a
 // model writes can become markup or script. No libraries, no build step.
 'use strict';
@@ -270,6 +271,77 @@ function setToolResult(node, result) {
   }
 }
 
+// ---- Durable runs: a call that waits for the person's approval -----------------
+
+const runPath = (id) => 'runs/' + encodeURIComponent(id);
+
+// The prompt for one waiting call: what the agent wants to run, and the
+// buttons that decide (`POST v1/runs/{run}/approvals`). `onDecided` gets the
+// run as the server answers (resumed to its end, or waiting again).
+function approvalNode(run, call, onDecided) {
+  const why = call.reason === 'interrupted'
+    ? ' was started and never finished (it may already have run). Run it again?'
+    : ' needs your approval.';
+  const reason = el('input', { type: 'text', class: 'approval-reason', 'data-testid': 'approval-reason',
+    placeholder: 'Reason, if you deny (the agent reads it)', maxLength: 500 });
+  const approve = el('button', { type: 'button', class: 'approve', 'data-testid': 'approve', text: 'Approve' });
+  const deny = el('button', { type: 'button', class: 'deny', 'data-testid': 'deny', text: 'Deny' });
+  const node = el('div', { class: 'approval', 'data-testid': 'approval', 'data-call-id': call.call_id, role: 'group' },
+    el('div', { class: 'approval-text' }, 'The agent wants to run ', el('code', { text: call.tool }), why),
+    el('pre', { 'data-testid': 'approval-input', text: pretty(call.input ?? {}) }),
+    el('div', { class: 'approval-actions' }, approve, deny, reason));
+  node.setAttribute('aria-label', 'Approve or deny ' + call.tool);
+  const decide = async (decision) => {
+    approve.disabled = deny.disabled = reason.disabled = true;
+    const request = { call_id: call.call_id, decision };
+    if (decision === 'deny') request.reason = reason.value.trim() || 'The user declined.';
+    setStatus(decision === 'approve' ? 'Approved: the agent goes on…' : 'Denied: the agent goes on…');
+    try {
+      const response = await check(await api(runPath(run) + '/approvals', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(request),
+      }));
+      onDecided(await response.json());
+    } catch (error) {
+      approve.disabled = deny.disabled = reason.disabled = false;
+      addMessage('error', error.message);
+    } finally {
+      setStatus('');
+      body.dataset.decisions = String(Number(body.dataset.decisions || 0) + 1);
+    }
+  };
+  approve.addEventListener('click', () => decide('approve'));
+  deny.addEventListener('click', () => decide('deny'));
+  return node;
+}
+
+// The reply of a durable run, drawn again from the run as the server holds
+// it: each step's text and tool calls with their results, then what still
+// waits (with its prompts), or the answer.
+function drawRun(reply, run) {
+  reply.replaceChildren();
+  for (const step of run.steps || []) {
+    if (step.text && step.text.trim()) reply.append(assistantPart(step.text));
+    for (const record of step.calls || []) {
+      const node = toolCallNode(record.call);
+      if (record.result) setToolResult(node, record.result);
+      reply.append(node);
+    }
+  }
+  showWaiting(reply, run.id, run.waiting || []);
+  body.dataset.waiting = String((run.waiting || []).length > 0);
+  scrollDown(true);
+}
+
+// Prompts for `waiting` calls of run `id` at the end of `reply`.
+function showWaiting(reply, id, waiting) {
+  for (const call of waiting) {
+    reply.append(approvalNode(id, call, (run) => drawRun(reply, run)));
+  }
+  if (waiting.length) setStatus('Waiting for your approval');
+}
+
 // ---- Sessions sidebar --------------------------------------------------------
 
 function renderSessions() {
@@ -407,6 +479,7 @@ async function send(text) {
   let pending = false;
   const calls = new Map();
   let ended = false;
+  let waiting = null;        // a durable run stopped for approval: {run, calls}
   const replyNode = () => reply || (reply = addMessage('assistant', ''), part = reply.firstChild, reply);
   const draw = () => { pending = false; if (part) part.replaceChildren(renderMarkdown(part.source)); scrollDown(); };
   const onEvent = (name, raw) => {
@@ -432,6 +505,13 @@ async function send(text) {
       if (!node) replyNode().append(node = toolCallNode({ name: data.name || 'tool', input: null }));
       setToolResult(node, data.result);
       setStatus('Thinking…');
+    } else if (name === 'run:waiting' && data.run) {
+      if (pending) draw();
+      for (const call of data.calls || []) {
+        const node = calls.get(call.call_id);
+        if (node) node.status.textContent = 'waiting for approval';
+      }
+      waiting = data;
     } else if (name === 'error') {
       addMessage('error', 'The model failed: ' + (data.message || 'unknown error'));
     } else if (name === 'turn:end') {
@@ -456,12 +536,17 @@ async function send(text) {
     else addMessage('error', error.status ? error.message : 'Connection failed: ' + error.message);
   } finally {
     if (pending) draw();
+    // The prompts go last, once the turn has ended.
+    if (waiting) {
+      showWaiting(replyNode(), waiting.run, waiting.calls || []);
+      body.dataset.waiting = 'true';
+    }
     // An assistant message with neither text nor tool calls is dropped.
     if (reply && !reply.textContent.trim()) reply.remove();
     if (part && !part.source.trim() && reply && reply.childElementCount > 1) part.remove();
     running = null;
     setBusy(false);
-    setStatus('');
+    if (!waiting) setStatus('');
     body.dataset.turns = String(Number(body.dataset.turns || 0) + 1);
     scrollDown();
   }
