@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use agentry::agent::durable::Waiting;
-use agentry::agent::{Agent, Outcome, RunOutcome};
+use agentry::agent::{Agent, DurableRuns, Outcome, RunOutcome};
 use serde_json::json;
 
 use crate::ModelArgs;
@@ -23,6 +23,19 @@ pub struct RunArgs {
     /// The question.
     question: String,
     #[command(flatten)]
+    run: RunFlags,
+    /// Write the run to the memory store step by step: it survives this
+    /// process (`agentry runs resume ID`), and a destructive call waits for
+    /// `agentry runs approve|deny ID CALL` instead of a terminal answer.
+    #[arg(long)]
+    durable: bool,
+}
+
+/// The agent a run uses, how it is shown, and where durable runs are kept:
+/// the flags `agentry run` and `agentry runs resume` share.
+#[derive(clap::Args)]
+pub struct RunFlags {
+    #[command(flatten)]
     model: ModelArgs,
     #[command(flatten)]
     agent: AgentArgs,
@@ -33,55 +46,59 @@ pub struct RunArgs {
     yes: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
-    json: bool,
-    /// Write the run to the memory store step by step: it survives this
-    /// process (`agentry runs resume ID`), and a destructive call waits for
-    /// `agentry runs approve|deny ID CALL` instead of a terminal answer.
-    #[arg(long)]
-    durable: bool,
+    pub json: bool,
     #[command(flatten)]
     memory: MemoryArgs,
 }
 
 /// Run the demo agent.
 pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
-    let (agent, loaded) = build(&args.model, &args.agent, args.yes, args.durable).await?;
+    let flags = &args.run;
     if !args.durable {
+        let (agent, _) = flags.build(false).await?;
         let outcome = agent.run(&args.question).await;
-        return report(&outcome, None, args.json);
+        return report(&outcome, None, flags.json);
     }
-    let location = args.memory.location(&loaded);
-    let journal = Store::open(&location, &loaded, true).await?.journal();
-    let run = agent
-        .durable(journal)
+    let (runs, _) = flags.durable_runs(true).await?;
+    let run = runs
         .start(&args.question)
         .await
         .map_err(|e| e.to_string())?;
-    report(&run.outcome, Some(&run.id), args.json)
+    report(&run.outcome, Some(&run.id), flags.json)
 }
 
-/// The agent `agentry run` (and `agentry runs resume`) runs, and the
-/// definition file it came from. Destructive calls: approved with `yes`,
-/// left to a person in a durable run, asked about on a terminal otherwise.
-pub async fn build(
-    model: &ModelArgs,
-    agent: &AgentArgs,
-    yes: bool,
-    durable: bool,
-) -> Result<(Agent, Loaded), String> {
-    let loaded = agent.load()?;
-    let choice = crate::definition::ModelChoice {
-        prompt_store: true, // the next run starts warm
-        ..model.choose(&loaded)
-    };
-    let chat_model = crate::providers::chat_model(&choice).await?;
-    let built = agent
-        .builder(&loaded, chat_model, &choice)
-        .await?
-        .approver(crate::mcp::CliApprover { yes, durable })
-        .build()
-        .map_err(|e| e.to_string())?;
-    Ok((built, loaded))
+impl RunFlags {
+    /// The agent `agentry run` (and `agentry runs resume`) runs, and the
+    /// definition file it came from. Destructive calls: approved with
+    /// `--yes`, left to a person in a durable run, asked about on a
+    /// terminal otherwise.
+    pub async fn build(&self, durable: bool) -> Result<(Agent, Loaded), String> {
+        let loaded = self.agent.load()?;
+        let choice = crate::definition::ModelChoice {
+            prompt_store: true, // the next run starts warm
+            ..self.model.choose(&loaded)
+        };
+        let chat_model = crate::providers::chat_model(&choice).await?;
+        let built = self
+            .agent
+            .builder(&loaded, chat_model, &choice)
+            .await?
+            .approver(crate::mcp::CliApprover {
+                yes: self.yes,
+                durable,
+            })
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok((built, loaded))
+    }
+
+    /// The agent's durable runs in the memory store (made when `create`).
+    pub async fn durable_runs(&self, create: bool) -> Result<(DurableRuns, Loaded), String> {
+        let (agent, loaded) = self.build(true).await?;
+        let location = self.memory.location(&loaded);
+        let journal = Store::open(&location, &loaded, create).await?.journal();
+        Ok((agent.durable(journal), loaded))
+    }
 }
 
 /// Print a run (trace or JSON); `run_id` for a durable run.

@@ -9,9 +9,8 @@ use agentry::agent::durable::{self, Decision, RunEntry, RunStatus};
 use agentry::model::Message;
 use clap::Subcommand;
 
-use crate::ModelArgs;
-use crate::definition::{AgentArgs, MemoryArgs};
-use crate::memory::{Place, Store};
+use crate::memory::Place;
+use crate::run::RunFlags;
 
 /// `agentry runs …`.
 #[derive(Subcommand)]
@@ -71,17 +70,7 @@ pub struct ResumeArgs {
     /// The run's id.
     id: String,
     #[command(flatten)]
-    model: ModelArgs,
-    #[command(flatten)]
-    agent: AgentArgs,
-    /// Approve destructive calls without waiting for a decision.
-    #[arg(long)]
-    yes: bool,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    json: bool,
-    #[command(flatten)]
-    memory: MemoryArgs,
+    run: RunFlags,
 }
 
 /// Run a `runs` command.
@@ -148,16 +137,9 @@ pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
             place,
         } => decide(place, &id, &call, Decision::Deny { reason }, remember).await,
         RunsCommand::Resume(args) => {
-            let (agent, loaded) =
-                crate::run::build(&args.model, &args.agent, args.yes, true).await?;
-            let location = args.memory.location(&loaded);
-            let journal = Store::open(&location, &loaded, false).await?.journal();
-            let run = agent
-                .durable(journal)
-                .resume(&args.id)
-                .await
-                .map_err(|e| e.to_string())?;
-            crate::run::report(&run.outcome, Some(&run.id), args.json)
+            let (runs, _) = args.run.durable_runs(false).await?;
+            let run = runs.resume(&args.id).await.map_err(|e| e.to_string())?;
+            crate::run::report(&run.outcome, Some(&run.id), args.run.json)
         }
     }
 }

@@ -206,45 +206,11 @@ async fn the_page_is_served_without_a_key_and_may_run_only_its_own_scripts() {
 /// A turn that waits for approval in the page: the prompt shows what the
 /// agent wants to run; Approve (or Deny with a reason) goes on in place.
 async fn approve_in_the_page(decide: &str) -> (Value, support::Running) {
-    use agentry_core::tool::ToolHints;
     use agentry_store::SqliteStore;
     use std::sync::Arc;
     let driver = driver().expect("checked by the caller");
-    let delete = function("delete")
-        .description("Delete a file.")
-        .arg::<String>("path", "the file")
-        .hints(ToolHints {
-            destructive: true,
-            ..Default::default()
-        })
-        .handler(|v: Value| {
-            Ok::<_, String>(format!("deleted {}", v["path"].as_str().unwrap_or("")))
-        })
-        .build()
-        .unwrap()
-        .with_name("delete");
-    let mut model = ScriptedModel::new();
-    for _ in 0..2 {
-        model = model.respond(|request| {
-            let said = request.messages.iter().rev().find_map(|m| match m {
-                agentry_core::model::Message::Tool { result } => {
-                    Some(result.output_text().to_owned())
-                }
-                _ => None,
-            });
-            Ok(match said {
-                None => Step::Tool {
-                    calls: vec![ToolCall::new("c1", "delete", json!({"path": "old.log"}))],
-                    text: "I will delete it.".into(),
-                    tokens: Usage::new(10, 5),
-                },
-                Some(said) => Step::Final {
-                    text: format!("**Done**: {said}"),
-                    tokens: Usage::new(12, 4),
-                },
-            })
-        });
-    }
+    let model = support::deleting_model("old.log", "I will delete it.", "**Done**: ");
+    let delete = support::delete_tool(Arc::default());
     let agent = Agent::builder(model).tool(delete).build().unwrap();
     let dir =
         std::env::temp_dir().join(format!("agentry-page-runs-{}-{decide}", std::process::id()));

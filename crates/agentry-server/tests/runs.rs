@@ -12,65 +12,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agentry_core::agent::Agent;
-use agentry_core::model::{ScriptedModel, Step, Usage};
-use agentry_core::tool::{Tool, ToolCall, ToolHints, function};
 use agentry_store::SqliteStore;
 use serde_json::{Value, json};
 use support::sse;
-
-fn delete_tool(runs: Arc<AtomicUsize>) -> Tool {
-    function("delete")
-        .arg::<String>("path", "the file")
-        .hints(ToolHints {
-            destructive: true,
-            ..Default::default()
-        })
-        .handler(move |input: Value| {
-            runs.fetch_add(1, Ordering::SeqCst);
-            Ok::<_, String>(format!("deleted {}", input["path"].as_str().unwrap_or("")))
-        })
-        .build()
-        .unwrap()
-        .with_name("delete")
-}
-
-/// Calls `delete` on `path` until a tool result is in the conversation,
-/// then answers with what the tool said: what any process's model does
-/// with the same conversation.
-fn script(path: &str) -> ScriptedModel {
-    let mut model = ScriptedModel::new();
-    for _ in 0..2 {
-        let path = path.to_owned();
-        model = model.respond(move |request| {
-            let said = request.messages.iter().rev().find_map(|m| match m {
-                agentry_core::model::Message::Tool { result } => {
-                    Some(result.output_text().to_owned())
-                }
-                _ => None,
-            });
-            Ok(match said {
-                None => Step::Tool {
-                    calls: vec![ToolCall::new("c1", "delete", json!({ "path": path }))],
-                    text: String::new(),
-                    tokens: Usage::new(10, 5),
-                },
-                Some(said) => Step::Final {
-                    text: format!("Done: {said}"),
-                    tokens: Usage::new(12, 4),
-                },
-            })
-        });
-    }
-    model
-}
 
 async fn durable_server(
     db: &std::path::Path,
     path: &str,
     runs: Arc<AtomicUsize>,
 ) -> support::Running {
-    let agent = Agent::builder(script(path))
-        .tool(delete_tool(runs))
+    let agent = Agent::builder(support::deleting_model(path, "", "Done: "))
+        .tool(support::delete_tool(runs))
         .build()
         .unwrap();
     let journal = Arc::new(SqliteStore::open(db).unwrap());
@@ -249,7 +201,9 @@ async fn a_streamed_turn_sends_run_waiting_and_an_edit_changes_the_input() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_durable_runs_the_runs_routes_say_so() {
-    let agent = Agent::builder(script("x")).build().unwrap();
+    let agent = Agent::builder(support::deleting_model("x", "", ""))
+        .build()
+        .unwrap();
     let server = support::serve_agent(agent, |s| s).await;
     let response = server.get("/v1/runs/s~m", Some("alice-key")).await;
     assert_eq!(response.status(), 404);

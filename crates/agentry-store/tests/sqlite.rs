@@ -33,6 +33,33 @@ async fn sqlite_passes_the_run_journal_checks_and_keeps_runs_across_opens() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_run_entry_that_cannot_be_read_is_a_clear_error() {
+    use agentry::agent::durable::{JournalError, RunEntry, RunJournal};
+    let path = temp_file("bad-entry");
+    let store = SqliteStore::open(&path).unwrap();
+    let started = RunEntry::Ended {
+        outcome: "out_of_steps".into(),
+        detail: String::new(),
+    };
+    store.append("r1", 0, &started).await.unwrap();
+    // Another program wrote a row that is not an entry.
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute(
+        "INSERT INTO run_journal (run, seq, entry) VALUES ('r1', 1, '{\"kind\": \"nonsense\"}')",
+        [],
+    )
+    .unwrap();
+    let Err(JournalError::Store(message)) = store.entries("r1").await else {
+        panic!("a bad entry is an error");
+    };
+    assert!(
+        message
+            .starts_with("run \"r1\" has an entry that cannot be read: unknown variant `nonsense`"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn records_survive_reopening_and_other_connections_are_seen() {
     let path = temp_file("reopen");
     {

@@ -8,6 +8,7 @@
 #[allow(clippy::module_inception)]
 mod agent;
 mod builder;
+mod call_gate;
 mod child;
 mod discovery;
 pub mod durable;

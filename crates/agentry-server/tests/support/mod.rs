@@ -170,3 +170,55 @@ pub fn sse(body: &str) -> Vec<(String, Value)> {
     }
     events
 }
+
+/// `delete(path)`: a destructive tool that counts its runs in `runs`.
+pub fn delete_tool(runs: Arc<std::sync::atomic::AtomicUsize>) -> agentry_core::tool::Tool {
+    agentry_core::tool::function("delete")
+        .description("Delete a file.")
+        .arg::<String>("path", "the file")
+        .hints(agentry_core::tool::ToolHints {
+            destructive: true,
+            ..Default::default()
+        })
+        .handler(move |input: Value| {
+            runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok::<_, String>(format!("deleted {}", input["path"].as_str().unwrap_or("")))
+        })
+        .build()
+        .unwrap()
+        .with_name("delete")
+}
+
+/// A model that calls `delete` on `path` (saying `intro` beside the call)
+/// until a tool result is in the conversation, then answers `done` followed
+/// by what the tool said: what any process's model does with the same
+/// conversation, so a run resumed elsewhere goes on alike.
+pub fn deleting_model(path: &str, intro: &str, done: &str) -> agentry_core::model::ScriptedModel {
+    use agentry_core::model::{Message, ScriptedModel, Step};
+    let mut model = ScriptedModel::new();
+    for _ in 0..2 {
+        let (path, intro, done) = (path.to_owned(), intro.to_owned(), done.to_owned());
+        model = model.respond(move |request| {
+            let said = request.messages.iter().rev().find_map(|m| match m {
+                Message::Tool { result } => Some(result.output_text().to_owned()),
+                _ => None,
+            });
+            Ok(match said {
+                None => Step::Tool {
+                    calls: vec![agentry_core::tool::ToolCall::new(
+                        "c1",
+                        "delete",
+                        serde_json::json!({ "path": path }),
+                    )],
+                    text: intro.clone(),
+                    tokens: Usage::new(10, 5),
+                },
+                Some(said) => Step::Final {
+                    text: format!("{done}{said}"),
+                    tokens: Usage::new(12, 4),
+                },
+            })
+        });
+    }
+    model
+}

@@ -4,7 +4,7 @@
 //! writing the same next entry.
 
 use agentry_core::BoxFuture;
-use agentry_core::agent::durable::{JournalError, RunEntry, RunJournal};
+use agentry_core::agent::durable::{JournalError, RunEntry, RunJournal, entry_from_json};
 
 use super::PgStore;
 
@@ -71,15 +71,7 @@ impl RunJournal for PgStore {
             if rows.is_empty() {
                 return Err(JournalError::NotFound(run.to_owned()));
             }
-            rows.iter()
-                .map(|text| {
-                    serde_json::from_str(text).map_err(|error| {
-                        JournalError::Store(format!(
-                            "run \"{run}\" has an entry that cannot be read: {error}"
-                        ))
-                    })
-                })
-                .collect()
+            rows.iter().map(|text| entry_from_json(run, text)).collect()
         })
     }
 

@@ -3,7 +3,7 @@
 //! mode, so a process killed right after finds it), numbered per run.
 
 use agentry_core::BoxFuture;
-use agentry_core::agent::durable::{JournalError, RunEntry, RunJournal};
+use agentry_core::agent::durable::{JournalError, RunEntry, RunJournal, entry_from_json};
 use agentry_core::memory::MemoryError;
 use rusqlite::{TransactionBehavior, params};
 
@@ -113,13 +113,7 @@ impl RunJournal for SqliteStore {
             store
                 .entries_blocking(&run)?
                 .iter()
-                .map(|text| {
-                    serde_json::from_str(text).map_err(|error| {
-                        JournalError::Store(format!(
-                            "run \"{run}\" has an entry that cannot be read: {error}"
-                        ))
-                    })
-                })
+                .map(|text| entry_from_json(&run, text))
                 .collect()
         })
     }

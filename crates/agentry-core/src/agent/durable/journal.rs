@@ -142,6 +142,15 @@ pub enum JournalError {
     Store(String),
 }
 
+/// An entry of run `run` from the JSON text a store keeps it as.
+pub fn entry_from_json(run: &str, text: &str) -> Result<RunEntry, JournalError> {
+    serde_json::from_str(text).map_err(|error| {
+        JournalError::Store(format!(
+            "run \"{run}\" has an entry that cannot be read: {error}"
+        ))
+    })
+}
+
 /// Where durable runs are written down, entry by entry.
 ///
 /// `append` must be durable when it returns (a process killed right after

@@ -66,6 +66,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use journal::{
     Decision, InMemoryJournal, JournalError, RunEntry, RunJournal, Waiting, check_journal,
+    entry_from_json,
 };
 pub(crate) use replay::{OpenStep, Replay};
 pub use replay::{RunStatus, WaitingCall};
