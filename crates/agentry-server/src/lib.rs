@@ -211,6 +211,7 @@ impl AgentServer {
             .route("/v1/sessions/{id}", delete(sessions::delete_session))
             .route("/v1/runs/{id}", get(runs::get_run))
             .route("/v1/runs/{id}/approvals", post(runs::post_approval))
+            .route("/v1/runs/{id}/resume", post(runs::post_resume))
             .route("/v1/chat/completions", post(openai::chat_completions))
             .route("/v1/models", get(openai::list_models))
             .route("/metrics", get(metrics::metrics))
@@ -223,7 +224,7 @@ impl AgentServer {
         // Written once: axum clones every route's handler for each
         // connection, so the handler holds shared bytes, not a JSON tree.
         let document = axum::body::Bytes::from(
-            serde_json::to_vec(&openapi::served(&app.name)).unwrap_or_default(),
+            serde_json::to_vec(&openapi::served(&app.name, app.runs.is_some())).unwrap_or_default(),
         );
         Router::new()
             .route("/", get(page::index))

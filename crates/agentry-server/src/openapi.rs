@@ -21,6 +21,7 @@ use crate::sessions::{
         crate::sessions::delete_session,
         crate::runs::get_run,
         crate::runs::post_approval,
+        crate::runs::post_resume,
         crate::openai::chat_completions,
         crate::openai::list_models,
         crate::metrics::metrics,
@@ -77,8 +78,9 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 /// chat completions accept (`name`, the agent's), and the rules the
 /// handlers check that the annotations cannot say: a conversation needs a
 /// user message, a turn needs text (not only white space) or an attachment,
-/// a denial needs a reason and an edit an input.
-pub(crate) fn served(name: &str) -> Value {
+/// a denial needs a reason and an edit an input, and (with durable runs) a
+/// turn's `payload.message_id` is one a run id can hold.
+pub(crate) fn served(name: &str, durable: bool) -> Value {
     let mut document = serde_json::to_value(openapi()).unwrap_or_default();
     let schemas = "/components/schemas";
     if let Some(request) = document.pointer_mut(&format!("{schemas}/ChatCompletionRequest")) {
@@ -94,6 +96,12 @@ pub(crate) fn served(name: &str) -> Value {
             {"properties": {"text": {"pattern": "\\S"}}},
             {"properties": {"attachments": {"minItems": 1}}, "required": ["attachments"]},
         ]);
+        if durable {
+            // A durable turn's run is named after its message id.
+            turn["allOf"] = json!([{"properties": {"payload": {"properties": {
+                "message_id": {"pattern": "^[A-Za-z0-9_.:-]{1,128}$"}
+            }}}}]);
+        }
     }
     if let Some(approval) = document.pointer_mut(&format!("{schemas}/ApprovalRequest")) {
         approval["allOf"] = json!([

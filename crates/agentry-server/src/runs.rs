@@ -1,9 +1,10 @@
 //! Durable runs over HTTP ([`AgentServer::durable_runs`]): a chat turn whose
 //! agent reaches a destructive call stops with a `run:waiting` event;
-//! `GET /v1/runs/{id}` shows the run, and `POST /v1/runs/{id}/approvals`
+//! `GET /v1/runs/{id}` shows the run, `POST /v1/runs/{id}/approvals`
 //! records a person's decision and, once no call waits, resumes the run
 //! (in whichever server process gets the request: the journal is shared)
-//! and stores its reply in the session's memory.
+//! and stores its reply in the session's memory, and `POST
+//! /v1/runs/{id}/resume` goes on with a run whose process stopped.
 //!
 //! A run's id is `{session}~{message_id}`: the session it belongs to (the
 //! client's id) and the reply's message id. Runs belong to the API key
@@ -91,6 +92,10 @@ pub struct RunResponse {
     pub waiting: Vec<WaitingCallBody>,
     /// Its finished steps.
     pub steps: Vec<RunStep>,
+    /// Why the run did not go on when this request resumed it (the model
+    /// failed, say); resuming it again tries again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What a person decided about a waiting call.
@@ -148,7 +153,9 @@ fn journal(app: &App) -> Result<&Arc<dyn durable::RunJournal>, ApiError> {
 fn journal_error(id: &str, error: JournalError) -> ApiError {
     match error {
         JournalError::NotFound(_) => ApiError::not_found(format!("no run {id:?}")),
-        JournalError::Conflict { .. } => ApiError::conflict(error.to_string()),
+        JournalError::Conflict { .. } | JournalError::Exists(_) => {
+            ApiError::conflict(error.to_string())
+        }
         JournalError::Store(message) => ApiError::internal(message),
     }
 }
@@ -176,6 +183,7 @@ async fn view(app: &App, id: &str, journal_id: &str) -> Result<RunResponse, ApiE
         answer,
         waiting,
         steps,
+        error: None,
     })
 }
 
@@ -282,22 +290,75 @@ pub(crate) async fn post_approval(
         durable::status(journal.as_ref(), &journal_id).await,
         Ok(RunStatus::Waiting(_))
     );
-    if !still_waiting {
-        resume(&app, &principal, &journal, &journal_id, &session).await?;
-    }
+    let error = if still_waiting {
+        None
+    } else {
+        resume(&app, &principal, &journal, &journal_id, &session).await?
+    };
     drop(permit);
-    Ok(Json(view(&app, &id, &journal_id).await?))
+    let mut view = view(&app, &id, &journal_id).await?;
+    view.error = error;
+    Ok(Json(view))
 }
 
-/// Go on with a run whose calls are decided, as the turn that started it
-/// would have (the session and sender for its tools), and store its answer.
+/// Go on with a run that is neither waiting nor ended: its process stopped
+/// (a client that left, a crash, a model that failed). A call that was
+/// started and not finished then waits for a decision unless its tool is
+/// idempotent.
+#[utoipa::path(
+    post,
+    path = "/v1/runs/{id}/resume",
+    params(("id" = String, Path, description = "The run: SESSION~MESSAGE_ID", pattern = "^[A-Za-z0-9_.:-]{1,128}~[A-Za-z0-9_.:-]{1,128}$")),
+    responses(
+        (status = 200, description = "The run after going on: ended, or waiting for decisions (an ended run is shown as it is)", body = RunResponse),
+        (status = 400, description = "Invalid run id", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 404, description = "No such run for this key, or the server keeps no durable runs", body = ErrorBody),
+        (status = 409, description = "Calls wait for decisions, or another process is running the run", body = ErrorBody),
+        (status = 429, description = "Too many requests running for this key, or over its rate", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub(crate) async fn post_resume(
+    State(app): State<App>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> Result<Json<RunResponse>, ApiError> {
+    let (journal_id, session) = owned_run(&principal, &id)?;
+    let journal = journal(&app)?.clone();
+    let status = durable::status(journal.as_ref(), &journal_id)
+        .await
+        .map_err(|error| journal_error(&id, error))?;
+    let error = match status {
+        RunStatus::Ended { .. } => None,
+        RunStatus::Waiting(_) => {
+            return Err(ApiError::conflict(format!(
+                "run {id:?} waits for decisions: POST /v1/runs/{id}/approvals"
+            )));
+        }
+        RunStatus::Incomplete => {
+            let permit = app.limits.acquire(&principal)?;
+            let error = resume(&app, &principal, &journal, &journal_id, &session).await?;
+            drop(permit);
+            error
+        }
+    };
+    let mut view = view(&app, &id, &journal_id).await?;
+    view.error = error;
+    Ok(Json(view))
+}
+
+/// Go on with a run, as the turn that started it would have (the session
+/// and sender for its tools), and store its answer when this call produced
+/// one. `Ok(Some(why))` when it could not go on for a reason worth showing
+/// (the model failed); another process running it is a 409.
 async fn resume(
     app: &App,
     principal: &Principal,
     journal: &Arc<dyn durable::RunJournal>,
     journal_id: &str,
     session: &str,
-) -> Result<(), ApiError> {
+) -> Result<Option<String>, ApiError> {
     let context = ToolContext::new()
         .with_session(Session::new(session))
         .with_sender(Identity::new(principal.id.clone()));
@@ -312,23 +373,28 @@ async fn resume(
         .resume(journal_id)
         .await
         .map_err(|error| ApiError::internal(error.to_string()))?;
-    if let Outcome::Final(text) = &run.outcome.outcome
-        && !text.is_empty()
-    {
-        let what = Remember {
-            role: "assistant".into(),
-            source: app.name.clone(),
-            metadata: Map::from_iter([
-                ("role".to_owned(), json!("assistant")),
-                (
-                    "run".to_owned(),
-                    json!(journal_id.split_once('/').map_or(journal_id, |(_, id)| id)),
-                ),
-            ]),
-        };
-        if let Err(error) = app.turn.memory.remember(session, text, what).await {
-            tracing::warn!(%error, session, "could not store a resumed run's answer");
+    match run.outcome.outcome {
+        // Stored once: by the request that carried the run to its answer.
+        Outcome::Final(text) if !run.already_ended && !text.is_empty() => {
+            let client_run = journal_id.split_once('/').map_or(journal_id, |(_, id)| id);
+            let what = Remember {
+                role: "assistant".into(),
+                source: app.name.clone(),
+                metadata: Map::from_iter([
+                    ("role".to_owned(), json!("assistant")),
+                    ("run".to_owned(), json!(client_run)),
+                ]),
+            };
+            if let Err(error) = app.turn.memory.remember(session, &text, what).await {
+                tracing::warn!(%error, session, "could not store a resumed run's answer");
+            }
+            Ok(None)
         }
+        Outcome::JournalFailed(
+            error @ (JournalError::Conflict { .. } | JournalError::Exists(_)),
+        ) => Err(ApiError::conflict(error.to_string())),
+        Outcome::JournalFailed(error) => Err(ApiError::internal(error.to_string())),
+        Outcome::ModelError(error) => Ok(Some(format!("the model failed: {error}"))),
+        _ => Ok(None),
     }
-    Ok(())
 }

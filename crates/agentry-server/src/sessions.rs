@@ -294,6 +294,13 @@ pub(crate) async fn post_turn(
         Some(given) => given.to_owned(),
         None => new_id(),
     };
+    // A durable turn's run is named after its message id: it must be one an
+    // approval can name.
+    if app.runs.is_some() && owned_session(&principal, &message_id).is_err() {
+        return Err(ApiError::bad_request(format!(
+            "invalid payload.message_id {message_id:?}: use 1 to 128 of A-Z a-z 0-9 - _ . :"
+        )));
+    }
     payload.insert("message_id".into(), json!(message_id));
     let mut input = TurnInput::new(
         Session::new(session),

@@ -213,3 +213,94 @@ async fn without_durable_runs_the_runs_routes_say_so() {
         "this server keeps no durable runs"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_fails_on_resume_leaves_the_run_incomplete_and_resume_goes_on() {
+    use agentry_core::model::{ModelError, ScriptedModel, Step, Usage};
+    use agentry_core::tool::ToolCall;
+    let db = temp_db("incomplete");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new()
+        .reply(Step::Tool {
+            calls: vec![ToolCall::new("c1", "delete", json!({"path": "a.log"}))],
+            text: String::new(),
+            tokens: Usage::new(10, 5),
+        })
+        .fail(ModelError::Transport("connection reset".into()))
+        .reply(Step::Final {
+            text: "Deleted.".into(),
+            tokens: Usage::new(12, 4),
+        });
+    let agent = Agent::builder(model)
+        .tool(support::delete_tool(runs.clone()))
+        .build()
+        .unwrap();
+    let journal = Arc::new(SqliteStore::open(&db).unwrap());
+    let server = support::serve_agent(agent, |s| s.durable_runs(journal)).await;
+    let bad = server
+        .http
+        .post(format!("{}/v1/sessions/s3/turns", server.url))
+        .bearer_auth("alice-key")
+        .json(&json!({"text": "go", "payload": {"message_id": "a/b"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400, "a message id no run id can hold");
+    server
+        .post_json(
+            "/v1/sessions/s3/turns",
+            "alice-key",
+            &json!({"text": "delete a.log", "payload": {"message_id": "m3"}}),
+        )
+        .await;
+    let (status, body) = post(&server, "/v1/runs/s3~m3/resume", None).await;
+    assert_eq!(status, 409, "calls wait for decisions: {body}");
+    let (status, after) = post(
+        &server,
+        "/v1/runs/s3~m3/approvals",
+        Some(json!({"call_id": "c1", "decision": "approve"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{after}");
+    assert_eq!(after["status"], "incomplete");
+    assert_eq!(
+        after["error"],
+        "the model failed: transport error: connection reset"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the approved call ran");
+    conforms(&server, "RunResponse", &after).await;
+    let (status, done) = post(&server, "/v1/runs/s3~m3/resume", None).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["answer"], "Deleted.");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "not run again");
+    // Resuming an ended run shows it and stores nothing twice.
+    let (status, again) = post(&server, "/v1/runs/s3~m3/resume", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(again["answer"], "Deleted.");
+    let stored = server
+        .get_json("/v1/sessions/s3/messages", "alice-key")
+        .await;
+    let answers = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["text"] == "Deleted.")
+        .count();
+    assert_eq!(answers, 1, "{stored}");
+}
+
+/// `POST path` (with `body` as JSON when given) as alice: status and JSON.
+async fn post(server: &support::Running, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut request = server
+        .http
+        .post(format!("{}{path}", server.url))
+        .bearer_auth("alice-key");
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    (
+        response.status().as_u16(),
+        response.json::<Value>().await.unwrap(),
+    )
+}

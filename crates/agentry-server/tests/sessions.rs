@@ -209,6 +209,7 @@ async fn the_openapi_document_describes_what_the_server_answers() {
             "GET /v1/models",
             "GET /v1/runs/{id}",
             "POST /v1/runs/{id}/approvals",
+            "POST /v1/runs/{id}/resume",
             "DELETE /v1/sessions/{id}",
             "GET /v1/sessions/{id}/messages",
             "POST /v1/sessions/{id}/turns",

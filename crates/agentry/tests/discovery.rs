@@ -701,3 +701,42 @@ async fn discover_names_are_an_enum_of_modules_and_functions() {
         None
     );
 }
+
+#[tokio::test]
+async fn a_resumed_durable_run_loads_what_search_first_loaded() {
+    use agentry::agent::Outcome;
+    use agentry::agent::durable::{InMemoryJournal, RunEntry, RunJournal};
+    use agentry::model::Message;
+    // The process stopped right after step 1 asked for the invoice tool,
+    // which search_first had loaded before that step.
+    let journal = Arc::new(InMemoryJournal::new());
+    let entries = [
+        RunEntry::Started {
+            messages: vec![Message::user("Find the invoice for order 7")],
+            system: None,
+            at_ms: 0,
+        },
+        RunEntry::ToolStep {
+            step: 1,
+            text: String::new(),
+            calls: vec![ToolCall::new("1", "billing.lookup_invoice", json!({}))],
+            tokens: Usage::new(10, 5),
+        },
+    ];
+    for (seq, entry) in entries.iter().enumerate() {
+        journal.append("r", seq as u64, entry).await.unwrap();
+    }
+    let finds = Arc::new(Finds(vec!["billing.lookup_invoice"], Default::default()));
+    let agent = Agent::builder(ScriptedModel::new().reply(done()))
+        .groups(groups())
+        .discovery(true)
+        .tool_search(finds.clone())
+        .search_first(true)
+        .build()
+        .unwrap();
+    let run = agent.durable(journal).resume("r").await.unwrap();
+    assert!(matches!(run.outcome.outcome, Outcome::Final(_)));
+    assert_eq!(run.outcome.steps[0].calls[0].result.output, json!("INV-1"));
+    // Searched with the user's request, as the run did when it started.
+    assert_eq!(*finds.1.lock().unwrap(), ["Find the invoice for order 7"]);
+}

@@ -413,7 +413,7 @@ async fn a_journal_that_fails_stops_the_run_before_the_tool_runs() {
     let run = agent.durable(journal).start("go").await.unwrap();
     assert_eq!(
         run.outcome.outcome,
-        Outcome::JournalFailed("the run journal failed: disk I/O error".into())
+        Outcome::JournalFailed(JournalError::Store("disk I/O error".into()))
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
@@ -446,9 +446,10 @@ async fn two_processes_resuming_one_run_cannot_both_run_its_call() {
     let mine = agent.durable(stale).resume(&id).await.unwrap();
     assert_eq!(
         mine.outcome.outcome,
-        Outcome::JournalFailed(format!(
-            "run \"{id}\" was written by another process (entry {next} exists); it is being run elsewhere"
-        ))
+        Outcome::JournalFailed(JournalError::Conflict {
+            run: id.clone(),
+            seq: next as u64
+        })
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
@@ -614,4 +615,153 @@ async fn a_decision_is_used_once_even_when_the_model_reuses_a_call_id() {
     let done = durable.resume(&run.id).await.unwrap();
     assert_eq!(done.outcome.outcome, Outcome::Final("both".into()));
     assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn an_edited_call_interrupted_mid_run_is_shown_and_run_again_with_its_edit() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = seen.clone();
+    let delete = function("delete")
+        .arg::<String>("path", "the file")
+        .hints(destructive())
+        .handler(move |target: Target| {
+            log.lock().unwrap().push(target.path.clone());
+            Ok::<_, String>(format!("done with {}", target.path))
+        })
+        .build()
+        .unwrap()
+        .with_name("delete");
+    let journal = Arc::new(InMemoryJournal::new());
+    let call = ToolCall::new("c1", "delete", json!({"path": "/"}));
+    let entries = [
+        RunEntry::Started {
+            messages: vec![Message::user("clean up")],
+            system: None,
+            at_ms: 0,
+        },
+        RunEntry::ToolStep {
+            step: 1,
+            text: String::new(),
+            calls: vec![call],
+            tokens: Usage::new(10, 5),
+        },
+        RunEntry::AwaitingDecision {
+            call_id: "c1".into(),
+            waiting: Waiting::Approval,
+        },
+        RunEntry::Decided {
+            call_id: "c1".into(),
+            decision: Decision::Edit {
+                input: json!({"path": "/tmp/x"}),
+            },
+            remember: false,
+        },
+        // Started with the edit; the process stopped before it finished.
+        RunEntry::CallStarted {
+            call_id: "c1".into(),
+            input: json!({"path": "/tmp/x"}),
+        },
+    ];
+    for (seq, entry) in entries.iter().enumerate() {
+        journal.append("r", seq as u64, entry).await.unwrap();
+    }
+    let agent = Agent::builder(ScriptedModel::new().reply(answer("ok")))
+        .tool(delete)
+        .build()
+        .unwrap();
+    let durable = agent.durable(journal.clone());
+    let stopped = durable.resume("r").await.unwrap();
+    let Outcome::AwaitingDecision(waiting) = &stopped.outcome.outcome else {
+        panic!("{:?}", stopped.outcome.outcome)
+    };
+    assert_eq!(waiting[0].waiting, Waiting::Interrupted);
+    assert_eq!(
+        waiting[0].call.input,
+        json!({"path": "/tmp/x"}),
+        "shown as it ran"
+    );
+    let RunStatus::Waiting(listed) = status(journal.as_ref(), "r").await.unwrap() else {
+        panic!("waiting")
+    };
+    assert_eq!(listed[0].call.input, json!({"path": "/tmp/x"}));
+    decide(journal.as_ref(), "r", "c1", Decision::Approve, false)
+        .await
+        .unwrap();
+    let done = durable.resume("r").await.unwrap();
+    assert_eq!(done.outcome.outcome, Outcome::Final("ok".into()));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["/tmp/x"],
+        "run again with the edit, never with /"
+    );
+}
+
+#[tokio::test]
+async fn a_remembered_edit_approves_later_calls_with_their_own_input() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = seen.clone();
+    let delete = function("delete")
+        .arg::<String>("path", "the file")
+        .hints(destructive())
+        .handler(move |target: Target| {
+            log.lock().unwrap().push(target.path.clone());
+            Ok::<_, String>("done".to_owned())
+        })
+        .build()
+        .unwrap()
+        .with_name("delete");
+    let model = ScriptedModel::new()
+        .reply(calls(&[("c1", "delete", "a")]))
+        .reply(calls(&[("c2", "delete", "b")]))
+        .reply(answer("fine"));
+    let agent = Agent::builder(model).tool(delete).build().unwrap();
+    let journal = Arc::new(InMemoryJournal::new());
+    let durable = agent.durable(journal.clone());
+    let run = durable.start("go").await.unwrap();
+    let edit = Decision::Edit {
+        input: json!({"path": "a2"}),
+    };
+    decide(journal.as_ref(), &run.id, "c1", edit, true)
+        .await
+        .unwrap();
+    let done = durable.resume(&run.id).await.unwrap();
+    assert_eq!(done.outcome.outcome, Outcome::Final("fine".into()));
+    assert_eq!(*seen.lock().unwrap(), ["a2", "b"]);
+}
+
+#[tokio::test]
+async fn a_child_agents_tokens_count_after_a_resume() {
+    // Journal a finished call whose child agent spent 1,000 tokens.
+    let journal = Arc::new(InMemoryJournal::new());
+    let entries = [
+        RunEntry::Started {
+            messages: vec![Message::user("go")],
+            system: None,
+            at_ms: 0,
+        },
+        RunEntry::ToolStep {
+            step: 1,
+            text: String::new(),
+            calls: vec![ToolCall::new("c1", "helper", json!({"path": "x"}))],
+            tokens: Usage::new(10, 5),
+        },
+        RunEntry::CallFinished {
+            result: agentry::tool::ToolResult::ok("c1", json!("helped")),
+            duration_ms: 3,
+            child_usage: Some(Usage::new(900, 100)),
+        },
+    ];
+    for (seq, entry) in entries.iter().enumerate() {
+        journal.append("r", seq as u64, entry).await.unwrap();
+    }
+    let runs = Arc::new(AtomicUsize::new(0));
+    // A budget the child's tokens use up: the resumed run stops there.
+    let agent = Agent::builder(ScriptedModel::new().reply(answer("never asked")))
+        .tool(counting("helper", ToolHints::default(), runs))
+        .token_budget(1_000)
+        .build()
+        .unwrap();
+    let run = agent.durable(journal).resume("r").await.unwrap();
+    assert_eq!(run.outcome.outcome, Outcome::OverBudget);
+    assert_eq!(run.outcome.usage, Usage::new(910, 105));
 }

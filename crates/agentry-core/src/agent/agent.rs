@@ -251,7 +251,7 @@ impl Agent {
             Outcome::AwaitingDecision(calls) => Err(RunError::AwaitingDecision {
                 calls: calls.into_iter().map(|waiting| waiting.call.id).collect(),
             }),
-            Outcome::JournalFailed(error) => Err(RunError::Journal(error)),
+            Outcome::JournalFailed(error) => Err(RunError::Journal(error.to_string())),
         }
     }
 

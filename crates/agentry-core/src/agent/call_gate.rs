@@ -61,6 +61,11 @@ impl Agent {
             (Some(durable), Some(_)) => durable.take_decision(call, !interrupted),
             _ => None,
         };
+        // A run whose journal failed runs nothing more: nobody is asked.
+        if let Some(error) = durable.and_then(|durable| durable.failure()) {
+            let message = format!("not run: the run's journal could not be written: {error}");
+            return refused(message.clone(), AuditOutcome::Error(message));
+        }
         let approval = match (needs_decision, &decision) {
             (None, _) => Approval::Approve,
             (Some(_), Some(Decision::Approve | Decision::Edit { .. })) => Approval::Approve,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::durable::WaitingCall;
+use super::durable::{JournalError, WaitingCall};
 use crate::model::{Message, ModelError, Usage};
 use crate::tool::{ToolCall, ToolResult};
 
@@ -30,7 +30,7 @@ pub enum Outcome {
     AwaitingDecision(Vec<WaitingCall>),
     /// A durable run's journal could not be written (or another process
     /// wrote it first): the run stopped rather than do anything unrecorded.
-    JournalFailed(String),
+    JournalFailed(#[serde(serialize_with = "display")] JournalError),
 }
 
 fn display<S: serde::Serializer>(

@@ -114,9 +114,13 @@ impl Agent {
             mut messages,
             mut steps,
             open,
+            started,
             ..
         } = start;
-        let mut run_tools = RunTools::prepare(self, model, &messages).await;
+        // The run's tools come from the conversation it started with, also
+        // when it is resumed (the conversation has grown since).
+        let started = started.unwrap_or_else(|| messages.clone());
+        let mut run_tools = RunTools::prepare(self, model, &started).await;
         let spend = &frame.spend;
         let durable = frame.durable.as_deref();
         let mut n = 0;
@@ -129,6 +133,9 @@ impl Agent {
             steps,
             messages,
         };
+        if settings.search_first {
+            run_tools.search_first(self, &started).await;
+        }
         // A resumed run: what its finished steps made available, as they did.
         for step in &steps {
             n = step.index;
@@ -136,9 +143,6 @@ impl Agent {
                 (discovered, tool_rounds) =
                     after_calls(self, &mut run_tools, &step.calls, tool_rounds).await;
             }
-        }
-        if steps.is_empty() && open.is_none() && settings.search_first {
-            run_tools.search_first(self, &messages).await;
         }
         let mut open = open;
         loop {
@@ -198,7 +202,7 @@ impl Agent {
                             tokens,
                         };
                         if let Err(error) = durable.write(answer).await {
-                            let outcome = Outcome::JournalFailed(error.to_string());
+                            let outcome = Outcome::JournalFailed(error);
                             return end(outcome, steps, messages);
                         }
                     }
@@ -228,9 +232,12 @@ impl Agent {
                             tokens,
                         };
                         if let Err(error) = durable.write(entry).await {
-                            let outcome = Outcome::JournalFailed(error.to_string());
+                            let outcome = Outcome::JournalFailed(error);
                             return end(outcome, steps, messages);
                         }
+                        // Decisions were on the last step's calls, whose ids
+                        // this step's may repeat.
+                        durable.new_step();
                     }
                     messages.push(Message::Assistant {
                         text: text.clone(),
@@ -257,7 +264,7 @@ impl Agent {
                 detail: String::new(),
             };
             if let Err(error) = durable.write(ended).await {
-                return end(Outcome::JournalFailed(error.to_string()), steps, messages);
+                return end(Outcome::JournalFailed(error), steps, messages);
             }
         }
         end(outcome, steps, messages)
@@ -283,11 +290,20 @@ impl Agent {
             if step.finished.contains_key(&call.id) {
                 continue;
             }
-            let interrupted = step.started.contains_key(&call.id);
+            // A call a process started runs again (if it may) with the
+            // input it was started with: a person's edit, say.
+            let mut call = call.clone();
+            let interrupted = match step.started.get(&call.id) {
+                Some(input) => {
+                    call.input = input.clone();
+                    true
+                }
+                None => false,
+            };
             if at < limit {
-                pending.push((call.clone(), interrupted));
+                pending.push((call, interrupted));
             } else {
-                extra.push(call.clone());
+                extra.push(call);
             }
         }
         let mut records = Vec::new();
@@ -304,12 +320,21 @@ impl Agent {
         } else {
             let spent = spend.usage().total();
             let reason = format!("the token budget is spent ({spent} tokens used)");
-            let calls = pending.into_iter().map(|(call, _)| call).chain(extra);
+            let (interrupted, fresh): (Vec<_>, Vec<_>) = pending
+                .into_iter()
+                .partition(|(_, interrupted)| *interrupted);
+            let calls = fresh.into_iter().map(|(call, _)| call).chain(extra);
             records.extend(self.refuse(frame, calls.collect(), &reason, sink, n).await);
+            // It was started before: it may have had its effect.
+            let again = format!(
+                "{reason}; it was started before the run stopped and may already have had its effect"
+            );
+            let calls = interrupted.into_iter().map(|(call, _)| call).collect();
+            records.extend(self.refuse(frame, calls, &again, sink, n).await);
         }
         if let Some(durable) = frame.durable.as_deref() {
             if let Some(error) = durable.failure() {
-                return Err(Outcome::JournalFailed(error.to_string()));
+                return Err(Outcome::JournalFailed(error));
             }
             for call in &waiting {
                 if step.waiting.get(&call.call.id) == Some(&call.waiting) {
@@ -320,7 +345,7 @@ impl Agent {
                     waiting: call.waiting,
                 };
                 if let Err(error) = durable.write(entry).await {
-                    return Err(Outcome::JournalFailed(error.to_string()));
+                    return Err(Outcome::JournalFailed(error));
                 }
             }
         }
@@ -458,6 +483,7 @@ impl Agent {
             let entry = RunEntry::CallFinished {
                 result: result.clone(),
                 duration_ms: duration.as_millis() as u64,
+                child_usage: child.as_ref().map(|child| child.usage),
             };
             // A failure is kept by the journal and stops the run after this step.
             let _ = durable.write(entry).await;

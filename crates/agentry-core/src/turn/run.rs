@@ -370,7 +370,7 @@ async fn run_agent(
             AgentEvent::Final { run } => {
                 return match run.outcome {
                     Outcome::ModelError(error) => Err(error.to_string()),
-                    Outcome::JournalFailed(error) => Err(error),
+                    Outcome::JournalFailed(error) => Err(error.to_string()),
                     Outcome::Final(_) => Ok(reply.text),
                     Outcome::AwaitingDecision(calls) if let Some(id) = run_id => {
                         (how.waiting)(id, calls);

@@ -62,6 +62,10 @@ pub enum RunEntry {
         result: ToolResult,
         /// How long the gate and the tool took, in milliseconds.
         duration_ms: u64,
+        /// Tokens a child agent spent in the call (they count against the
+        /// run's budget; the child's own steps are not kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        child_usage: Option<Usage>,
     },
     /// A call waits for a person's [`Decision`]; the run has stopped.
     AwaitingDecision {
@@ -113,7 +117,8 @@ pub enum Decision {
         /// Why, for the model.
         reason: String,
     },
-    /// Run it with this input instead of the model's.
+    /// Run it with this input instead of the model's. Remembered for the
+    /// tool, an edit approves its later calls with their own input.
     Edit {
         /// The input to run with (checked against the tool's schema).
         input: Value,
@@ -126,6 +131,9 @@ pub enum JournalError {
     /// No run has this id.
     #[error("no run \"{0}\"")]
     NotFound(String),
+    /// A run with this id exists already (starting one under it).
+    #[error("a run \"{0}\" exists already")]
+    Exists(String),
     /// Another writer added entry `seq` first: two processes run the same
     /// run, and this one must stop.
     #[error(

@@ -123,6 +123,16 @@ impl Durable {
             .clone()
     }
 
+    /// A new step began: decisions left from the last one (on calls that
+    /// were refused before they needed one) must not reach this step's
+    /// calls, whose ids may repeat the last step's.
+    pub fn new_step(&self) {
+        self.decisions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
     /// What a person decided for `call` (taken: it is carried out once), or
     /// (`remembered`) for its tool in this run.
     pub fn take_decision(&self, call: &ToolCall, remembered: bool) -> Option<Decision> {
@@ -148,6 +158,9 @@ pub struct DurableRun {
     /// [`Outcome::AwaitingDecision`] / [`Outcome::JournalFailed`] when it
     /// stopped before the end.
     pub outcome: RunOutcome,
+    /// The run had ended before this call: nothing ran, and `outcome` is
+    /// read from the journal.
+    pub already_ended: bool,
 }
 
 /// Durable runs of one agent over one journal ([`Agent::durable`]).
@@ -184,7 +197,11 @@ impl DurableRuns {
     ) -> Result<DurableRun, JournalError> {
         let replay = self.begin(&id, messages).await?;
         let outcome = self.go_on(&id, replay, None).await;
-        Ok(DurableRun { id, outcome })
+        Ok(DurableRun {
+            id,
+            outcome,
+            already_ended: false,
+        })
     }
 
     /// [`start_messages`](Self::start_messages) as a stream of
@@ -208,13 +225,14 @@ impl DurableRuns {
     /// comes back waiting until every waiting call has one.
     pub async fn resume(&self, id: &str) -> Result<DurableRun, JournalError> {
         let replay = Replay::from_entries(self.journal.entries(id).await?);
-        let outcome = match ended(&replay) {
-            Some(outcome) => outcome,
-            None => self.go_on(id, replay, None).await,
+        let (outcome, already_ended) = match ended(&replay) {
+            Some(outcome) => (outcome, true),
+            None => (self.go_on(id, replay, None).await, false),
         };
         Ok(DurableRun {
             id: id.to_owned(),
             outcome,
+            already_ended,
         })
     }
 
@@ -244,7 +262,13 @@ impl DurableRuns {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
         };
-        self.journal.append(id, 0, &started).await?;
+        self.journal
+            .append(id, 0, &started)
+            .await
+            .map_err(|error| match error {
+                JournalError::Conflict { .. } => JournalError::Exists(id.to_owned()),
+                other => other,
+            })?;
         Ok(Replay {
             messages,
             system,
@@ -283,7 +307,9 @@ fn ended(replay: &Replay) -> Option<RunOutcome> {
         "final" => Outcome::Final(detail.clone()),
         "out_of_steps" => Outcome::OutOfSteps,
         "over_budget" => Outcome::OverBudget,
-        other => Outcome::JournalFailed(format!("the run ended as {other}: {detail}")),
+        other => Outcome::JournalFailed(JournalError::Store(format!(
+            "the run ended as {other}: {detail}"
+        ))),
     };
     Some(RunOutcome {
         outcome,
@@ -296,7 +322,7 @@ fn ended(replay: &Replay) -> Option<RunOutcome> {
 /// The outcome of a run whose journal could not be read or started.
 fn failed(error: JournalError) -> RunOutcome {
     RunOutcome {
-        outcome: Outcome::JournalFailed(error.to_string()),
+        outcome: Outcome::JournalFailed(error),
         usage: Default::default(),
         steps: Vec::new(),
         messages: Vec::new(),

@@ -82,6 +82,9 @@ pub(crate) struct Replay {
     pub messages: Vec<Message>,
     /// The system prompt the run started with.
     pub system: Option<String>,
+    /// The conversation the run started with (its tools are prepared from
+    /// it); `None` for a fresh run, whose `messages` are that.
+    pub started: Option<Vec<Message>>,
     /// Finished steps.
     pub steps: Vec<StepRecord>,
     /// Tokens of every recorded step.
@@ -111,6 +114,7 @@ impl Replay {
                 RunEntry::Started {
                     messages, system, ..
                 } => {
+                    replay.started = Some(messages.clone());
                     replay.messages = messages;
                     replay.system = system;
                 }
@@ -157,7 +161,9 @@ impl Replay {
                 RunEntry::CallFinished {
                     result,
                     duration_ms,
+                    child_usage,
                 } => {
+                    replay.usage += child_usage.unwrap_or_default();
                     replay.decisions.remove(&result.id);
                     if let Some(open) = &mut replay.open {
                         open.waiting.remove(&result.id);
@@ -190,7 +196,12 @@ impl Replay {
                     remember,
                 } => {
                     if remember && let Some(tool) = tools.get(&call_id) {
-                        replay.remembered.insert(tool.clone(), decision.clone());
+                        // An edit was for its call's input; remembered, it approves.
+                        let repeated = match &decision {
+                            Decision::Edit { .. } => Decision::Approve,
+                            other => other.clone(),
+                        };
+                        replay.remembered.insert(tool.clone(), repeated);
                     }
                     replay.decisions.insert(call_id, decision);
                 }
@@ -230,11 +241,18 @@ impl Replay {
             .iter()
             .flat_map(|open| {
                 open.calls.iter().filter_map(|call| {
-                    let why = open.waiting.get(&call.id)?;
-                    (!self.decisions.contains_key(&call.id)).then(|| WaitingCall {
-                        call: call.clone(),
-                        waiting: *why,
-                    })
+                    let why = *open.waiting.get(&call.id)?;
+                    let decided = self.decisions.contains_key(&call.id)
+                        || (why == Waiting::Approval && self.remembered.contains_key(&call.name));
+                    if decided {
+                        return None;
+                    }
+                    // An interrupted call is shown with the input it ran with.
+                    let mut call = call.clone();
+                    if let Some(input) = open.started.get(&call.id) {
+                        call.input = input.clone();
+                    }
+                    Some(WaitingCall { call, waiting: why })
                 })
             })
             .collect();
