@@ -45,6 +45,29 @@ fn destructive() -> ToolHints {
     }
 }
 
+/// A journal holding run `id` with `entries`, written as a process would have.
+async fn journal_with(id: &str, entries: &[RunEntry]) -> Arc<InMemoryJournal> {
+    let journal = Arc::new(InMemoryJournal::new());
+    for (seq, entry) in entries.iter().enumerate() {
+        journal.append(id, seq as u64, entry).await.unwrap();
+    }
+    journal
+}
+
+/// A destructive `delete` that logs the path of every run in `seen`.
+fn logging_delete(seen: Arc<std::sync::Mutex<Vec<String>>>) -> Tool {
+    function("delete")
+        .arg::<String>("path", "the file")
+        .hints(destructive())
+        .handler(move |target: Target| {
+            seen.lock().unwrap().push(target.path.clone());
+            Ok::<_, String>(format!("done with {}", target.path))
+        })
+        .build()
+        .unwrap()
+        .with_name("delete")
+}
+
 fn calls(calls: &[(&str, &str, &str)]) -> Step {
     Step::Tool {
         calls: calls
@@ -620,18 +643,6 @@ async fn a_decision_is_used_once_even_when_the_model_reuses_a_call_id() {
 #[tokio::test]
 async fn an_edited_call_interrupted_mid_run_is_shown_and_run_again_with_its_edit() {
     let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let log = seen.clone();
-    let delete = function("delete")
-        .arg::<String>("path", "the file")
-        .hints(destructive())
-        .handler(move |target: Target| {
-            log.lock().unwrap().push(target.path.clone());
-            Ok::<_, String>(format!("done with {}", target.path))
-        })
-        .build()
-        .unwrap()
-        .with_name("delete");
-    let journal = Arc::new(InMemoryJournal::new());
     let call = ToolCall::new("c1", "delete", json!({"path": "/"}));
     let entries = [
         RunEntry::Started {
@@ -662,11 +673,9 @@ async fn an_edited_call_interrupted_mid_run_is_shown_and_run_again_with_its_edit
             input: json!({"path": "/tmp/x"}),
         },
     ];
-    for (seq, entry) in entries.iter().enumerate() {
-        journal.append("r", seq as u64, entry).await.unwrap();
-    }
+    let journal = journal_with("r", &entries).await;
     let agent = Agent::builder(ScriptedModel::new().reply(answer("ok")))
-        .tool(delete)
+        .tool(logging_delete(seen.clone()))
         .build()
         .unwrap();
     let durable = agent.durable(journal.clone());
@@ -699,22 +708,14 @@ async fn an_edited_call_interrupted_mid_run_is_shown_and_run_again_with_its_edit
 #[tokio::test]
 async fn a_remembered_edit_approves_later_calls_with_their_own_input() {
     let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let log = seen.clone();
-    let delete = function("delete")
-        .arg::<String>("path", "the file")
-        .hints(destructive())
-        .handler(move |target: Target| {
-            log.lock().unwrap().push(target.path.clone());
-            Ok::<_, String>("done".to_owned())
-        })
-        .build()
-        .unwrap()
-        .with_name("delete");
     let model = ScriptedModel::new()
         .reply(calls(&[("c1", "delete", "a")]))
         .reply(calls(&[("c2", "delete", "b")]))
         .reply(answer("fine"));
-    let agent = Agent::builder(model).tool(delete).build().unwrap();
+    let agent = Agent::builder(model)
+        .tool(logging_delete(seen.clone()))
+        .build()
+        .unwrap();
     let journal = Arc::new(InMemoryJournal::new());
     let durable = agent.durable(journal.clone());
     let run = durable.start("go").await.unwrap();
@@ -732,7 +733,6 @@ async fn a_remembered_edit_approves_later_calls_with_their_own_input() {
 #[tokio::test]
 async fn a_child_agents_tokens_count_after_a_resume() {
     // Journal a finished call whose child agent spent 1,000 tokens.
-    let journal = Arc::new(InMemoryJournal::new());
     let entries = [
         RunEntry::Started {
             messages: vec![Message::user("go")],
@@ -751,9 +751,7 @@ async fn a_child_agents_tokens_count_after_a_resume() {
             child_usage: Some(Usage::new(900, 100)),
         },
     ];
-    for (seq, entry) in entries.iter().enumerate() {
-        journal.append("r", seq as u64, entry).await.unwrap();
-    }
+    let journal = journal_with("r", &entries).await;
     let runs = Arc::new(AtomicUsize::new(0));
     // A budget the child's tokens use up: the resumed run stops there.
     let agent = Agent::builder(ScriptedModel::new().reply(answer("never asked")))
