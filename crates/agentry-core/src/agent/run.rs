@@ -119,8 +119,14 @@ impl Agent {
         } = start;
         // The run's tools come from the conversation it started with, also
         // when it is resumed (the conversation has grown since).
-        let started = started.unwrap_or_else(|| messages.clone());
-        let mut run_tools = RunTools::prepare(self, model, &started).await;
+        let mut run_tools = {
+            let started = started.as_deref().unwrap_or(&messages);
+            let mut run_tools = RunTools::prepare(self, model, started).await;
+            if settings.search_first {
+                run_tools.search_first(self, started).await;
+            }
+            run_tools
+        };
         let spend = &frame.spend;
         let durable = frame.durable.as_deref();
         let mut n = 0;
@@ -133,9 +139,6 @@ impl Agent {
             steps,
             messages,
         };
-        if settings.search_first {
-            run_tools.search_first(self, &started).await;
-        }
         // A resumed run: what its finished steps made available, as they did.
         for step in &steps {
             n = step.index;
