@@ -50,6 +50,9 @@ where
         if copy < 0 || libc::dup2(2, 1) < 0 {
             std::process::exit(2);
         }
+        // Descriptors the parent left open without close-on-exec (a
+        // listening socket, a terminal) do not reach the tool.
+        close_from(3, copy);
         File::from_raw_fd(copy)
     };
     let Some(response) = serve(tools) else {
@@ -69,6 +72,23 @@ where
         Err(_) => 3,
     };
     std::process::exit(code);
+}
+
+/// Close every descriptor from `first` up but `keep`.
+///
+/// # Safety
+/// Nothing in this process may use the descriptors closed.
+unsafe fn close_from(first: libc::c_int, keep: libc::c_int) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: close_range only closes descriptors (the caller owns them all).
+    unsafe {
+        if keep > first {
+            libc::syscall(libc::SYS_close_range, first, keep - 1, 0);
+        }
+        libc::syscall(libc::SYS_close_range, keep + 1, libc::c_uint::MAX, 0);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (first, keep);
 }
 
 /// Get ready, wait for the call, confine, run it. `None` when stdin closes
@@ -111,26 +131,43 @@ fn run(runtime: &tokio::runtime::Runtime, toolbox: &Toolbox, request: Request) -
              (pass it to agentry_sandbox::serve_if_child at the start of main)"
         ));
     }
-    let threads = thread_count();
-    if threads > 1 {
-        return Response::Error(format!(
-            "tool \"{name}\" was not run: the sandbox's child has {threads} threads, and \
-             confinement binds only the one applying it (call serve_if_child before \
-             starting any thread or runtime)"
-        ));
+    match thread_count() {
+        Some(1) => {}
+        Some(threads) => {
+            return Response::Error(format!(
+                "tool \"{name}\" was not run: the sandbox's child has {threads} threads, and \
+                 confinement binds only the one applying it (call serve_if_child before \
+                 starting any thread or runtime)"
+            ));
+        }
+        None => {
+            return Response::Error(format!(
+                "tool \"{name}\" was not run: the sandbox's child could not count its threads \
+                 (/proc/self/stat), so it cannot tell that confinement binds them all"
+            ));
+        }
     }
     for (key, value) in &request.env {
         // SAFETY: the process has one thread (checked above).
         unsafe { std::env::set_var(key, value) };
     }
     let _ = std::env::set_current_dir(&request.working_dir);
-    let enforcement = confine(&request.capabilities, &request.limits);
-    let refused = match &enforcement {
-        Ok(Enforcement::Full | Enforcement::Partial) => None,
-        Ok(Enforcement::None) => Some("this kernel has no Landlock or seccomp".to_owned()),
-        Err(error) => Some(error.clone()),
+    // What the kernel lacks may be accepted (allow_unconfined); a failure
+    // to apply what it has never is.
+    let lacking = match confine(&request.capabilities, &request.limits) {
+        Ok(Enforcement::Full) => None,
+        Ok(Enforcement::Partial) => Some(
+            "this kernel's Landlock is older than the rules need (Linux 6.12): \
+             some are not enforced",
+        ),
+        Ok(Enforcement::None) => Some("this kernel has no Landlock or seccomp"),
+        Err(error) => {
+            return Response::Error(format!(
+                "tool \"{name}\" was not run: the sandbox could not confine it: {error}"
+            ));
+        }
     };
-    if let Some(reason) = refused
+    if let Some(reason) = lacking
         && !request.allow_unconfined
     {
         return Response::Error(format!(
@@ -156,15 +193,14 @@ fn run(runtime: &tokio::runtime::Runtime, toolbox: &Toolbox, request: Request) -
     }
 }
 
-/// How many threads this process has (from `/proc/self/stat`); 1 where
-/// that cannot be read.
-fn thread_count() -> usize {
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|stat| {
-            // Field 20, counted after the command name's closing parenthesis.
-            let rest = &stat[stat.rfind(')')? + 1..];
-            rest.split_whitespace().nth(17)?.parse().ok()
-        })
-        .unwrap_or(1)
+/// How many threads this process has (from `/proc/self/stat`); `None`
+/// where that cannot be read (on Linux), one elsewhere.
+fn thread_count() -> Option<usize> {
+    if !cfg!(target_os = "linux") {
+        return Some(1);
+    }
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Field 20, counted after the command name's closing parenthesis.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(17)?.parse().ok()
 }

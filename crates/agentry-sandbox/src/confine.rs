@@ -19,8 +19,9 @@ use crate::Limits;
 pub enum Enforcement {
     /// Every restriction asked for is in force.
     Full,
-    /// Landlock runs at an older ABI: some file rights (say, truncation) or
-    /// the TCP port rules are not enforced; seccomp and limits are.
+    /// Landlock runs at an older ABI: some file rights (say, truncation),
+    /// the TCP port rules or signal scoping are not enforced; seccomp and
+    /// limits are. A call runs so only with `allow_unconfined`.
     Partial,
     /// The kernel has no Landlock (or no seccomp): the call runs only when
     /// the sandbox allows running unconfined.
@@ -32,6 +33,7 @@ pub enum Enforcement {
 #[cfg(target_os = "linux")]
 pub fn confine(capabilities: &Capabilities, limits: &Limits) -> Result<Enforcement, String> {
     apply_limits(limits)?;
+    drop_privileges()?;
     let landlock = landlock_rules(capabilities)?;
     let seccomp = seccomp_filters(capabilities)
         .map(|()| true)
@@ -61,9 +63,20 @@ fn apply_limits(limits: &Limits) -> Result<(), String> {
     fn set(
         resource: libc::__rlimit_resource_t,
         name: &str,
-        soft: u64,
-        hard: u64,
+        mut soft: u64,
+        mut hard: u64,
     ) -> Result<(), String> {
+        // Never above the limit this process already has: raising it needs
+        // a privilege, and a lower one is what was asked for anyway.
+        let mut current = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the struct we pass and nothing else.
+        if unsafe { libc::getrlimit(resource, &mut current) } == 0 {
+            soft = soft.min(current.rlim_max);
+            hard = hard.min(current.rlim_max);
+        }
         let limit = libc::rlimit {
             rlim_cur: soft,
             rlim_max: hard,
@@ -107,6 +120,59 @@ fn apply_limits(limits: &Limits) -> Result<(), String> {
     // large") instead of killing the process with SIGXFSZ.
     // SAFETY: installing SIG_IGN for a signal runs no handler code.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    Ok(())
+}
+
+/// Give up every Linux capability (a program run as root, as in many
+/// containers, would otherwise keep them: CAP_SYS_RESOURCE raises the
+/// limits again, CAP_NET_RAW opens raw sockets): the bounding and ambient
+/// sets, then the effective, permitted and inheritable ones.
+#[cfg(target_os = "linux")]
+fn drop_privileges() -> Result<(), String> {
+    const PR_CAPBSET_DROP: libc::c_int = 24;
+    const PR_CAP_AMBIENT: libc::c_int = 47;
+    const PR_CAP_AMBIENT_CLEAR_ALL: libc::c_ulong = 4;
+    const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    // SAFETY: prctl with integer arguments; an unknown capability number
+    // answers EINVAL, which ends the loop.
+    unsafe {
+        libc::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        for capability in 0..64 {
+            if libc::prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
+            {
+                break;
+            }
+        }
+    }
+    let header = Header {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let none = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset reads the header and two data structs we pass.
+    if unsafe { libc::syscall(libc::SYS_capset, &header, none.as_ptr()) } != 0 {
+        return Err(format!(
+            "could not drop capabilities: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
     Ok(())
 }
 
@@ -248,6 +314,46 @@ const REFUSED: &[libc::c_long] = &[
     libc::SYS_io_uring_setup,
     libc::SYS_io_uring_enter,
     libc::SYS_io_uring_register,
+    // Landlock does not cover a file's mode, owner or extended attributes.
+    libc::SYS_chmod,
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    libc::SYS_fchmodat2,
+    libc::SYS_chown,
+    libc::SYS_fchown,
+    libc::SYS_lchown,
+    libc::SYS_fchownat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    // Memory outside the address-space limit; mounts by other means.
+    libc::SYS_memfd_create,
+    libc::SYS_memfd_secret,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+    libc::SYS_personality,
+    libc::SYS_process_madvise,
+];
+
+/// System calls refused when they name another process (a nonzero pid in
+/// argument `.1`): limits, priorities and CPU placement of others.
+#[cfg(target_os = "linux")]
+const OTHERS: &[(libc::c_long, u8)] = &[
+    (libc::SYS_prlimit64, 0),
+    (libc::SYS_setpriority, 1),
+    (libc::SYS_ioprio_set, 1),
+    (libc::SYS_sched_setaffinity, 0),
+    (libc::SYS_sched_setscheduler, 0),
+    (libc::SYS_sched_setparam, 0),
+    (libc::SYS_sched_setattr, 0),
 ];
 
 /// Network system calls, refused unless a Net capability is granted.
@@ -270,6 +376,24 @@ fn seccomp_filters(capabilities: &Capabilities) -> Result<(), String> {
         REFUSED.iter().map(|&call| (call, Vec::new())).collect();
     if capabilities.net_grants().next().is_none() {
         refused.extend(NETWORK.iter().map(|&call| (call, Vec::new())));
+    } else {
+        // A Net grant is for IP: a Unix socket (the session bus, a
+        // container engine's socket) could start programs outside.
+        let family = |family: i32| {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family as u64)
+        };
+        let other_family = SeccompRule::new(vec![
+            family(libc::AF_INET).map_err(failed)?,
+            family(libc::AF_INET6).map_err(failed)?,
+        ])
+        .map_err(failed)?;
+        refused.insert(libc::SYS_socket, vec![other_family]);
+        refused.insert(libc::SYS_socketpair, Vec::new());
+    }
+    for &(call, argument) in OTHERS {
+        let another = SeccompCondition::new(argument, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, 0)
+            .map_err(failed)?;
+        refused.insert(call, vec![SeccompRule::new(vec![another]).map_err(failed)?]);
     }
     // clone without CLONE_THREAD makes a process; threads stay allowed.
     let new_process = SeccompCondition::new(
@@ -303,7 +427,33 @@ fn seccomp_filters(capabilities: &Capabilities) -> Result<(), String> {
     .map_err(failed)?
     .try_into()
     .map_err(failed)?;
+    #[cfg(target_arch = "x86_64")]
+    seccompiler::apply_filter(&no_x32()).map_err(failed)?;
     seccompiler::apply_filter(&deny).map_err(failed)?;
     seccompiler::apply_filter(&clone3).map_err(failed)?;
     Ok(())
+}
+
+/// On x86_64 the x32 ABI numbers every system call again with bit 30 set,
+/// past a list of numbers: refuse them all.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn no_x32() -> seccompiler::BpfProgram {
+    use seccompiler::sock_filter;
+    const LOAD_WORD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JUMP_EQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JUMP_GE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RETURN: u16 = 0x06; // BPF_RET | BPF_K
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const X32_BIT: u32 = 0x4000_0000;
+    const ALLOW: u32 = 0x7fff_0000;
+    const ERRNO: u32 = 0x0005_0000;
+    let at = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    vec![
+        at(LOAD_WORD, 0, 0, 4), // the architecture
+        at(JUMP_EQ, 0, 3, AUDIT_ARCH_X86_64),
+        at(LOAD_WORD, 0, 0, 0), // the system call's number
+        at(JUMP_GE, 0, 1, X32_BIT),
+        at(RETURN, 0, 0, ERRNO | libc::EPERM as u32),
+        at(RETURN, 0, 0, ALLOW),
+    ]
 }

@@ -75,7 +75,7 @@ impl Sandbox {
     /// holds `call.timeout` by dropping this future, which kills the child.
     pub(crate) async fn run_call(&self, call: SandboxedCall<'_>) -> Result<Value, String> {
         let tool = call.tool.name.clone();
-        let capabilities = call.context.capabilities().clone();
+        let capabilities = call.capabilities;
         let env = capabilities
             .iter()
             .filter_map(|capability| match capability {
@@ -196,10 +196,15 @@ fn explain_refusal(message: String, capabilities: &agentry_core::tool::Capabilit
                 .join(", ")
         }
     };
-    let network = if capabilities.net_grants().next().is_some() {
-        "granted hosts only"
-    } else {
-        "none"
+    let grants: Vec<_> = capabilities.net_grants().collect();
+    let ports: Option<Vec<String>> = grants
+        .iter()
+        .map(|grant| grant.port.map(|port| port.to_string()))
+        .collect();
+    let network = match (grants.is_empty(), ports) {
+        (true, _) => "none".to_owned(),
+        (false, Some(ports)) => format!("IP only, TCP to port {} only", ports.join(", ")),
+        (false, None) => "IP only".to_owned(),
     };
     format!(
         "{message} (the tool runs in a sandbox: it may read {}, write {}; network: {network}; \
@@ -209,13 +214,21 @@ fn explain_refusal(message: String, capabilities: &agentry_core::tool::Capabilit
     )
 }
 
-/// The child's one answer line, when it sent a whole one.
+/// The largest answer read from a child, in bytes: past it the child's
+/// answer is refused and it is treated as one that gave none.
+const MAX_ANSWER_BYTES: u64 = 64 << 20;
+
+/// The child's one answer line, when it sent a whole one (of at most
+/// [`MAX_ANSWER_BYTES`]).
 async fn read_answer(reader: impl AsyncRead + Unpin) -> Option<Response> {
     let mut line = Vec::new();
-    BufReader::new(reader)
+    BufReader::new(reader.take(MAX_ANSWER_BYTES))
         .read_until(b'\n', &mut line)
         .await
         .ok()?;
+    if line.last() != Some(&b'\n') {
+        return None; // cut off, or never ended
+    }
     serde_json::from_slice(&line).ok()
 }
 

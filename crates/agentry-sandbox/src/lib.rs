@@ -10,17 +10,24 @@
 //!   sockets reach outside processes.
 //! - **seccomp**: it cannot start a program (`execve`), a process (`fork`,
 //!   `clone` without `CLONE_THREAD`), open any socket unless a `Net`
-//!   capability is granted, or make system calls that reach into other
-//!   processes or change the system (`ptrace`, `mount`, `bpf`, io_uring, …).
-//!   Refused calls fail with "Operation not permitted".
+//!   capability is granted (and then only IP sockets, no Unix ones), change
+//!   a file's mode, owner or extended attributes (which Landlock does not
+//!   cover), set another process's limits or priority, or make system calls
+//!   that reach into other processes or change the system (`ptrace`,
+//!   `mount`, `bpf`, io_uring, memfd, x32 numbers, …). Refused calls fail
+//!   with "Operation not permitted".
 //! - **resource limits**: memory (address space), CPU time, file size and
-//!   open files ([`Limits`]).
+//!   open files ([`Limits`]); every Linux capability is dropped first, so a
+//!   program run as root cannot raise them again. Descriptors the parent
+//!   left open are closed.
 //!
 //! This holds whatever the tool's code does: `std::fs`, `std::net` and
 //! `std::process` are confined, not only the capability handles on
 //! [`ToolContext`](agentry_core::tool::ToolContext). Where the kernel
-//! lacks Landlock or seccomp the call is refused, unless
-//! [`Sandbox::allow_unconfined`] says to run it anyway.
+//! lacks Landlock or seccomp, or its Landlock is older than the rules need
+//! (Linux 6.12), the call is refused, unless [`Sandbox::allow_unconfined`]
+//! says to run it anyway; a failure to apply what the kernel has is always
+//! a refusal.
 //!
 //! ```standalone_crate
 //! use std::sync::Arc;
@@ -168,8 +175,9 @@ impl Sandbox {
         self.settings(|s| s.limits = limits)
     }
 
-    /// Run calls even where the kernel cannot confine them (no Landlock or
-    /// seccomp): they still run in a child process, under the limits.
+    /// Run calls even where the kernel cannot confine them fully (no
+    /// Landlock or seccomp, or an older Landlock): they still run in a child
+    /// process, with what the kernel enforces (on Linux, the limits).
     pub fn allow_unconfined(self, allow: bool) -> Self {
         self.settings(|s| s.allow_unconfined = allow)
     }

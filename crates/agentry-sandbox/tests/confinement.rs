@@ -1,8 +1,10 @@
 //! The sandbox against a tool that tries everything it should not: read
 //! `/etc/passwd`, open a TCP socket, write outside its grant, start a
 //! shell, allocate 10 GB, spin past its CPU time, write a file past its
-//! size limit; and does what it may (read and write inside its grant,
-//! start a thread, print) normally. Each outcome is checked exactly.
+//! size limit, raise its own limits, change a file's mode, limit its
+//! parent, reach a Unix socket with a Net grant; and does what it may
+//! (read and write inside its grant, start a thread, print) normally. Each
+//! outcome is checked exactly.
 //!
 //! A plain `main` (no test harness): the sandbox starts this binary again
 //! as its child, and `main` must hand the child its tools before anything
@@ -106,6 +108,45 @@ fn attempt(action: &str, arg: &str, ctx: &ToolContext) -> Result<Value, String> 
             Ok(json!("wrote 8 MiB"))
         }
         "env" => Ok(json!(std::env::var(arg).ok())),
+        "unix" => text(std::os::unix::net::UnixStream::connect(arg).map(drop)),
+        "chmod" => {
+            use std::os::unix::fs::PermissionsExt;
+            text(std::fs::set_permissions(
+                arg,
+                std::fs::Permissions::from_mode(0o777),
+            ))
+        }
+        "raise_memory" => {
+            let unlimited = libc::rlimit {
+                rlim_cur: libc::RLIM_INFINITY,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            // SAFETY: setrlimit reads the struct passed.
+            match unsafe { libc::setrlimit(libc::RLIMIT_AS, &unlimited) } {
+                0 => Ok(json!("raised")),
+                _ => Err(std::io::Error::last_os_error().to_string()),
+            }
+        }
+        "limit_parent" => {
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: prlimit reads the struct passed; the old value is not asked for.
+            let done = unsafe {
+                libc::prlimit(
+                    libc::getppid(),
+                    libc::RLIMIT_NOFILE,
+                    &none,
+                    std::ptr::null_mut(),
+                )
+            };
+            match done {
+                0 => Ok(json!("limited the parent")),
+                _ => Err(std::io::Error::last_os_error().to_string()),
+            }
+        }
+        "pid" => Ok(json!(std::process::id())),
         "thread" => Ok(json!(std::thread::spawn(|| 6 * 7).join().unwrap())),
         "print" => {
             for _ in 0..1000 {
@@ -197,9 +238,11 @@ async fn run_all() {
     };
 
     // Can this kernel confine at all?
+    // Only a kernel that lacks Landlock or seccomp skips; a failure to
+    // apply them is a failure of these tests.
     let first = world.call("read", "/etc/hostname").await;
     if let Some(message) = first.error_message()
-        && message.contains("could not be confined")
+        && message.contains("it could not be confined")
     {
         if std::env::var("AGENTRY_REQUIRE_SANDBOX").as_deref() == Ok("1") {
             panic!("AGENTRY_REQUIRE_SANDBOX=1 but this kernel cannot confine tools: {message}");
@@ -225,6 +268,10 @@ async fn run_all() {
         (
             "memory, CPU and file size are limited",
             Box::pin(limits_hold(&world)),
+        ),
+        (
+            "no raised limits, no file modes, no other process's limits",
+            Box::pin(no_escape_from_the_limits_or_the_files(&world)),
         ),
         (
             "threads, prints and panics",
@@ -338,6 +385,21 @@ async fn limits_hold(world: &World) {
     assert_eq!(std::fs::metadata(&big).unwrap().len(), 1 << 20);
 }
 
+async fn no_escape_from_the_limits_or_the_files(world: &World) {
+    // Even as root: every capability is dropped, so no limit goes back up.
+    let raised = world.call("raise_memory", "").await;
+    assert_eq!(error(&raised), world.refused(NOT_PERMITTED));
+    // Landlock does not cover a file's mode: seccomp refuses the call.
+    let secret = world.outside.join("secret.txt");
+    let before = std::fs::metadata(&secret).unwrap().permissions();
+    let chmod = world.call("chmod", secret.to_str().unwrap()).await;
+    assert_eq!(error(&chmod), world.refused(NOT_PERMITTED));
+    assert_eq!(std::fs::metadata(&secret).unwrap().permissions(), before);
+    // Other processes' limits are out of reach.
+    let parent = world.call("limit_parent", "").await;
+    assert_eq!(error(&parent), world.refused(NOT_PERMITTED));
+}
+
 async fn ordinary_code(world: &World) {
     assert_eq!(world.call("thread", "").await.output, json!(42));
     assert_eq!(world.call("print", "").await.output, json!("printed"));
@@ -382,13 +444,28 @@ async fn granted_network(sandbox: &Sandbox) {
         &ctx,
     )
     .await;
-    assert_eq!(
-        error(&closed),
+    let refused = |error: &str| {
         format!(
-            "tool \"online\" failed: {DENIED} (the tool runs in a sandbox: it may read nothing, \
-             write nothing; network: granted hosts only; it may not start programs)"
+            "tool \"online\" failed: {error} (the tool runs in a sandbox: it may read nothing, \
+             write nothing; network: IP only, TCP to port {port} only; it may not start programs)"
         )
+    };
+    assert_eq!(error(&closed), refused(DENIED));
+    // A Net grant is for IP: a Unix socket (a session bus, a container
+    // engine) stays out of reach.
+    let path = std::env::temp_dir().join(format!("agentry-sandbox-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let unix = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let call = ToolCall::new(
+        "u",
+        "online",
+        json!({"action": "unix", "arg": path.to_str().unwrap()}),
     );
+    let result = gated_dispatch(&toolbox, call, &grants, &ctx).await;
+    assert_eq!(error(&result), refused(NOT_PERMITTED));
+    unix.set_nonblocking(true).unwrap();
+    assert!(unix.accept().is_err(), "no connection arrived");
+    let _ = std::fs::remove_file(&path);
 }
 
 async fn macro_and_refusal(sandbox: &Sandbox) {
@@ -468,7 +545,15 @@ async fn warm_children(world: &World) {
         let result = gated_dispatch(&world.toolbox, call, &world.grants, &ctx).await;
         assert_eq!(result.output, json!("inside the grant"), "{result:?}");
     }
-    // Each call got a fresh child: one confined for the grant cannot be
+    // Each call gets a child of its own: none is used twice.
+    let mut pids = std::collections::HashSet::new();
+    for _ in 0..3 {
+        let call = ToolCall::new("p", "probe", json!({"action": "pid", "arg": ""}));
+        let result = gated_dispatch(&world.toolbox, call, &world.grants, &ctx).await;
+        assert!(pids.insert(result.output.as_u64().unwrap()), "{result:?}");
+    }
+    assert!(!pids.contains(&(std::process::id() as u64)));
+    // A fresh child: one confined for the grant cannot be
     // reused for another.
     let passwd = ToolCall::new(
         "w",

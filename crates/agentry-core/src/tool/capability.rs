@@ -49,6 +49,17 @@ impl Capability {
     pub fn fs_write(dir: impl Into<PathBuf>) -> Self {
         Self::FsWrite(dir.into())
     }
+
+    /// The same capability with a directory as an absolute, normalised path
+    /// ([`normalize_path`], against this process's working directory): what
+    /// another process with another working directory reads alike.
+    pub fn absolute(&self) -> Self {
+        match self {
+            Self::FsRead(dir) => Self::FsRead(normalize_path(dir)),
+            Self::FsWrite(dir) => Self::FsWrite(normalize_path(dir)),
+            other => other.clone(),
+        }
+    }
     /// `Env(name)`.
     pub fn env(name: impl Into<String>) -> Self {
         Self::Env(name.into())

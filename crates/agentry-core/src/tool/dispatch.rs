@@ -12,6 +12,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::call::{ToolCall, ToolResult};
+use super::capability::{Capabilities, Capability};
 use super::context::ToolContext;
 use super::handler::{ToolError, ToolHandler};
 use super::sandbox::{SandboxedCall, no_sandbox_message};
@@ -135,10 +136,20 @@ impl Toolbox {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(Failure::NoRuntime.message(&tool.name));
         }
+        // Whoever dispatches (the gate, an MCP server, a program), the tool
+        // gets no more than it declares.
+        let declared: Capabilities = tool.capabilities.iter().cloned().collect();
+        let capabilities = ctx
+            .capabilities()
+            .intersection(&declared)
+            .iter()
+            .map(Capability::absolute)
+            .collect();
         let call = SandboxedCall {
             tool,
             input,
             context: ctx,
+            capabilities,
             timeout: limit,
         };
         let outcome = match tokio::time::timeout(limit, sandbox.run(call)).await {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::capability::Capabilities;
 use super::context::ToolContext;
 use super::tool::Tool;
 use crate::BoxFuture;
@@ -21,9 +22,11 @@ pub struct SandboxedCall<'a> {
     pub tool: &'a Tool,
     /// The validated input.
     pub input: Value,
-    /// The call's context; its capabilities are the tool's declared ones ∩
-    /// the agent's grants: all the sandbox may allow.
+    /// The call's context (session, sender, extras).
     pub context: &'a ToolContext,
+    /// All the sandbox may allow: the context's capabilities ∩ what the
+    /// tool declares, directories as absolute paths.
+    pub capabilities: Capabilities,
     /// How long the call may take, the sandbox's start-up included.
     pub timeout: Duration,
 }
