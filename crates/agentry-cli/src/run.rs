@@ -145,17 +145,9 @@ pub fn waiting_reason(waiting: Waiting) -> &'static str {
 }
 
 fn as_json(run: &RunOutcome) -> serde_json::Value {
-    let outcome = match &run.outcome {
-        Outcome::Final(_) => "final",
-        Outcome::OutOfSteps => "out_of_steps",
-        Outcome::OverBudget => "over_budget",
-        Outcome::ModelError(_) => "model_error",
-        Outcome::AwaitingDecision(_) => "awaiting_decision",
-        Outcome::JournalFailed(_) => "journal_failed",
-    };
     let mut value = json!({
         "answer": run.text(),
-        "outcome": outcome,
+        "outcome": run.outcome.kind(),
         "steps": run.steps,
         "usage": run.usage,
     });

@@ -33,6 +33,22 @@ pub enum Outcome {
     JournalFailed(#[serde(serialize_with = "display")] JournalError),
 }
 
+impl Outcome {
+    /// How it ended, in one word: the `kind` it serialises with (`final`,
+    /// `out_of_steps`, `over_budget`, `model_error`, `awaiting_decision`,
+    /// `journal_failed`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Final(_) => "final",
+            Outcome::OutOfSteps => "out_of_steps",
+            Outcome::OverBudget => "over_budget",
+            Outcome::ModelError(_) => "model_error",
+            Outcome::AwaitingDecision(_) => "awaiting_decision",
+            Outcome::JournalFailed(_) => "journal_failed",
+        }
+    }
+}
+
 fn display<S: serde::Serializer>(
     error: &impl std::fmt::Display,
     serializer: S,
@@ -163,4 +179,24 @@ pub enum RunError {
     /// A durable run's journal failed.
     #[error("the run stopped: {0}")]
     Journal(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_is_the_serialised_kind() {
+        for outcome in [
+            Outcome::Final("hi".into()),
+            Outcome::OutOfSteps,
+            Outcome::OverBudget,
+            Outcome::ModelError(ModelError::Transport("reset".into())),
+            Outcome::AwaitingDecision(Vec::new()),
+            Outcome::JournalFailed(JournalError::NotFound("r".into())),
+        ] {
+            let serialised = serde_json::to_value(&outcome).unwrap();
+            assert_eq!(serialised["kind"], outcome.kind(), "{outcome:?}");
+        }
+    }
 }

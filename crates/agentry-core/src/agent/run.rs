@@ -256,14 +256,14 @@ impl Agent {
                 }
             }
         }
-        let (outcome, kind) = if spend.within_budget() {
-            (Outcome::OutOfSteps, "out_of_steps")
+        let outcome = if spend.within_budget() {
+            Outcome::OutOfSteps
         } else {
-            (Outcome::OverBudget, "over_budget")
+            Outcome::OverBudget
         };
         if let Some(durable) = durable {
             let ended = RunEntry::Ended {
-                outcome: kind.into(),
+                outcome: outcome.kind().into(),
                 detail: String::new(),
             };
             if let Err(error) = durable.write(ended).await {
