@@ -68,27 +68,15 @@ async fn the_page_streams_a_reply_shows_the_tool_call_and_renders_markdown_safel
     let agent = Agent::builder(model).tool(multiply).build().unwrap();
     let server = support::serve_agent(agent, |s| s).await;
 
-    let artifacts = repo().join("target/test-artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let screenshot = artifacts.join("chat-page-scripted.png");
+    let screenshot = repo().join("target/test-artifacts/chat-page-scripted.png");
     let _ = std::fs::remove_file(&screenshot);
-    let output = tokio::process::Command::new("node")
-        .arg(&driver)
-        .args(["--url", &server.url, "--key", "alice-key"])
-        .args(["--message", "What is 17 * 23? <b>bold?</b>"])
-        .arg("--screenshot")
-        .arg(&screenshot)
-        .args(["--timeout-ms", "60000"])
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the driver failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let report = drive(
+        &driver,
+        &server,
+        &["--message", "What is 17 * 23? <b>bold?</b>"],
+        &screenshot,
+    )
+    .await;
     assert!(screenshot.exists(), "the screenshot is kept");
 
     let live = &report["live"];
@@ -221,13 +209,25 @@ async fn approve_in_the_page(decide: &str) -> (Value, support::Running) {
     let screenshot = repo().join(format!(
         "target/test-artifacts/chat-page-approval-{decide}.png"
     ));
+    let message = ["--message", "Please delete old.log", "--decide", decide];
+    (drive(&driver, &server, &message, &screenshot).await, server)
+}
+
+/// The driver against `server` with alice's key, `args` and a screenshot
+/// saved to `screenshot`: its report, or a failure with what it said.
+async fn drive(
+    driver: &std::path::Path,
+    server: &support::Running,
+    args: &[&str],
+    screenshot: &std::path::Path,
+) -> Value {
     std::fs::create_dir_all(screenshot.parent().unwrap()).unwrap();
     let output = tokio::process::Command::new("node")
-        .arg(&driver)
+        .arg(driver)
         .args(["--url", &server.url, "--key", "alice-key"])
-        .args(["--message", "Please delete old.log", "--decide", decide])
+        .args(args)
         .arg("--screenshot")
-        .arg(&screenshot)
+        .arg(screenshot)
         .args(["--timeout-ms", "60000"])
         .output()
         .await
@@ -238,7 +238,7 @@ async fn approve_in_the_page(decide: &str) -> (Value, support::Running) {
         "the driver failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    (serde_json::from_str(stdout.trim()).unwrap(), server)
+    serde_json::from_str(stdout.trim()).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use agentry_core::agent::Agent;
 use agentry_store::SqliteStore;
 use serde_json::{Value, json};
-use support::sse;
 
 async fn durable_server(
     db: &std::path::Path,
@@ -156,19 +155,13 @@ async fn a_streamed_turn_sends_run_waiting_and_an_edit_changes_the_input() {
     let db = temp_db("stream");
     let runs = Arc::new(AtomicUsize::new(0));
     let server = durable_server(&db, "/etc/passwd", runs.clone()).await;
-    let body = server
-        .http
-        .post(format!("{}/v1/sessions/s2/turns", server.url))
-        .bearer_auth("alice-key")
-        .header("Accept", "text/event-stream")
-        .json(&json!({"text": "clean up", "payload": {"message_id": "m2"}}))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let events = sse(&body);
+    let events = server
+        .post_events(
+            "/v1/sessions/s2/turns",
+            "alice-key",
+            &json!({"text": "clean up", "payload": {"message_id": "m2"}}),
+        )
+        .await;
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,

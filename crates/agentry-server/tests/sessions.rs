@@ -282,19 +282,13 @@ async fn tool_calls_stream_as_events_and_come_back_in_json() {
     };
     let agent = |model| Agent::builder(model).tool(add.clone()).build().unwrap();
     let server = support::serve_agent(agent(script()), |s| s).await;
-    let body = server
-        .http
-        .post(format!("{}/v1/sessions/math/turns", server.url))
-        .bearer_auth("alice-key")
-        .header("Accept", "text/event-stream")
-        .json(&json!({"text": "2 + 40?"}))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let events = sse(&body);
+    let events = server
+        .post_events(
+            "/v1/sessions/math/turns",
+            "alice-key",
+            &json!({"text": "2 + 40?"}),
+        )
+        .await;
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,

@@ -150,6 +150,26 @@ impl Running {
     }
 }
 
+impl Running {
+    /// `POST path` of `body` with `key`, asking for server-sent events: the
+    /// `(event, data)` pairs of the answer.
+    pub async fn post_events(&self, path: &str, key: &str, body: &Value) -> Vec<(String, Value)> {
+        let text = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(key)
+            .header("Accept", "text/event-stream")
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        sse(&text)
+    }
+}
+
 /// `(event, data)` pairs of a server-sent event body.
 pub fn sse(body: &str) -> Vec<(String, Value)> {
     let mut events = Vec::new();
