@@ -38,7 +38,7 @@ fn temp_db(name: &str) -> std::path::PathBuf {
 
 /// `instance` validates against schema `name` of the server's OpenAPI document.
 async fn conforms(server: &support::Running, name: &str, instance: &Value) {
-    let mut document: Value = server
+    let document: Value = server
         .http
         .get(format!("{}/openapi.json", server.url))
         .send()
@@ -47,13 +47,7 @@ async fn conforms(server: &support::Running, name: &str, instance: &Value) {
         .json()
         .await
         .unwrap();
-    document["$ref"] = json!(format!("#/components/schemas/{name}"));
-    let validator = jsonschema::validator_for(&document).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| e.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{name}: {errors:?} in {instance}");
+    support::assert_conforms(&document, name, instance);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -170,6 +170,19 @@ impl Running {
     }
 }
 
+/// Assert that `instance` validates against schema `name` of the OpenAPI
+/// `document`.
+pub fn assert_conforms(document: &Value, name: &str, instance: &Value) {
+    let mut root = document.clone();
+    root["$ref"] = Value::String(format!("#/components/schemas/{name}"));
+    let validator = jsonschema::validator_for(&root).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{name}: {errors:?} in {instance}");
+}
+
 /// `(event, data)` pairs of a server-sent event body.
 pub fn sse(body: &str) -> Vec<(String, Value)> {
     let mut events = Vec::new();
