@@ -368,7 +368,8 @@ pub async fn check_management(store: &dyn MemoryStore, prefix: &str) {
 /// Run the keyword-search suite against `store`
 /// ([`MemoryStore::search_text`], the keyword half of hybrid recall):
 /// records are found by an exact number and by a plain word, within their
-/// own session only, at most `limit`; a query without searchable words
+/// own session only, at most `limit`, a record holding more of the words
+/// first; a query without searchable words
 /// finds nothing, query-language syntax in the text is only text, and a
 /// forgotten record is no longer found. Sessions used are `{prefix}-ka` and
 /// `{prefix}-kb`; vectors have 3 dimensions.
@@ -437,6 +438,16 @@ pub async fn check_keywords(store: &dyn MemoryStore, prefix: &str) {
         store.search_text(&a, "invoice", 1).await.unwrap().len(),
         1,
         "limit"
+    );
+    let hits = store.search_text(&a, "invoice 48213", 5).await.unwrap();
+    assert_eq!(
+        texts(&hits),
+        [batch[0].text.clone(), batch[2].text.clone()],
+        "the record holding both words first"
+    );
+    assert!(
+        hits[0].score > hits[1].score,
+        "both words score above one: {hits:?}"
     );
 
     for nothing in ["", "?! ...", "the of and"] {
