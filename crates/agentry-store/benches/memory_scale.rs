@@ -19,6 +19,7 @@
 //! AGENTRY_SKETCH_CANDIDATES=250,500,1000,2000 cargo bench -p agentry-store --bench memory_scale
 //! AGENTRY_CORPUS_LIMIT=100000 cargo bench ...   # embed at most this many real sentences
 //! AGENTRY_POSTGRES_URL=postgres://… cargo bench ...   # adds PostgreSQL + pgvector HNSW rows
+//! AGENTRY_PG_EF_SEARCH=40,100,200,400 …                  # and HNSW search widths (default 40)
 //! ```
 
 #[path = "support/corpus.rs"]
@@ -295,26 +296,41 @@ async fn postgres(
         limit: TOP,
         min_score: -1.0,
     };
-    let mut found = 0;
     let recall_queries = &queries[..truth.len()];
-    for (query, truth) in recall_queries.iter().zip(truth) {
-        let hits = store.recall(&session, query, opts).await.unwrap();
-        let ids: Vec<usize> = hits.iter().map(|h| h.record.timestamp as usize).collect();
-        found += truth.iter().filter(|t| ids.contains(t)).count();
+    // The search width: pgvector's default (40) unless a list is given.
+    let widths: Vec<usize> = std::env::var("AGENTRY_PG_EF_SEARCH")
+        .ok()
+        .map(|s| s.split(',').map(|w| w.trim().parse().unwrap()).collect())
+        .unwrap_or_else(|| vec![40]);
+    for width in widths {
+        // A connection setting, given to every connection of the pool.
+        let separator = if url.contains('?') { '&' } else { '?' };
+        let searching = PgStore::connect(
+            &format!("{url}{separator}options=-c%20hnsw.ef_search%3D{width}"),
+            DIMS,
+        )
+        .await
+        .unwrap();
+        let mut found = 0;
+        for (query, truth) in recall_queries.iter().zip(truth) {
+            let hits = searching.recall(&session, query, opts).await.unwrap();
+            let ids: Vec<usize> = hits.iter().map(|h| h.record.timestamp as usize).collect();
+            found += truth.iter().filter(|t| ids.contains(t)).count();
+        }
+        let mut times = Vec::with_capacity(LATENCY_QUERIES);
+        for query in queries.iter().skip(RECALL_QUERIES).take(LATENCY_QUERIES) {
+            let started = Instant::now();
+            searching.recall(&session, query, opts).await.unwrap();
+            times.push(started.elapsed());
+        }
+        times.sort();
+        println!(
+            "postgres+pgvector HNSW recall, ef_search {width}: p50 {:.2} ms, p95 {:.2} ms; recall@5 against the exact scan {:.4}",
+            percentile(&times, 0.5),
+            percentile(&times, 0.95),
+            found as f64 / (TOP * truth.len()) as f64
+        );
     }
-    let mut times = Vec::with_capacity(LATENCY_QUERIES);
-    for query in queries.iter().skip(RECALL_QUERIES).take(LATENCY_QUERIES) {
-        let started = Instant::now();
-        store.recall(&session, query, opts).await.unwrap();
-        times.push(started.elapsed());
-    }
-    times.sort();
-    println!(
-        "postgres+pgvector HNSW recall: p50 {:.2} ms, p95 {:.2} ms; recall@5 against the exact scan {:.4}",
-        percentile(&times, 0.5),
-        percentile(&times, 0.95),
-        found as f64 / (TOP * truth.len()) as f64
-    );
     store
         .forget(&agentry_core::memory::Forget::Session(session))
         .await

@@ -1,7 +1,7 @@
 //! Keyword search in the PostgreSQL store: the query's words ([`keywords`])
 //! stemmed by the `english` configuration, matched against the generated
-//! `words` column through its GIN index, and ranked within one session by
-//! the rarity of the words each record holds.
+//! `words` column through its GIN index, and ranked by `ts_rank_cd` within
+//! one session.
 //!
 //! PostgreSQL's own ranking functions weigh every word alike, so a record
 //! holding a word half the table holds would rank with one holding the rare
@@ -126,21 +126,18 @@ impl PgStore {
         if lexemes.is_empty() {
             return Ok(Vec::new());
         }
-        // For each word, the rows holding it (a GIN index scan per word, no
-        // recheck), each row scored by the summed weights of the words that
-        // found it; only the best are read whole. (Scoring each row of one
-        // OR query by testing every word against its `words` again cost a
-        // subquery per row: 2-3 times slower, 2026-11-26.)
+        // Rows holding any of the words (the GIN index), scored by the
+        // weights of the words they hold; only the best are read whole.
         let table = &self.table;
         let sql = format!(
             "SELECT m.session, m.role, m.source, m.text, m.metadata, m.timestamp,
                     m.embedding::text AS embedding, best.score
-             FROM (SELECT t.id, sum(w.weight)::float4 AS score
-                   FROM unnest($3::text[], $4::float8[]) AS w(term, weight)
-                   JOIN {table} AS t ON t.words @@ w.term::tsquery
-                   WHERE t.session = $1
-                   GROUP BY t.id
-                   ORDER BY score DESC, t.id LIMIT $2) AS best
+             FROM (SELECT t.id,
+                          (SELECT sum(w.weight) FROM unnest($4::text[], $5::float8[]) AS w(term, weight)
+                           WHERE t.words @@ w.term::tsquery)::float4 AS score
+                   FROM {table} AS t
+                   WHERE t.session = $1 AND t.words @@ to_tsquery('simple'::regconfig, $2)
+                   ORDER BY score DESC, t.id LIMIT $3) AS best
              JOIN {table} AS m ON m.id = best.id
              ORDER BY best.score DESC, m.id"
         );
@@ -148,6 +145,7 @@ impl PgStore {
         let weights: Vec<f64> = lexemes.iter().map(|(_, w)| *w).collect();
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(session)
+            .bind(terms.join(" | "))
             .bind(limit.min(i64::MAX as usize) as i64)
             .bind(&terms)
             .bind(&weights)
