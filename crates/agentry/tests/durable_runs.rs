@@ -48,10 +48,33 @@ fn destructive() -> ToolHints {
 /// A journal holding run `id` with `entries`, written as a process would have.
 async fn journal_with(id: &str, entries: &[RunEntry]) -> Arc<InMemoryJournal> {
     let journal = Arc::new(InMemoryJournal::new());
+    append_all(journal.as_ref(), id, entries).await;
+    journal
+}
+
+/// Write `entries` as run `id`'s journal, numbered from 0.
+async fn append_all(journal: &dyn RunJournal, id: &str, entries: &[RunEntry]) {
     for (seq, entry) in entries.iter().enumerate() {
         journal.append(id, seq as u64, entry).await.unwrap();
     }
-    journal
+}
+
+/// How a journalled run opens: the user's message, then step 1 asking for
+/// `calls`.
+fn opening(user: &str, calls: Vec<ToolCall>) -> [RunEntry; 2] {
+    [
+        RunEntry::Started {
+            messages: vec![Message::user(user)],
+            system: None,
+            at_ms: 0,
+        },
+        RunEntry::ToolStep {
+            step: 1,
+            text: String::new(),
+            calls,
+            tokens: Usage::new(10, 5),
+        },
+    ]
 }
 
 /// A destructive `delete` that logs the path of every run in `seen`.
@@ -302,26 +325,16 @@ async fn an_approver_still_decides_in_process_and_may_defer_to_a_person() {
 async fn interrupted_run(journal: &dyn RunJournal, tool: &str) -> String {
     let id = format!("interrupted-{tool}");
     let call = ToolCall::new("c1", tool, json!({"path": "a"}));
+    let [started, step] = opening("go", vec![call.clone()]);
     let entries = [
-        RunEntry::Started {
-            messages: vec![Message::user("go")],
-            system: None,
-            at_ms: 0,
-        },
-        RunEntry::ToolStep {
-            step: 1,
-            text: String::new(),
-            calls: vec![call.clone()],
-            tokens: Usage::new(10, 5),
-        },
+        started,
+        step,
         RunEntry::CallStarted {
             call_id: "c1".into(),
-            input: call.input.clone(),
+            input: call.input,
         },
     ];
-    for (seq, entry) in entries.iter().enumerate() {
-        journal.append(&id, seq as u64, entry).await.unwrap();
-    }
+    append_all(journal, &id, &entries).await;
     id
 }
 
@@ -644,18 +657,10 @@ async fn a_decision_is_used_once_even_when_the_model_reuses_a_call_id() {
 async fn an_edited_call_interrupted_mid_run_is_shown_and_run_again_with_its_edit() {
     let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let call = ToolCall::new("c1", "delete", json!({"path": "/"}));
+    let [started, step] = opening("clean up", vec![call]);
     let entries = [
-        RunEntry::Started {
-            messages: vec![Message::user("clean up")],
-            system: None,
-            at_ms: 0,
-        },
-        RunEntry::ToolStep {
-            step: 1,
-            text: String::new(),
-            calls: vec![call],
-            tokens: Usage::new(10, 5),
-        },
+        started,
+        step,
         RunEntry::AwaitingDecision {
             call_id: "c1".into(),
             waiting: Waiting::Approval,
@@ -733,18 +738,13 @@ async fn a_remembered_edit_approves_later_calls_with_their_own_input() {
 #[tokio::test]
 async fn a_child_agents_tokens_count_after_a_resume() {
     // Journal a finished call whose child agent spent 1,000 tokens.
+    let [started, step] = opening(
+        "go",
+        vec![ToolCall::new("c1", "helper", json!({"path": "x"}))],
+    );
     let entries = [
-        RunEntry::Started {
-            messages: vec![Message::user("go")],
-            system: None,
-            at_ms: 0,
-        },
-        RunEntry::ToolStep {
-            step: 1,
-            text: String::new(),
-            calls: vec![ToolCall::new("c1", "helper", json!({"path": "x"}))],
-            tokens: Usage::new(10, 5),
-        },
+        started,
+        step,
         RunEntry::CallFinished {
             result: agentry::tool::ToolResult::ok("c1", json!("helped")),
             duration_ms: 3,
