@@ -62,6 +62,12 @@ pub struct ModelSection {
     pub call_syntax: Option<crate::CallSyntaxArg>,
     /// Local, template syntax: tell the model that several calls are one JSON list (default true).
     pub call_lists: Option<bool>,
+    /// Local, with call lists: hold a reply that offers one tool to a JSON
+    /// list of calls (default false).
+    pub one_tool_lists: Option<bool>,
+    /// Local: run every copy of a call the model repeats word for word in
+    /// one reply (default false: the repeats are read as one call).
+    pub repeated_calls: Option<bool>,
     /// The relevance gate's floor (default 0.2 with the local model; 0 turns it off).
     pub relevance_floor: Option<f32>,
 }

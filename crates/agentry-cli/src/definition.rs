@@ -48,6 +48,10 @@ pub struct ModelChoice {
     pub call_syntax: crate::CallSyntaxArg,
     /// Local, template syntax: the system prompt says several calls are one JSON list.
     pub call_lists: bool,
+    /// Local, with call lists: a reply offering one tool is held to a list.
+    pub one_tool_lists: bool,
+    /// Local: identical calls in one reply are all run, not read as one.
+    pub repeated_calls: bool,
     /// The relevance gate's floor, when the gate is on.
     pub relevance_floor: Option<f32>,
 }
@@ -74,6 +78,8 @@ impl ModelArgs {
                 .or(section.call_syntax)
                 .unwrap_or(crate::CallSyntaxArg::Template),
             call_lists: !self.no_call_lists && section.call_lists.unwrap_or(true),
+            one_tool_lists: self.one_tool_lists || section.one_tool_lists.unwrap_or(false),
+            repeated_calls: self.repeated_calls || section.repeated_calls.unwrap_or(false),
             relevance_floor: self
                 .relevance_floor
                 .or(section.relevance_floor)
@@ -383,6 +389,20 @@ mod tests {
         assert!(choose(&[], "").call_lists);
         assert!(!choose(&["--no-call-lists"], "").call_lists);
         assert!(!choose(&[], "[model]\ncall_lists = false").call_lists);
+    }
+
+    #[test]
+    fn one_tool_lists_are_off_unless_a_flag_or_the_file_says_otherwise() {
+        assert!(!choose(&[], "").one_tool_lists);
+        assert!(choose(&["--one-tool-lists"], "").one_tool_lists);
+        assert!(choose(&[], "[model]\none_tool_lists = true").one_tool_lists);
+    }
+
+    #[test]
+    fn repeated_calls_are_read_once_unless_a_flag_or_the_file_says_otherwise() {
+        assert!(!choose(&[], "").repeated_calls);
+        assert!(choose(&["--repeated-calls"], "").repeated_calls);
+        assert!(choose(&[], "[model]\nrepeated_calls = true").repeated_calls);
     }
 
     #[test]

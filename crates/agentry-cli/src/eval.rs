@@ -344,6 +344,8 @@ async fn run_category(
         "text_calls": choice.text_calls,
         "call_syntax": choice.call_syntax.to_possible_value().map(|v| v.get_name().to_owned()),
         "call_lists": choice.call_lists,
+        "one_tool_lists": choice.one_tool_lists,
+        "repeated_calls": choice.repeated_calls,
         "relevance_floor": choice.relevance_floor,
         "gated": gated,
         "questions": total,

@@ -104,6 +104,15 @@ pub struct ModelArgs {
     /// note that several calls are written as one JSON list.
     #[arg(long)]
     no_call_lists: bool,
+    /// Local, with call lists: when a request offers one tool, hold the
+    /// model's calls to a JSON list (more of the calls a request asks for,
+    /// and more it did not ask for: see BENCHMARKS.md).
+    #[arg(long)]
+    one_tool_lists: bool,
+    /// Local: run a call the model writes twice word for word in one reply
+    /// twice, instead of reading the repeats as one call.
+    #[arg(long)]
+    repeated_calls: bool,
     /// Before the first step, answer in text when no tool's name and
     /// description is this close (cosine, all-MiniLM-L6-v2) to the request;
     /// 0 turns the gate off [default: 0.2 with the local model, off otherwise].

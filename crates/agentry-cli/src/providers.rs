@@ -63,6 +63,8 @@ pub async fn local_model(args: &ModelChoice) -> Result<LocalModel, String> {
         text_calls: args.text_calls,
         call_syntax: args.call_syntax.into(),
         call_lists: args.call_lists,
+        one_tool_lists: args.one_tool_lists,
+        repeated_calls: args.repeated_calls,
         ..LocalConfig::default()
     };
     tokio::task::spawn_blocking(move || LocalModel::load_with(&path, config))

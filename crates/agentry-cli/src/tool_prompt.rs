@@ -92,6 +92,8 @@ pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         text_calls: true,
         call_syntax: crate::CallSyntaxArg::Template,
         call_lists: true,
+        one_tool_lists: false,
+        repeated_calls: false,
         relevance_floor: None,
     };
     let model = crate::providers::local_model(&choice).await?;

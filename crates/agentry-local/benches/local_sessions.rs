@@ -3,16 +3,26 @@
 //! 1. a five-turn chat, cache off and on: seconds and prompt tokens
 //!    evaluated per turn;
 //! 2. 1, 2, 4 and 8 sessions at once: total generated tokens per second and
-//!    each session's time to its first token.
+//!    each session's time to its first token, beside the same prompts
+//!    decoded by a plain llama-cpp-2 batch loop (one token of every
+//!    sequence per step, nothing else): the most batching gives on this
+//!    machine.
 //!
 //! Run: `cargo bench -p agentry-local --bench local_sessions`
 //! (needs the model: `agentry model pull`). Prints Markdown tables.
 
+use std::num::NonZeroU32;
 use std::time::Instant;
 
 use agentry::model::{ChatRequest, Message};
 use agentry_local::fetch;
 use agentry_local::{LocalConfig, LocalModel};
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::sampling::LlamaSampler;
 
 const TURNS: [&str; 5] = [
     "I am planning a three-day trip to Lisbon in May. What should I pack?",
@@ -55,20 +65,20 @@ fn chat(model: &LocalModel) -> Vec<(f64, u64, u64)> {
     turns
 }
 
-/// `n` sessions at once, each a different question: (total generated
-/// tokens per second, mean and worst seconds to the first token).
-fn sessions(model: &LocalModel, n: usize) -> (f64, f64, f64, u64) {
-    let topics = [
-        "the history of the printing press",
-        "how volcanoes form",
-        "the life cycle of a star",
-        "how a compiler works",
-        "the rules of chess",
-        "how bread rises",
-        "the water cycle",
-        "how vaccines work",
-    ];
-    let prompts: Vec<_> = topics[..n]
+const TOPICS: [&str; 8] = [
+    "the history of the printing press",
+    "how volcanoes form",
+    "the life cycle of a star",
+    "how a compiler works",
+    "the rules of chess",
+    "how bread rises",
+    "the water cycle",
+    "how vaccines work",
+];
+
+/// The prompts of `n` sessions, each a different question.
+fn session_prompts(model: &LocalModel, n: usize) -> Vec<agentry_local::Prompt> {
+    TOPICS[..n]
         .iter()
         .map(|topic| {
             model
@@ -80,7 +90,13 @@ fn sessions(model: &LocalModel, n: usize) -> (f64, f64, f64, u64) {
                 })
                 .unwrap()
         })
-        .collect();
+        .collect()
+}
+
+/// `n` sessions at once, each a different question: (total generated
+/// tokens per second, mean and worst seconds to the first token).
+fn sessions(model: &LocalModel, n: usize) -> (f64, f64, f64, u64) {
+    let prompts = session_prompts(model, n);
     let started = Instant::now();
     let results: Vec<(f64, u64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = prompts
@@ -106,6 +122,90 @@ fn sessions(model: &LocalModel, n: usize) -> (f64, f64, f64, u64) {
     let mean = firsts.iter().sum::<f64>() / firsts.len() as f64;
     let worst = firsts.iter().copied().fold(0.0, f64::max);
     (generated as f64 / wall, mean, worst, generated)
+}
+
+/// A context shaped like `LocalModel`'s for the plain loop: 8 sequences of
+/// 4,096 cells, one cache per sequence.
+fn plain_context(model: &LlamaModel, threads: i32) -> LlamaContext<'_> {
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(4096 * 8))
+        .with_n_seq_max(8)
+        .with_kv_unified(false)
+        .with_n_batch(512)
+        .with_n_threads(threads)
+        .with_n_threads_batch(threads);
+    model
+        .new_context(agentry_local::backend().unwrap(), params)
+        .unwrap()
+}
+
+/// The same `n` prompts through llama-cpp-2's batch API and nothing else:
+/// each prompt read into its own sequence, then one greedy token of every
+/// unfinished sequence per decode call. The context is reused (cleared) from
+/// run to run, as `LocalModel` reuses its own.
+/// Returns (generated tokens, total tokens/s from the first prompt token,
+/// tokens/s of the decode steps alone).
+fn plain_batch(
+    model: &LlamaModel,
+    ctx: &mut LlamaContext<'_>,
+    prompts: &[String],
+) -> (u64, f64, f64) {
+    ctx.clear_kv_cache();
+    let vocab = model.vocab();
+    let mut sampler = LlamaSampler::greedy();
+    let mut batch = LlamaBatch::new(512, 8);
+    let started = Instant::now();
+    // Per sequence: its next position, the token sampled last (None once
+    // finished) and how many it has generated.
+    let mut sequences: Vec<(i32, Option<llama_cpp_2::token::LlamaToken>, u32)> = Vec::new();
+    for (seq, prompt) in prompts.iter().enumerate() {
+        let tokens = vocab.tokenize(prompt.as_bytes(), false, true);
+        batch.clear();
+        for (i, token) in tokens.iter().enumerate() {
+            batch
+                .add(*token, i as i32, &[seq as i32], i == tokens.len() - 1)
+                .unwrap();
+        }
+        ctx.decode(&mut batch).unwrap();
+        let token = sampler.sample(ctx, batch.n_tokens() - 1);
+        sequences.push((
+            tokens.len() as i32,
+            (!vocab.is_eog(token)).then_some(token),
+            1,
+        ));
+    }
+    let decoding = Instant::now();
+    let mut decoded = 0u64;
+    loop {
+        batch.clear();
+        let mut rows = Vec::new();
+        for (seq, (position, token, count)) in sequences.iter().enumerate() {
+            if let Some(token) = token
+                && *count < SESSION_MAX_TOKENS
+            {
+                rows.push(seq);
+                batch.add(*token, *position, &[seq as i32], true).unwrap();
+            }
+        }
+        if rows.is_empty() {
+            break;
+        }
+        ctx.decode(&mut batch).unwrap();
+        decoded += rows.len() as u64;
+        for (row, seq) in rows.into_iter().enumerate() {
+            let token = sampler.sample(ctx, row as i32);
+            let (position, last, count) = &mut sequences[seq];
+            *position += 1;
+            *last = (!vocab.is_eog(token)).then_some(token);
+            *count += u32::from(last.is_some());
+        }
+    }
+    let generated: u64 = sequences.iter().map(|s| u64::from(s.2)).sum();
+    (
+        generated,
+        generated as f64 / started.elapsed().as_secs_f64(),
+        decoded as f64 / decoding.elapsed().as_secs_f64(),
+    )
 }
 
 fn main() {
@@ -165,14 +265,50 @@ fn main() {
             ..LocalConfig::default()
         },
     );
-    sessions(&model, 1); // warm-up
+    sessions(&model, 8); // warm-up: every sequence used once
     let mut one = None;
+    let mut ours = Vec::new();
     for n in [1, 2, 4, 8] {
         let (tps, mean, worst, generated) = sessions(&model, n);
         let base = *one.get_or_insert(tps);
+        ours.push(tps);
         println!(
             "| {n} | {generated} | {tps:.1} | {:.2} | {mean:.2} | {worst:.2} |",
             tps / base
+        );
+    }
+
+    // The same prompts through llama-cpp-2 alone, right after, with the
+    // model loaded again: how much one decode step of n sequences gains on
+    // this machine, whoever schedules it.
+    println!("\n### The same sessions through a plain llama-cpp-2 batch loop\n");
+    println!(
+        "| sessions | generated tokens | total tokens/s | × one session | decode steps alone: tokens/s | × one session | agentry / plain (total) |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    let plain_model = LlamaModel::load_from_file(
+        agentry_local::backend().unwrap(),
+        &path,
+        &LlamaModelParams::default(),
+    )
+    .unwrap();
+    let texts = |n| -> Vec<String> {
+        session_prompts(&model, n)
+            .iter()
+            .map(|p| p.text())
+            .collect()
+    };
+    let mut ctx = plain_context(&plain_model, threads as i32);
+    plain_batch(&plain_model, &mut ctx, &texts(8)); // warm-up: every sequence's cache touched
+    let mut one = None;
+    for (n, ours) in [1, 2, 4, 8].into_iter().zip(ours) {
+        let (generated, total, steps) = plain_batch(&plain_model, &mut ctx, &texts(n));
+        let (base_total, base_steps) = *one.get_or_insert((total, steps));
+        println!(
+            "| {n} | {generated} | {total:.1} | {:.2} | {steps:.1} | {:.2} | {:.2} |",
+            total / base_total,
+            steps / base_steps,
+            ours / total
         );
     }
 }

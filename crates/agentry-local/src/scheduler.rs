@@ -38,6 +38,9 @@ use llguidance::Matcher;
 
 use crate::engine::Loaded;
 use crate::prompt_store::{self, PromptStore};
+use slots::{Slot, choose_slot};
+
+mod slots;
 
 /// Tokens per decode call (prompt chunks and generated tokens together).
 const BATCH_SIZE: usize = 512;
@@ -133,14 +136,6 @@ pub(crate) fn spawn(
         .spawn(move || run(&model, settings, store.as_ref(), receiver))
         .map_err(|error| ModelError::Local(format!("starting the decoding thread: {error}")))?;
     Ok(sender)
-}
-
-/// A sequence of the context and the tokens its KV cache holds.
-#[derive(Default)]
-struct Slot {
-    tokens: Vec<LlamaToken>,
-    last_used: u64,
-    busy: bool,
 }
 
 /// A request being decoded.
@@ -324,46 +319,6 @@ fn new_engine(
     })
 }
 
-/// The idle slot for `tokens` and how many leading tokens it already holds.
-///
-/// In order: the slot sharing the longest prefix, when that is at least half
-/// of what the slot holds (the same conversation, grown); an empty slot; the
-/// slot sharing the longest prefix, when that is at least half of the new
-/// prompt; the least recently used slot.
-fn choose_slot(
-    slots: &[Slot],
-    tokens: &[LlamaToken],
-    prompt_cache: bool,
-) -> Option<(usize, usize)> {
-    let shared = |slot: &Slot| {
-        if !prompt_cache {
-            return 0;
-        }
-        prompt_store::shared_prefix(&slot.tokens, tokens)
-    };
-    let idle: Vec<(usize, &Slot, usize)> = slots
-        .iter()
-        .enumerate()
-        .filter(|(_, slot)| !slot.busy)
-        .map(|(index, slot)| (index, slot, shared(slot)))
-        .collect();
-    let best = idle
-        .iter()
-        .max_by_key(|(_, slot, common)| (*common, slot.last_used))?;
-    if best.2 > 0 && best.2 * 2 >= best.1.tokens.len() {
-        return Some((best.0, best.2));
-    }
-    if let Some(empty) = idle.iter().find(|(_, slot, _)| slot.tokens.is_empty()) {
-        return Some((empty.0, 0));
-    }
-    if best.2 > 0 && best.2 * 2 >= tokens.len() {
-        return Some((best.0, best.2));
-    }
-    idle.iter()
-        .min_by_key(|(_, slot, _)| slot.last_used)
-        .map(|(index, _, common)| (*index, *common))
-}
-
 /// One decode call: the next token of every generating request, then prompt
 /// chunks in admission order while the batch has room.
 fn step(
@@ -375,19 +330,14 @@ fn step(
     clock: &mut u64,
 ) {
     batch.clear();
-    // (running index, batch index of its logits)
-    let mut sampled: Vec<(usize, i32)> = Vec::new();
-    let mut fed: Vec<(usize, Vec<LlamaToken>)> = Vec::new();
+    // What each request feeds this step: (running index, tokens, whether
+    // its last token's logits are sampled). Generating requests first, then
+    // prompt chunks in admission order while the batch has room.
+    let mut fed: Vec<(usize, Vec<LlamaToken>, bool)> = Vec::new();
     let mut room = BATCH_SIZE;
-    let mut failure = None;
     for (index, request) in running.iter_mut().enumerate() {
         if let Some(token) = request.feed.take() {
-            let position = engine.slots[request.slot].tokens.len() as i32;
-            if let Err(error) = batch.add(token, position, &[request.slot as i32], true) {
-                failure = Some(format!("batch: {error}"));
-            }
-            sampled.push((index, batch.n_tokens() - 1));
-            fed.push((index, vec![token]));
+            fed.push((index, vec![token], true));
             room -= 1;
         }
     }
@@ -400,23 +350,29 @@ fn step(
             .min(request.pending.len())
             .min(PROMPT_CHUNK - start % PROMPT_CHUNK);
         let chunk: Vec<LlamaToken> = request.pending.drain(..take).collect();
-        let last = request.pending.is_empty();
-        for (offset, token) in chunk.iter().enumerate() {
-            let logits = last && offset + 1 == chunk.len();
-            if let Err(error) = batch.add(
-                *token,
-                (start + offset) as i32,
-                &[request.slot as i32],
-                logits,
-            ) {
+        fed.push((index, chunk, request.pending.is_empty()));
+        room -= take;
+    }
+    // llama.cpp decodes the sequences of a per-sequence cache in one pass
+    // only when the batch names them in increasing order, each one more than
+    // the last (otherwise it splits the batch, and several sequences cost
+    // nearly what they cost one at a time): add them in slot order.
+    fed.sort_by_key(|(index, ..)| running[*index].slot);
+    // (running index, batch index of its logits)
+    let mut sampled: Vec<(usize, i32)> = Vec::new();
+    let mut failure = None;
+    for (index, tokens, sample) in &fed {
+        let slot = running[*index].slot;
+        let start = engine.slots[slot].tokens.len();
+        for (offset, token) in tokens.iter().enumerate() {
+            let logits = *sample && offset + 1 == tokens.len();
+            if let Err(error) = batch.add(*token, (start + offset) as i32, &[slot as i32], logits) {
                 failure = Some(format!("batch: {error}"));
             }
         }
-        if last {
-            sampled.push((index, batch.n_tokens() - 1));
+        if *sample {
+            sampled.push((*index, batch.n_tokens() - 1));
         }
-        fed.push((index, chunk));
-        room -= take;
     }
     let sequences = fed.len() as u64;
     loaded
@@ -441,7 +397,7 @@ fn step(
         }
         return;
     }
-    for (index, tokens) in fed {
+    for (index, tokens, _) in fed {
         let slot = running[index].slot;
         engine.slots[slot].tokens.extend(tokens);
     }

@@ -31,12 +31,15 @@ pub enum TagStyle {
 /// A Lark grammar (llguidance dialect) for one reply. With `allow_text`, the
 /// reply is either an answer or one or more tool calls; without it, tool
 /// calls only. The answer is free text (not starting with `<`), or, given
-/// `answer`, one JSON value that satisfies that schema.
+/// `answer`, one JSON value that satisfies that schema. A call block holds
+/// one call or a JSON list of calls; with `lists_only`, always a list
+/// ([`LocalConfig::one_tool_lists`](crate::LocalConfig::one_tool_lists)).
 pub fn tool_call_grammar(
     tools: &[GrammarTool<'_>],
     allow_text: bool,
     tags: TagStyle,
     answer: Option<&Value>,
+    lists_only: bool,
 ) -> String {
     let (open, close) = match tags {
         TagStyle::Tokens { open, close } => (format!("<[{open}]>"), format!("<[{close}]>")),
@@ -57,10 +60,11 @@ pub fn tool_call_grammar(
     }
     // Calls in the model's own format, or in the Markdown fence small models
     // fall back to; either way the body is checked against the tool's schema.
+    let content = if lists_only { "list" } else { "(body | list)" };
     grammar.push_str(&format!(
         "calls: tagged (\"\\n\" tagged)* | fenced (\"\\n\" fenced)*\n\
-         tagged: {open} \"\\n\" (body | list) \"\\n\" {close}\n\
-         fenced: \"```json\\n\" (body | list) \"\\n```\"\n\
+         tagged: {open} \"\\n\" {content} \"\\n\" {close}\n\
+         fenced: \"```json\\n\" {content} \"\\n```\"\n\
          list: \"[\" ws body (\",\" ws body)* ws \"]\"\n\
          ws: | WS\n\
          WS: /[ \\t\\n]+/\n"
@@ -177,6 +181,19 @@ pub fn parse_reply(output: &str) -> ParsedReply {
         text: text.trim().to_owned(),
         calls,
     }
+}
+
+/// `calls` with every call that repeats an earlier one exactly (same name,
+/// same arguments) left out, in their order
+/// ([`LocalConfig::repeated_calls`](crate::LocalConfig::repeated_calls)).
+pub fn distinct_calls(calls: impl IntoIterator<Item = (String, Value)>) -> Vec<(String, Value)> {
+    let mut distinct: Vec<(String, Value)> = Vec::new();
+    for call in calls {
+        if !distinct.contains(&call) {
+            distinct.push(call);
+        }
+    }
+    distinct
 }
 
 fn call_from_value(value: &Value) -> Option<(String, Value)> {
@@ -356,6 +373,29 @@ mod tests {
     }
 
     #[test]
+    fn a_call_repeated_word_for_word_is_kept_once() {
+        let call = |name: &str, city: &str| (name.to_owned(), json!({"city": city}));
+        assert_eq!(
+            distinct_calls([
+                call("weather", "Lima"),
+                call("weather", "Oslo"),
+                call("weather", "Lima"),
+                call("time", "Lima"),
+                call("weather", "Oslo"),
+            ]),
+            vec![
+                call("weather", "Lima"),
+                call("weather", "Oslo"),
+                call("time", "Lima")
+            ]
+        );
+        // Arguments that differ only in key order are the same JSON value.
+        let a: Value = serde_json::from_str(r#"{"a": 1, "b": 2}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"b": 2, "a": 1}"#).unwrap();
+        assert_eq!(distinct_calls([("f".into(), a), ("f".into(), b)]).len(), 1);
+    }
+
+    #[test]
     fn grammar_lists_each_tool_with_its_schema() {
         let schema = json!({"type": "object", "properties": {"x": {"type": "integer"}}});
         let grammar = tool_call_grammar(
@@ -366,6 +406,7 @@ mod tests {
             true,
             TagStyle::Tokens { open: 7, close: 8 },
             None,
+            false,
         );
         assert!(grammar.starts_with("start: text | calls\n"));
         assert!(
@@ -389,6 +430,11 @@ mod tests {
             false,
             TagStyle::Text,
             None,
+            true,
+        );
+        assert!(
+            forced.contains("tagged: \"<tool_call>\" \"\\n\" list \"\\n\""),
+            "{forced}"
         );
         assert!(forced.starts_with("start: calls\n") && forced.contains("\"<tool_call>\""));
         let answer = json!({"type": "object", "properties": {"answer": {"type": "string"}}});
@@ -400,6 +446,7 @@ mod tests {
             true,
             TagStyle::Text,
             Some(&answer),
+            false,
         );
         assert!(
             structured.starts_with(&format!(

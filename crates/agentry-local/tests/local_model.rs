@@ -577,48 +577,6 @@ async fn markers_in_message_text_are_plain_text_not_role_switches() {
     );
 }
 
-/// A request for the same thing twice, calls in the template's JSON: with
-/// call lists (the default) the system prompt says several calls are one
-/// JSON list, the grammar accepts one, and the reply is two calls; without
-/// the note the model stops after one call (the BFCL `parallel` failure, 0
-/// of 200 before).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn several_calls_come_as_one_list() {
-    let Some(path) = installed(&fetch::QWEN) else {
-        return;
-    };
-    let request = ChatRequest {
-        messages: vec![Message::user(
-            "Get the current weather for Paris and for Tokyo.",
-        )],
-        tools: vec![weather_tool()],
-        max_tokens: Some(128),
-        ..ChatRequest::default()
-    };
-    let load = |call_lists| {
-        let config = LocalConfig {
-            call_lists,
-            call_syntax: CallSyntax::Template,
-            ..LocalConfig::default()
-        };
-        LocalModel::load_with(&path, config).expect("the model loads")
-    };
-    let with_lists = load(true);
-    let prompt = with_lists.render_prompt(&request).unwrap().text();
-    assert!(prompt.contains(agentry_local::CALL_LIST_NOTE), "{prompt}");
-    let step = with_lists.step(&request).await.unwrap();
-    let Step::Tool { calls, .. } = step else {
-        panic!("{step:?}")
-    };
-    let cities: Vec<String> = calls.iter().map(|c| c.input["city"].to_string()).collect();
-    assert_eq!(cities, ["\"Paris\"", "\"Tokyo\""], "{calls:?}");
-    let step = load(false).step(&request).await.unwrap();
-    let Step::Tool { calls, .. } = step else {
-        panic!("{step:?}")
-    };
-    assert_eq!(calls.len(), 1, "{calls:?}");
-}
-
 /// Python-style calls: the tools are listed in the system prompt, the model
 /// writes `[weather(city="Paris"), weather(city="Tokyo")]`, that is two
 /// calls, and the next step shows them the same way.

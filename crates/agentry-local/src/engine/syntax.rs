@@ -19,7 +19,10 @@ pub enum CallSyntax {
     /// The `<tool_call>` JSON blocks the model's own chat template describes,
     /// with the tools rendered by that template (and, with
     /// [`LocalConfig::call_lists`](crate::LocalConfig::call_lists), a note that
-    /// several calls go in one JSON list). The default.
+    /// several calls go in one JSON list, and with
+    /// [`LocalConfig::one_tool_lists`](crate::LocalConfig::one_tool_lists) a
+    /// grammar that holds the calls to a list when one tool is offered). The
+    /// default.
     #[default]
     Template,
     /// A Python-style list, `[get_weather(city="Paris"), get_weather(city="Rome")]`

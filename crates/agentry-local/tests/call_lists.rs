@@ -1,0 +1,163 @@
+//! Several calls in one reply from the real local model (Qwen2.5-Coder-0.5B,
+//! calls in the template's JSON): the call-list note, the opt-in grammar that
+//! holds a one-tool reply to a list, and a call repeated word for word read
+//! once.
+//!
+//! Needs the model in the cache (`agentry model pull`); without it the tests
+//! say so loudly and pass, unless `AGENTRY_REQUIRE_MODEL=1` (set by CI).
+
+#[allow(dead_code)] // the other helpers are for the cache tests
+mod common;
+
+use agentry::model::{ChatModel, ChatRequest, Message, Step};
+use agentry::tool::{ToolCall, ToolSchema};
+use agentry_local::{CallSyntax, LocalConfig};
+use common::{load, weather_tool};
+
+fn config(call_lists: bool, one_tool_lists: bool, repeated_calls: bool) -> LocalConfig {
+    LocalConfig {
+        call_lists,
+        one_tool_lists,
+        repeated_calls,
+        call_syntax: CallSyntax::Template,
+        ..LocalConfig::default()
+    }
+}
+
+fn request(question: &str, tools: Vec<ToolSchema>) -> ChatRequest {
+    ChatRequest {
+        messages: vec![Message::user(question)],
+        tools,
+        max_tokens: Some(160),
+        ..ChatRequest::default()
+    }
+}
+
+/// The calls of the model's first step, or a panic naming what it did instead.
+async fn calls(config: LocalConfig, request: &ChatRequest) -> Option<Vec<ToolCall>> {
+    let model = load(config)?;
+    match model.step(request).await.unwrap() {
+        Step::Tool { calls, .. } => Some(calls),
+        other => panic!("expected calls, got {other:?}"),
+    }
+}
+
+fn hypotenuse_tool() -> ToolSchema {
+    ToolSchema {
+        name: "hypotenuse".into(),
+        description: Some(
+            "Calculates the hypotenuse of a right triangle from the lengths of the other two sides."
+                .into(),
+        ),
+        input_schema: serde_json::json!({"type": "object",
+            "properties": {
+                "a": {"type": "integer", "description": "Length of one side."},
+                "b": {"type": "integer", "description": "Length of the other side."}
+            },
+            "required": ["a", "b"]}),
+        output_schema: None,
+    }
+}
+
+/// A request for the same thing twice: with call lists (the default) the
+/// system prompt says several calls are one JSON list and the reply is two
+/// calls; without the note the model stops after one call (the BFCL
+/// `parallel` failure, 0 of 200 before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_calls_come_as_one_list() {
+    let request = request(
+        "Get the current weather for Paris and for Tokyo.",
+        vec![weather_tool()],
+    );
+    let Some(model) = load(config(true, false, false)) else {
+        return;
+    };
+    let prompt = model.render_prompt(&request).unwrap().text();
+    assert!(prompt.contains(agentry_local::CALL_LIST_NOTE), "{prompt}");
+    let Some(with_lists) = calls(config(true, false, false), &request).await else {
+        return;
+    };
+    let cities: Vec<String> = with_lists
+        .iter()
+        .map(|c| c.input["city"].to_string())
+        .collect();
+    assert_eq!(cities, ["\"Paris\"", "\"Tokyo\""], "{with_lists:?}");
+    let without = calls(config(false, false, false), &request).await.unwrap();
+    assert_eq!(without.len(), 1, "{without:?}");
+}
+
+/// With `one_tool_lists`, a reply offering one tool is held to a JSON list;
+/// the model, having opened a list, writes the second call the request asks
+/// for. By default the grammar also accepts a bare call, and the model
+/// writes one call here and stops (BFCL `parallel_10`, reworded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tool_lists_bring_the_second_call() {
+    let request = request(
+        "Compute the hypotenuse for right triangles with sides 6 and 8, and 9 and 12.",
+        vec![hypotenuse_tool()],
+    );
+    let Some(lists) = load(config(true, true, false)) else {
+        return;
+    };
+    let grammar = lists.grammar_for(&request).unwrap().unwrap();
+    assert!(grammar.contains("\" list \""), "{grammar}");
+    let listed = calls(config(true, true, false), &request).await.unwrap();
+    let sides: Vec<serde_json::Value> = listed.iter().map(|c| c.input.clone()).collect();
+    assert_eq!(
+        sides,
+        [
+            serde_json::json!({"a": 6, "b": 8}),
+            serde_json::json!({"a": 9, "b": 12})
+        ],
+        "{listed:?}"
+    );
+    // With two tools offered a reply may still be one bare call.
+    let two = ChatRequest {
+        tools: vec![hypotenuse_tool(), weather_tool()],
+        ..request.clone()
+    };
+    let grammar = lists.grammar_for(&two).unwrap().unwrap();
+    assert!(grammar.contains("(body | list)"), "{grammar}");
+    // The default: a bare call is allowed, and the model stops after one.
+    let default = load(config(true, false, false)).unwrap();
+    let grammar = default.grammar_for(&request).unwrap().unwrap();
+    assert!(grammar.contains("(body | list)"), "{grammar}");
+    let one = calls(config(true, false, false), &request).await.unwrap();
+    assert_eq!(one.len(), 1, "{one:?}");
+}
+
+fn fetch_tool() -> ToolSchema {
+    ToolSchema {
+        name: "fetch_url".into(),
+        description: Some("Download a web page and return its text.".into()),
+        input_schema: serde_json::json!({"type": "object",
+            "properties": {"url": {"type": "string",
+                "description": "Full URL such as `https://example.com/docs`."}},
+            "required": ["url"]}),
+        output_schema: None,
+    }
+}
+
+/// Held to a list (`one_tool_lists`), the model writes the same call twice
+/// for one page (one of the single-tool agent tasks in
+/// `benches/data/agent-tools`): the reply is read as one call, and with
+/// `repeated_calls` as written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_written_twice_word_for_word_is_read_once() {
+    let request = request(
+        "Get the text of https://www.rust-lang.org/learn.",
+        vec![fetch_tool()],
+    );
+    let Some(as_written) = calls(config(true, true, true), &request).await else {
+        return;
+    };
+    assert_eq!(as_written.len(), 2, "{as_written:?}");
+    assert_eq!(as_written[0].input, as_written[1].input);
+    let read = calls(config(true, true, false), &request).await.unwrap();
+    assert_eq!(read.len(), 1, "{read:?}");
+    assert_eq!(read[0].name, "fetch_url");
+    assert_eq!(
+        read[0].input,
+        serde_json::json!({"url": "https://www.rust-lang.org/learn"})
+    );
+}
