@@ -42,21 +42,27 @@ async fn calls(config: LocalConfig, request: &ChatRequest) -> Option<Vec<ToolCal
     }
 }
 
-fn hypotenuse_tool() -> ToolSchema {
+/// A tool whose every argument is required.
+fn tool(name: &str, description: &str, properties: serde_json::Value) -> ToolSchema {
+    let required: Vec<&String> = properties.as_object().unwrap().keys().collect();
     ToolSchema {
-        name: "hypotenuse".into(),
-        description: Some(
-            "Calculates the hypotenuse of a right triangle from the lengths of the other two sides."
-                .into(),
-        ),
+        name: name.into(),
+        description: Some(description.into()),
         input_schema: serde_json::json!({"type": "object",
-            "properties": {
-                "a": {"type": "integer", "description": "Length of one side."},
-                "b": {"type": "integer", "description": "Length of the other side."}
-            },
-            "required": ["a", "b"]}),
+            "properties": properties, "required": required}),
         output_schema: None,
     }
+}
+
+fn hypotenuse_tool() -> ToolSchema {
+    tool(
+        "hypotenuse",
+        "Calculates the hypotenuse of a right triangle from the lengths of the other two sides.",
+        serde_json::json!({
+            "a": {"type": "integer", "description": "Length of one side."},
+            "b": {"type": "integer", "description": "Length of the other side."}
+        }),
+    )
 }
 
 /// A request for the same thing twice: with call lists (the default) the
@@ -127,15 +133,12 @@ async fn one_tool_lists_bring_the_second_call() {
 }
 
 fn fetch_tool() -> ToolSchema {
-    ToolSchema {
-        name: "fetch_url".into(),
-        description: Some("Download a web page and return its text.".into()),
-        input_schema: serde_json::json!({"type": "object",
-            "properties": {"url": {"type": "string",
-                "description": "Full URL such as `https://example.com/docs`."}},
-            "required": ["url"]}),
-        output_schema: None,
-    }
+    tool(
+        "fetch_url",
+        "Download a web page and return its text.",
+        serde_json::json!({"url": {"type": "string",
+            "description": "Full URL such as `https://example.com/docs`."}}),
+    )
 }
 
 /// Held to a list (`one_tool_lists`), the model writes the same call twice
