@@ -11,7 +11,7 @@ mod common;
 
 use agentry::model::{ChatModel, ChatRequest, Message, Step};
 use agentry::tool::{ToolCall, ToolSchema};
-use agentry_local::{CallSyntax, LocalConfig};
+use agentry_local::{CallSyntax, LocalConfig, LocalModel};
 use common::{load, weather_tool};
 
 fn config(call_lists: bool, one_tool_lists: bool, repeated_calls: bool) -> LocalConfig {
@@ -33,11 +33,10 @@ fn request(question: &str, tools: Vec<ToolSchema>) -> ChatRequest {
     }
 }
 
-/// The calls of the model's first step, or a panic naming what it did instead.
-async fn calls(config: LocalConfig, request: &ChatRequest) -> Option<Vec<ToolCall>> {
-    let model = load(config)?;
+/// The calls of `model`'s first step, or a panic naming what it did instead.
+async fn calls(model: &LocalModel, request: &ChatRequest) -> Vec<ToolCall> {
     match model.step(request).await.unwrap() {
-        Step::Tool { calls, .. } => Some(calls),
+        Step::Tool { calls, .. } => calls,
         other => panic!("expected calls, got {other:?}"),
     }
 }
@@ -80,15 +79,13 @@ async fn several_calls_come_as_one_list() {
     };
     let prompt = model.render_prompt(&request).unwrap().text();
     assert!(prompt.contains(agentry_local::CALL_LIST_NOTE), "{prompt}");
-    let Some(with_lists) = calls(config(true, false, false), &request).await else {
-        return;
-    };
+    let with_lists = calls(&model, &request).await;
     let cities: Vec<String> = with_lists
         .iter()
         .map(|c| c.input["city"].to_string())
         .collect();
     assert_eq!(cities, ["\"Paris\"", "\"Tokyo\""], "{with_lists:?}");
-    let without = calls(config(false, false, false), &request).await.unwrap();
+    let without = calls(&load(config(false, false, false)).unwrap(), &request).await;
     assert_eq!(without.len(), 1, "{without:?}");
 }
 
@@ -107,7 +104,7 @@ async fn one_tool_lists_bring_the_second_call() {
     };
     let grammar = lists.grammar_for(&request).unwrap().unwrap();
     assert!(grammar.contains("\" list \""), "{grammar}");
-    let listed = calls(config(true, true, false), &request).await.unwrap();
+    let listed = calls(&lists, &request).await;
     let sides: Vec<serde_json::Value> = listed.iter().map(|c| c.input.clone()).collect();
     assert_eq!(
         sides,
@@ -128,7 +125,7 @@ async fn one_tool_lists_bring_the_second_call() {
     let default = load(config(true, false, false)).unwrap();
     let grammar = default.grammar_for(&request).unwrap().unwrap();
     assert!(grammar.contains("(body | list)"), "{grammar}");
-    let one = calls(config(true, false, false), &request).await.unwrap();
+    let one = calls(&default, &request).await;
     assert_eq!(one.len(), 1, "{one:?}");
 }
 
@@ -151,12 +148,13 @@ async fn a_call_written_twice_word_for_word_is_read_once() {
         "Get the text of https://www.rust-lang.org/learn.",
         vec![fetch_tool()],
     );
-    let Some(as_written) = calls(config(true, true, true), &request).await else {
+    let Some(as_written) = load(config(true, true, true)) else {
         return;
     };
+    let as_written = calls(&as_written, &request).await;
     assert_eq!(as_written.len(), 2, "{as_written:?}");
     assert_eq!(as_written[0].input, as_written[1].input);
-    let read = calls(config(true, true, false), &request).await.unwrap();
+    let read = calls(&load(config(true, true, false)).unwrap(), &request).await;
     assert_eq!(read.len(), 1, "{read:?}");
     assert_eq!(read[0].name, "fetch_url");
     assert_eq!(
