@@ -578,13 +578,11 @@ impl ChatModel for LocalModel {
             let has_calls = !parsed.calls.is_empty();
             let calls = parsed.calls.into_iter().map(|(wire, arguments)| {
                 let name = names.name_of(&wire);
-                match request.tools.iter().find(|tool| tool.name == name) {
-                    Some(tool) => {
-                        let arguments = unwrap_schema_echo(arguments, &tool.input_schema);
-                        (name, arguments)
-                    }
-                    None => (name, arguments),
-                }
+                let arguments = match request.tools.iter().find(|tool| tool.name == name) {
+                    Some(tool) => unwrap_schema_echo(arguments, &tool.input_schema),
+                    None => arguments,
+                };
+                (name, arguments)
             });
             let calls = if self.inner.loaded.config.repeated_calls {
                 calls.collect()

@@ -57,8 +57,8 @@ impl LocalModel {
             .collect();
         let allow_text = matches!(request.tool_choice, ToolChoice::Auto);
         let tags = self.inner.loaded.tags;
-        let syntax = self.inner.loaded.config.call_syntax.for_request(request);
         let config = &self.inner.loaded.config;
+        let syntax = config.call_syntax.for_request(request);
         let lists_only = config.call_lists && config.one_tool_lists && tools.len() == 1;
         let build = |tools: &[GrammarTool<'_>], allow_text, answer| match syntax {
             CallSyntax::Python => python_call_grammar(tools, allow_text, answer),
