@@ -1,7 +1,10 @@
 //! The prompt cache and batched sessions of `LocalModel`, each A/B in one run:
 //!
 //! 1. a five-turn chat, cache off and on: seconds and prompt tokens
-//!    evaluated per turn;
+//!    evaluated per turn; with the cache, once with each turn sent as soon
+//!    as the last one ends and once after a pause, as a person reading the
+//!    reply would leave (the idle model then reads the reply again as a
+//!    prompt, so that the next turn reuses it; the pause is not counted);
 //! 2. 1, 2, 4 and 8 sessions at once: total generated tokens per second and
 //!    each session's time to its first token, beside the same prompts
 //!    decoded by a plain llama-cpp-2 batch loop (one token of every
@@ -12,7 +15,7 @@
 //! (needs the model: `agentry model pull`). Prints Markdown tables.
 
 use std::num::NonZeroU32;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use agentry::model::{ChatRequest, Message};
 use agentry_local::fetch;
@@ -34,16 +37,20 @@ const TURNS: [&str; 5] = [
 const SYSTEM: &str = "You are a helpful travel assistant. Answer in at most three sentences.";
 const CHAT_MAX_TOKENS: u32 = 64;
 const SESSION_MAX_TOKENS: u32 = 96;
+/// The pause between turns of the second cached chat.
+const READING: Duration = Duration::from_secs(2);
 
 fn load(path: &std::path::Path, config: LocalConfig) -> LocalModel {
     LocalModel::load_with(path, config).expect("the model loads")
 }
 
-/// One five-turn chat; per turn: (seconds, prompt tokens, evaluated tokens).
-fn chat(model: &LocalModel) -> Vec<(f64, u64, u64)> {
+/// One five-turn chat, `pause` between turns; per turn: (seconds, prompt
+/// tokens, evaluated tokens).
+fn chat(model: &LocalModel, pause: Duration) -> Vec<(f64, u64, u64)> {
     let mut messages = Vec::new();
     let mut turns = Vec::new();
     for question in TURNS {
+        std::thread::sleep(pause);
         messages.push(Message::user(question));
         let request = ChatRequest {
             system: Some(SYSTEM.into()),
@@ -220,34 +227,44 @@ fn main() {
         "### Five-turn chat, prompt cache off and on (greedy, {CHAT_MAX_TOKENS} tokens at most per reply)\n"
     );
     println!(
-        "| turn | prompt tokens | off: evaluated | off: seconds | on: evaluated | on: seconds |"
+        "| turn | prompt tokens | off: evaluated | off: seconds | on: evaluated | on: seconds | on, {}s pauses: evaluated | on, {}s pauses: seconds |",
+        READING.as_secs(),
+        READING.as_secs()
     );
-    println!("| --- | --- | --- | --- | --- | --- |");
-    let off = chat(&load(
-        &path,
-        LocalConfig {
-            prompt_cache: false,
-            ..LocalConfig::default()
-        },
-    ));
-    let on = chat(&load(&path, LocalConfig::default()));
-    for (turn, (off, on)) in off.iter().zip(&on).enumerate() {
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    let off = chat(
+        &load(
+            &path,
+            LocalConfig {
+                prompt_cache: false,
+                ..LocalConfig::default()
+            },
+        ),
+        Duration::ZERO,
+    );
+    let on = chat(&load(&path, LocalConfig::default()), Duration::ZERO);
+    let paused = chat(&load(&path, LocalConfig::default()), READING);
+    for (turn, ((off, on), paused)) in off.iter().zip(&on).zip(&paused).enumerate() {
         println!(
-            "| {} | {} | {} | {:.2} | {} | {:.2} |",
+            "| {} | {} | {} | {:.2} | {} | {:.2} | {} | {:.2} |",
             turn + 1,
             on.1,
             off.2,
             off.0,
             on.2,
-            on.0
+            on.0,
+            paused.2,
+            paused.0
         );
     }
     let total = |turns: &[(f64, u64, u64)]| turns.iter().map(|t| t.0).sum::<f64>();
     println!(
-        "| all | | | {:.2} | | {:.2} ({:.2}×) |\n",
+        "| all | | | {:.2} | | {:.2} ({:.2}×) | | {:.2} ({:.2}×) |\n",
         total(&off),
         total(&on),
-        total(&on) / total(&off)
+        total(&on) / total(&off),
+        total(&paused),
+        total(&paused) / total(&off)
     );
 
     println!(

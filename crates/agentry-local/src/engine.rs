@@ -50,7 +50,10 @@ pub struct LocalConfig {
     /// tokens of cache memory. Between 1 and 256.
     pub sequences: u32,
     /// Evaluate only the tokens after the longest prefix a sequence already
-    /// holds (on by default; greedy output is the same either way).
+    /// holds, less a last read of at least 64 tokens
+    /// ([`reusable_prefix`](crate::reusable_prefix)); while idle, read a
+    /// finished reply again so the next turn reuses it too (on by default;
+    /// greedy output is the same either way).
     pub prompt_cache: bool,
     /// A folder where evaluated prompts are also kept on disk, so that another
     /// process (the next `agentry run`) whose prompt begins the same way
@@ -61,7 +64,7 @@ pub struct LocalConfig {
     /// per model file, 16 at most, least recently used dropped first. The
     /// folder holds the prompts' text (as tokens): it is created private
     /// (0700) and refused when it is not. Greedy output is the same as a full
-    /// evaluation: prompts are read in aligned chunks ([`crate::PROMPT_CHUNK`]).
+    /// evaluation ([`reusable_prefix`](crate::reusable_prefix)).
     pub prompt_store: Option<PathBuf>,
     /// Read a call the model wrote inside its text (a fenced or bare JSON
     /// object naming an offered tool) as a call, validated like any other
@@ -161,6 +164,7 @@ pub(crate) struct Counters {
     pub(crate) stored_tokens: AtomicU64,
     pub(crate) output_tokens: AtomicU64,
     pub(crate) peak_sequences: AtomicU64,
+    pub(crate) reread_tokens: AtomicU64,
 }
 
 impl Counters {
@@ -172,6 +176,7 @@ impl Counters {
             stored_tokens: self.stored_tokens.load(Ordering::Relaxed),
             output_tokens: self.output_tokens.load(Ordering::Relaxed),
             peak_sequences: self.peak_sequences.load(Ordering::Relaxed),
+            reread_tokens: self.reread_tokens.load(Ordering::Relaxed),
         }
     }
 }
@@ -192,6 +197,12 @@ pub struct LocalStats {
     pub output_tokens: u64,
     /// The most requests decoded together in one batch.
     pub peak_sequences: u64,
+    /// Tokens read again while the model was idle: what requests generated
+    /// (and up to [`MIN_PROMPT_READ`](crate::MIN_PROMPT_READ) +
+    /// [`PROMPT_ALIGN`](crate::PROMPT_ALIGN) tokens before it), so that the
+    /// next turn of a conversation reuses its last reply. Not counted in
+    /// [`evaluated_tokens`](Self::evaluated_tokens).
+    pub reread_tokens: u64,
 }
 
 impl LocalStats {

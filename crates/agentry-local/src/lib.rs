@@ -48,5 +48,5 @@ pub use embedder::{DEFAULT_BATCH_SIZE, DEFAULT_MAX_TOKENS, LocalEmbedder};
 pub use engine::{
     CALL_LIST_NOTE, CallSyntax, Generation, LocalConfig, LocalModel, LocalStats, backend,
 };
-pub use scheduler::PROMPT_CHUNK;
+pub use scheduler::{MIN_PROMPT_READ, PROMPT_ALIGN, reusable_prefix};
 pub use template::Prompt;

@@ -10,10 +10,10 @@
 //! only the rest, exactly as a sequence that never left memory would.
 //!
 //! Entries live in a folder per model file (its path, size and modification
-//! time), so a state is never loaded into another model. An entry is two
-//! files, `KEY.kv` (the state) and `KEY.tokens` (its tokens, little-endian
-//! `i32`); each is written to a temporary name and renamed, the tokens last,
-//! so a reader never sees half an entry. The least recently used entries go
+//! time) and [`FORMAT`], so a state is never loaded into another model. An
+//! entry is two files, `KEY.kv` (the state) and `KEY.tokens` (its tokens,
+//! little-endian `i32`); each is written to a temporary name and renamed, the
+//! tokens last, so a reader never sees half an entry. The least recently used entries go
 //! beyond [`CAPACITY`].
 
 use std::hash::{Hash, Hasher};
@@ -30,6 +30,12 @@ pub(crate) const MIN_NEW_TOKENS: usize = 64;
 /// A stored prefix is loaded only when it saves at least this many tokens
 /// over what the sequence chosen in memory already holds.
 pub(crate) const MIN_GAIN: usize = 32;
+
+/// Entries written under an older way of reading prompts (whose cached
+/// tokens a full read would not reproduce bit for bit) live in other
+/// folders and are never loaded. 2: reads of at least 64 tokens from
+/// multiples of 32 (the scheduler's `reads.rs`); 1 (unnamed): 64-token chunks.
+const FORMAT: u32 = 2;
 
 /// The folder of one model's stored prompts.
 pub(crate) struct PromptStore {
@@ -64,6 +70,7 @@ impl PromptStore {
             .hash(&mut hasher);
         meta.len().hash(&mut hasher);
         meta.modified().ok().hash(&mut hasher);
+        FORMAT.hash(&mut hasher);
         let dir = root.join(format!("{:016x}", hasher.finish()));
         if let Err(error) = std::fs::DirBuilder::new()
             .recursive(true)
@@ -110,9 +117,9 @@ impl PromptStore {
     }
 
     /// Load into sequence `seq`, whose cache holds `held` (sharing `common`
-    /// leading tokens with `tokens`), the stored prompt sharing the longest
-    /// prefix with `tokens`, when that saves at least [`MIN_GAIN`] tokens and
-    /// fits `window`. Then `held` is what the sequence holds, and the result
+    /// reusable leading tokens with `tokens`), the stored prompt sharing the longest
+    /// prefix with `tokens`, when that lets at least [`MIN_GAIN`] more tokens
+    /// be reused ([`reusable_prefix`](crate::reusable_prefix)) and fits `window`. Then `held` is what the sequence holds, and the result
     /// how many leading tokens it shares with `tokens`. A file that fails to
     /// load is removed and leaves the sequence empty.
     pub(crate) fn load_into(
@@ -124,12 +131,12 @@ impl PromptStore {
         tokens: &[LlamaToken],
         common: usize,
     ) -> Option<usize> {
-        let usable = tokens.len().checked_sub(1)?; // the last token is always evaluated
-        if usable < common + MIN_GAIN {
+        let reused = |held| crate::reusable_prefix(tokens.len(), held);
+        if reused(usize::MAX) < reused(common) + MIN_GAIN {
             return None;
         }
         let found = self.best(tokens, window)?;
-        if found.common.min(usable) < common + MIN_GAIN {
+        if reused(found.common) < reused(common) + MIN_GAIN {
             return None;
         }
         held.clear();

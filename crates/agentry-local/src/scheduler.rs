@@ -1,16 +1,17 @@
 //! The decoding thread behind a [`LocalModel`](crate::LocalModel).
 //!
 //! One llama.cpp context serves every request of a model. Its sequences are
-//! *slots*: each request runs in one, and several running requests are
-//! decoded together in one batch (continuous batching: prompt chunks and the
-//! next token of every generating request share a decode call), so on a
-//! memory-bound CPU four sessions cost far less than four times one.
+//! *slots*: each request runs in one, and the next token of every generating
+//! request is decoded in one call (continuous batching), so on a
+//! memory-bound CPU several sessions cost less than as many one at a time.
+//! Between those calls, prompts are read one call at a time, each alone
+//! (`reads.rs` says why and how they are split).
 //!
 //! A finished request leaves its tokens in its slot's KV cache. The next
 //! request takes the idle slot whose cached tokens share the longest prefix
 //! with its prompt and evaluates only the rest: the second step of an agent
-//! run, or the next turn of a chat, reads only what is new. Slots that share
-//! nothing are reused least recently used first.
+//! run, or the next turn of a chat, reads little more than what is new.
+//! Slots that share nothing are reused least recently used first.
 //!
 //! With a [`PromptStore`], a prompt that evaluated many new tokens is also
 //! written to disk, and a request that finds a longer prefix there than in
@@ -24,7 +25,7 @@ use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::time::Instant;
 
 use agentry_core::model::ModelError;
@@ -38,20 +39,18 @@ use llguidance::Matcher;
 
 use crate::engine::Loaded;
 use crate::prompt_store::{self, PromptStore};
+use reads::next_read;
+pub use reads::{MIN_PROMPT_READ, PROMPT_ALIGN, reusable_prefix};
 use slots::{Slot, choose_slot};
 
+mod reads;
 mod slots;
 
-/// Tokens per decode call (prompt chunks and generated tokens together).
-const BATCH_SIZE: usize = 512;
-/// Prompts are evaluated in chunks that end at multiples of this position,
-/// and a cached prefix is reused up to such a multiple. A reused prefix and a
-/// full evaluation then compute the same chunks: llama.cpp's results depend
-/// in the last bits on how many tokens a batch holds, and without the
-/// alignment a reused prefix followed by a short tail flipped greedy near
-/// ties (3 of 15 `agentry run` questions with the prompt store; with it, 0
-/// of 14; `BENCHMARKS.md`). It costs about 2% of prompt speed.
-pub const PROMPT_CHUNK: usize = 64;
+/// Most tokens per decode call.
+pub(crate) const BATCH_SIZE: usize = 512;
+/// While other requests generate, a prompt read is at most this long, so
+/// that their tokens keep coming between reads.
+const SHARED_READ: usize = 128;
 /// Slot windows are whole multiples of this (llama.cpp pads them so).
 const WINDOW_STEP: u32 = 256;
 /// The most sequences one context may have (llama.cpp's `LLAMA_MAX_SEQ`),
@@ -173,9 +172,24 @@ fn run(loaded: &Loaded, settings: Settings, store: Option<&PromptStore>, jobs: R
     let mut batch = LlamaBatch::new(BATCH_SIZE, 1);
     loop {
         if running.is_empty() && queue.is_empty() {
-            match jobs.recv() {
-                Ok(job) => queue.push_back(job),
-                Err(_) => return,
+            let idle = match jobs.try_recv() {
+                Ok(job) => {
+                    queue.push_back(job);
+                    false
+                }
+                Err(TryRecvError::Disconnected) => return,
+                Err(TryRecvError::Empty) => true,
+            };
+            let reread = idle
+                && settings.prompt_cache
+                && engine
+                    .as_mut()
+                    .is_some_and(|engine| reread(loaded, engine, &mut batch));
+            if idle && !reread {
+                match jobs.recv() {
+                    Ok(job) => queue.push_back(job),
+                    Err(_) => return,
+                }
             }
         }
         queue.extend(jobs.try_iter());
@@ -235,12 +249,13 @@ fn admit<'m>(
             }
         }
         let engine = engine.as_mut().expect("created above");
-        let Some((slot, mut common)) =
-            choose_slot(&engine.slots, &job.tokens, settings.prompt_cache)
+        let Some((slot, common)) = choose_slot(&engine.slots, &job.tokens, settings.prompt_cache)
         else {
             return; // every slot is busy
         };
         let job = queue.pop_front().expect("front exists");
+        // Only what a prompt read computed is reused (reads.rs).
+        let mut common = common.min(engine.slots[slot].clean);
         let from_store = match store {
             Some(store) if settings.prompt_cache => store.load_into(
                 &mut engine.context,
@@ -253,12 +268,11 @@ fn admit<'m>(
             _ => None,
         };
         if let Some(loaded) = from_store {
+            // Stored prompts were all read as prompts.
+            engine.slots[slot].clean = engine.slots[slot].tokens.len();
             common = loaded;
         }
-        // The last prompt token is always evaluated (its logits start the
-        // reply), and reuse ends on a chunk boundary, so the rest is read in
-        // the same chunks as a full evaluation would use.
-        let reuse = common.min(job.tokens.len() - 1) / PROMPT_CHUNK * PROMPT_CHUNK;
+        let reuse = reusable_prefix(job.tokens.len(), common);
         let state = &mut engine.slots[slot];
         if engine
             .context
@@ -273,6 +287,7 @@ fn admit<'m>(
         } else {
             state.tokens.truncate(reuse);
         }
+        state.clean = state.clean.min(state.tokens.len());
         let reuse = state.tokens.len();
         state.busy = true;
         running.push(Running {
@@ -319,8 +334,71 @@ fn new_engine(
     })
 }
 
-/// One decode call: the next token of every generating request, then prompt
-/// chunks in admission order while the batch has room.
+/// While nothing else runs: read again, as a prompt, the tokens the most
+/// recently finished request generated (decoded one at a time, they cannot
+/// be reused as they are; reads.rs), so that the next turn of its
+/// conversation reuses them. `false` when no slot needs it.
+fn reread(loaded: &Loaded, engine: &mut Engine<'_>, batch: &mut LlamaBatch) -> bool {
+    let Some(index) = slots::stale(&engine.slots) else {
+        return false;
+    };
+    let slot = &mut engine.slots[index];
+    let start = reusable_prefix(slot.tokens.len(), slot.clean);
+    let tokens = slot.tokens.split_off(start);
+    slot.clean = start;
+    if engine
+        .context
+        .clear_kv_cache_seq(Some(index as u32), Some(start as u32), None)
+        .is_err()
+    {
+        forget(engine, index);
+        return true;
+    }
+    let mut rest = &tokens[..];
+    while !rest.is_empty() {
+        let take = next_read(rest.len(), BATCH_SIZE);
+        let slot = &mut engine.slots[index];
+        batch.clear();
+        for (offset, token) in rest[..take].iter().enumerate() {
+            let position = (slot.tokens.len() + offset) as i32;
+            if batch
+                .add(*token, position, &[index as i32], offset + 1 == take)
+                .is_err()
+            {
+                forget(engine, index);
+                return true;
+            }
+        }
+        if engine.context.decode(batch).is_err() {
+            forget(engine, index);
+            return true;
+        }
+        let slot = &mut engine.slots[index];
+        slot.tokens.extend_from_slice(&rest[..take]);
+        slot.clean = slot.tokens.len();
+        loaded
+            .stats
+            .reread_tokens
+            .fetch_add(take as u64, Ordering::Relaxed);
+        rest = &rest[take..];
+    }
+    true
+}
+
+/// Empty slot `index` and its cache.
+fn forget(engine: &mut Engine<'_>, index: usize) {
+    engine
+        .context
+        .clear_kv_cache_seq(Some(index as u32), None, None)
+        .ok();
+    let slot = &mut engine.slots[index];
+    slot.tokens.clear();
+    slot.clean = 0;
+}
+
+/// One round: a decode call with the next token of every generating request
+/// (so they are decoded together), then one prompt read of the earliest
+/// admitted request still reading its prompt, alone in its call (reads.rs).
 fn step(
     loaded: &Loaded,
     store: Option<&PromptStore>,
@@ -329,93 +407,63 @@ fn step(
     running: &mut Vec<Running>,
     clock: &mut u64,
 ) {
-    batch.clear();
-    // What each request feeds this step: (running index, tokens, whether
-    // its last token's logits are sampled). Generating requests first, then
-    // prompt chunks in admission order while the batch has room.
-    let mut fed: Vec<(usize, Vec<LlamaToken>, bool)> = Vec::new();
-    let mut room = BATCH_SIZE;
-    for (index, request) in running.iter_mut().enumerate() {
-        if let Some(token) = request.feed.take() {
-            fed.push((index, vec![token], true));
-            room -= 1;
-        }
-    }
-    for (index, request) in running.iter_mut().enumerate() {
-        if room == 0 || request.pending.is_empty() {
-            continue;
-        }
-        let start = engine.slots[request.slot].tokens.len();
-        let take = room
-            .min(request.pending.len())
-            .min(PROMPT_CHUNK - start % PROMPT_CHUNK);
-        let chunk: Vec<LlamaToken> = request.pending.drain(..take).collect();
-        fed.push((index, chunk, request.pending.is_empty()));
-        room -= take;
-    }
-    // llama.cpp decodes the sequences of a per-sequence cache in one pass
-    // only when the batch names them in increasing order, each one more than
-    // the last (otherwise it splits the batch, and several sequences cost
-    // nearly what they cost one at a time): add them in slot order.
-    fed.sort_by_key(|(index, ..)| running[*index].slot);
-    // (running index, batch index of its logits)
-    let mut sampled: Vec<(usize, i32)> = Vec::new();
-    let mut failure = None;
-    for (index, tokens, sample) in &fed {
-        let slot = running[*index].slot;
-        let start = engine.slots[slot].tokens.len();
-        for (offset, token) in tokens.iter().enumerate() {
-            let logits = *sample && offset + 1 == tokens.len();
-            if let Err(error) = batch.add(*token, (start + offset) as i32, &[slot as i32], logits) {
-                failure = Some(format!("batch: {error}"));
-            }
-        }
-        if *sample {
-            sampled.push((*index, batch.n_tokens() - 1));
-        }
-    }
-    let sequences = fed.len() as u64;
-    loaded
-        .stats
-        .peak_sequences
-        .fetch_max(sequences, Ordering::Relaxed);
-    let decoded = match failure {
-        Some(error) => Err(error),
-        None => engine
-            .context
-            .decode(batch)
-            .map_err(|error| format!("decode: {error}")),
-    };
-    if let Err(error) = decoded {
-        // The cache's state is unknown now: fail every running request and start over.
-        engine.context.clear_kv_cache();
-        for slot in &mut engine.slots {
-            *slot = Slot::default();
-        }
-        for mut request in running.drain(..) {
-            (request.job.sink)(Event::Done(Err(ModelError::Local(error.clone()))));
-        }
-        return;
-    }
-    for (index, tokens, _) in fed {
-        let slot = running[index].slot;
-        engine.slots[slot].tokens.extend(tokens);
-    }
-    if let Some(store) = store {
-        for (index, _) in &sampled {
-            let request = &running[*index];
-            let new_tokens = request.job.tokens.len() as u64 - request.cached;
-            if request.generating.is_none() && new_tokens >= prompt_store::MIN_NEW_TOKENS as u64 {
-                // The slot holds exactly the prompt now: keep it for the next process.
-                let slot = request.slot;
-                store.save(&engine.context, slot as i32, &engine.slots[slot].tokens);
-            }
-        }
-    }
     let mut finished = Vec::new();
-    for (index, logits) in sampled {
-        if !next_token(loaded, &engine.context, &mut running[index], logits) {
-            finished.push(index);
+    let generating: Vec<Feed> = running
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(index, request)| request.feed.take().map(|token| (index, vec![token], true)))
+        .collect();
+    let mut calls = vec![generating];
+    let reading = running
+        .iter()
+        .enumerate()
+        .filter(|(_, request)| !request.pending.is_empty())
+        .min_by_key(|(_, request)| request.admitted)
+        .map(|(index, _)| index);
+    if let Some(index) = reading {
+        let others_generate = running.iter().any(|r| r.generating.is_some());
+        let request = &mut running[index];
+        let limit = if others_generate {
+            SHARED_READ
+        } else {
+            BATCH_SIZE
+        };
+        let take = next_read(request.pending.len(), limit);
+        let read: Vec<LlamaToken> = request.pending.drain(..take).collect();
+        calls.push(vec![(index, read, request.pending.is_empty())]);
+    }
+    for fed in calls.into_iter().filter(|fed| !fed.is_empty()) {
+        let sampled = match decode(loaded, engine, batch, running, fed) {
+            Ok(sampled) => sampled,
+            Err(error) => {
+                // The cache's state is unknown now: fail every running request and start over.
+                engine.context.clear_kv_cache();
+                for slot in &mut engine.slots {
+                    *slot = Slot::default();
+                }
+                for mut request in running.drain(..) {
+                    (request.job.sink)(Event::Done(Err(ModelError::Local(error.clone()))));
+                }
+                return;
+            }
+        };
+        for (index, logits) in sampled {
+            let request = &running[index];
+            if let Some(store) = store
+                && request.generating.is_none()
+            {
+                let slot = &engine.slots[request.slot];
+                let new_tokens = request.job.tokens.len() as u64 - request.cached;
+                if new_tokens >= prompt_store::MIN_NEW_TOKENS as u64
+                    && slot.clean == slot.tokens.len()
+                {
+                    // The slot holds exactly the prompt now: keep it for the next process.
+                    store.save(&engine.context, request.slot as i32, &slot.tokens);
+                }
+            }
+            if !next_token(loaded, &engine.context, &mut running[index], logits) {
+                finished.push(index);
+            }
         }
     }
     finished.sort_unstable();
@@ -442,6 +490,63 @@ fn step(
             seconds,
         })));
     }
+}
+
+/// What one request feeds a decode call: (running index, tokens, whether
+/// the last token's logits are sampled).
+type Feed = (usize, Vec<LlamaToken>, bool);
+
+/// Decode `fed` in one call (in slot order), record the tokens in their
+/// slots, and return (running index, batch index of its logits) for each
+/// request to sample.
+fn decode(
+    loaded: &Loaded,
+    engine: &mut Engine<'_>,
+    batch: &mut LlamaBatch,
+    running: &[Running],
+    mut fed: Vec<Feed>,
+) -> Result<Vec<(usize, i32)>, String> {
+    // llama.cpp decodes the sequences of a per-sequence cache in one pass
+    // only when the batch names them in increasing order, each one more than
+    // the last (otherwise it splits the batch, and several sequences cost
+    // nearly what they cost one at a time): add them in slot order.
+    fed.sort_by_key(|(index, ..)| running[*index].slot);
+    batch.clear();
+    let mut sampled = Vec::new();
+    for (index, tokens, sample) in &fed {
+        let slot = running[*index].slot;
+        let start = engine.slots[slot].tokens.len();
+        for (offset, token) in tokens.iter().enumerate() {
+            let logits = *sample && offset + 1 == tokens.len();
+            batch
+                .add(*token, (start + offset) as i32, &[slot as i32], logits)
+                .map_err(|error| format!("batch: {error}"))?;
+        }
+        if *sample {
+            sampled.push((*index, batch.n_tokens() - 1));
+        }
+    }
+    loaded
+        .stats
+        .peak_sequences
+        .fetch_max(fed.len() as u64, Ordering::Relaxed);
+    engine
+        .context
+        .decode(batch)
+        .map_err(|error| format!("decode: {error}"))?;
+    for (index, tokens, _) in fed {
+        let slot = &mut engine.slots[running[index].slot];
+        // A prompt read of at least MIN_PROMPT_READ tokens that continues
+        // what prompt reads computed extends the reusable prefix (reads.rs).
+        if running[index].generating.is_none()
+            && slot.clean == slot.tokens.len()
+            && tokens.len() >= MIN_PROMPT_READ
+        {
+            slot.clean += tokens.len();
+        }
+        slot.tokens.extend(tokens);
+    }
+    Ok(sampled)
 }
 
 /// Sample one token for `request` from the logits at `logits`; `false` when

@@ -91,8 +91,8 @@ fn the_next_process_loads_the_stored_prefix_and_says_the_same() {
     let warm = generate(&second, &lisbon);
     assert_eq!(
         warm.cached_tokens,
-        reusable(warm.prompt_tokens),
-        "all but the last chunk loaded"
+        reusable(warm.prompt_tokens, warm.prompt_tokens),
+        "all but the last read loaded"
     );
     assert_eq!(second.stats().stored_tokens, warm.cached_tokens);
     let alone = generate(&reference, &lisbon);
@@ -155,7 +155,10 @@ fn a_damaged_stored_state_is_dropped_and_the_prompt_read_in_full() {
     assert_ne!(std::fs::read(&kv[0]).unwrap(), b"not a llama.cpp state");
     let third = load(with_store(&dir)).unwrap();
     let warm = generate(&third, &lisbon);
-    assert_eq!(warm.cached_tokens, reusable(warm.prompt_tokens));
+    assert_eq!(
+        warm.cached_tokens,
+        reusable(warm.prompt_tokens, warm.prompt_tokens)
+    );
     assert_eq!(warm.text, alone.text);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -3,14 +3,31 @@
 
 use llama_cpp_2::token::LlamaToken;
 
+use super::MIN_PROMPT_READ;
 use crate::prompt_store;
 
 /// A sequence of the context and the tokens its KV cache holds.
 #[derive(Default)]
 pub(super) struct Slot {
     pub(super) tokens: Vec<LlamaToken>,
+    /// How many leading `tokens` prompt reads computed, the most a later
+    /// prompt may reuse (generated tokens follow them).
+    pub(super) clean: usize,
     pub(super) last_used: u64,
     pub(super) busy: bool,
+}
+
+/// The most recently used idle slot holding tokens that no prompt read
+/// computed, when they are enough for a read ([`MIN_PROMPT_READ`]).
+pub(super) fn stale(slots: &[Slot]) -> Option<usize> {
+    slots
+        .iter()
+        .enumerate()
+        .filter(|(_, slot)| {
+            !slot.busy && slot.tokens.len() > slot.clean && slot.tokens.len() >= MIN_PROMPT_READ
+        })
+        .max_by_key(|(_, slot)| slot.last_used)
+        .map(|(index, _)| index)
 }
 
 /// The idle slot for `tokens` and how many leading tokens it already holds.
@@ -75,6 +92,7 @@ mod tests {
             tokens: tokens.iter().map(|t| LlamaToken(*t)).collect(),
             last_used,
             busy,
+            ..Slot::default()
         }
     }
 

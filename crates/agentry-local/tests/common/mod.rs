@@ -4,11 +4,11 @@
 
 use agentry::model::ChatRequest;
 use agentry::tool::ToolSchema;
-use agentry_local::{Generation, LocalConfig, LocalModel, PROMPT_CHUNK, fetch};
+use agentry_local::{Generation, LocalConfig, LocalModel, fetch, reusable_prefix};
 
-/// The default model with `config`; `None`, after a loud message, when it is
+/// Where the default model is; `None`, after a loud message, when it is
 /// not in the cache, unless `AGENTRY_REQUIRE_MODEL=1` (then it panics).
-pub fn load(config: LocalConfig) -> Option<LocalModel> {
+pub fn model_path() -> Option<std::path::PathBuf> {
     let Some(path) = fetch::installed(&fetch::QWEN) else {
         if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
             panic!("{} is missing and AGENTRY_REQUIRE_MODEL=1", fetch::QWEN.id);
@@ -20,13 +20,19 @@ pub fn load(config: LocalConfig) -> Option<LocalModel> {
         );
         return None;
     };
-    Some(LocalModel::load_with(path, config).expect("the model loads"))
+    Some(path)
 }
 
-/// The most of a prompt of `tokens` a cache can supply: all but the last
-/// token, down to a whole number of chunks.
-pub fn reusable(tokens: u64) -> u64 {
-    (tokens - 1) / PROMPT_CHUNK as u64 * PROMPT_CHUNK as u64
+/// The default model with `config`; `None`, after a loud message, when it is
+/// not in the cache, unless `AGENTRY_REQUIRE_MODEL=1` (then it panics).
+pub fn load(config: LocalConfig) -> Option<LocalModel> {
+    Some(LocalModel::load_with(model_path()?, config).expect("the model loads"))
+}
+
+/// How much of a prompt of `tokens` a cache holding `held` of its leading
+/// tokens (read as a prompt) supplies.
+pub fn reusable(tokens: u64, held: u64) -> u64 {
+    reusable_prefix(tokens as usize, held as usize) as u64
 }
 
 /// `request` through `model` as the agent would send it (its template and
