@@ -21,7 +21,11 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llguidance::{Matcher, ParserFactory};
 
 mod grammar;
+mod stats;
 mod syntax;
+
+pub(crate) use stats::Counters;
+pub use stats::LocalStats;
 
 pub use syntax::CallSyntax;
 
@@ -150,65 +154,35 @@ pub(crate) struct Loaded {
 
 struct Inner {
     loaded: Arc<Loaded>,
-    /// The decoding thread's queue, started on the first request; it stops
-    /// when this is dropped with the last clone of the model.
-    decoder: Mutex<Option<Sender<Job>>>,
+    /// The decoding thread, started on the first request; it stops when this
+    /// is dropped with the last clone of the model.
+    decoder: Mutex<Option<Decoder>>,
 }
 
-/// Running totals of a model's work, updated by the decoding thread.
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub(crate) requests: AtomicU64,
-    pub(crate) prompt_tokens: AtomicU64,
-    pub(crate) cached_tokens: AtomicU64,
-    pub(crate) stored_tokens: AtomicU64,
-    pub(crate) output_tokens: AtomicU64,
-    pub(crate) peak_sequences: AtomicU64,
-    pub(crate) reread_tokens: AtomicU64,
+/// The decoding thread and its queue.
+struct Decoder {
+    jobs: Sender<Job>,
+    thread: std::thread::JoinHandle<()>,
 }
 
-impl Counters {
-    fn snapshot(&self) -> LocalStats {
-        LocalStats {
-            requests: self.requests.load(Ordering::Relaxed),
-            prompt_tokens: self.prompt_tokens.load(Ordering::Relaxed),
-            cached_tokens: self.cached_tokens.load(Ordering::Relaxed),
-            stored_tokens: self.stored_tokens.load(Ordering::Relaxed),
-            output_tokens: self.output_tokens.load(Ordering::Relaxed),
-            peak_sequences: self.peak_sequences.load(Ordering::Relaxed),
-            reread_tokens: self.reread_tokens.load(Ordering::Relaxed),
+impl Drop for Inner {
+    /// Stop the decoding thread and wait for it: it finishes the work in
+    /// progress (a reply it reads again while idle, at most one decode
+    /// call's worth) and frees the context, so nothing of the model's is
+    /// still running when the last handle is gone.
+    fn drop(&mut self) {
+        let decoder = self
+            .decoder
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(Decoder { jobs, thread }) = decoder {
+            drop(jobs);
+            // (Never from the decoding thread itself, should a job own a handle.)
+            if thread.thread().id() != std::thread::current().id() {
+                thread.join().ok();
+            }
         }
-    }
-}
-
-/// What a [`LocalModel`] has done since it was loaded ([`LocalModel::stats`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LocalStats {
-    /// Requests whose prompt was read.
-    pub requests: u64,
-    /// Prompt tokens of those requests.
-    pub prompt_tokens: u64,
-    /// Prompt tokens taken from the cache rather than evaluated.
-    pub cached_tokens: u64,
-    /// Of the cached tokens, how many were loaded from the prompt store
-    /// ([`LocalConfig::prompt_store`]) rather than found in memory.
-    pub stored_tokens: u64,
-    /// Tokens generated.
-    pub output_tokens: u64,
-    /// The most requests decoded together in one batch.
-    pub peak_sequences: u64,
-    /// Tokens read again while the model was idle: what requests generated
-    /// (and up to [`MIN_PROMPT_READ`](crate::MIN_PROMPT_READ) +
-    /// [`PROMPT_ALIGN`](crate::PROMPT_ALIGN) tokens before it), so that the
-    /// next turn of a conversation reuses its last reply. Not counted in
-    /// [`evaluated_tokens`](Self::evaluated_tokens).
-    pub reread_tokens: u64,
-}
-
-impl LocalStats {
-    /// Prompt tokens the model actually evaluated.
-    pub fn evaluated_tokens(&self) -> u64 {
-        self.prompt_tokens - self.cached_tokens
     }
 }
 
@@ -406,7 +380,7 @@ impl LocalModel {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         // A decoding thread that died (it never should) is replaced.
         let job = match decoder.as_ref() {
-            Some(sender) => match sender.send(job) {
+            Some(running) => match running.jobs.send(job) {
                 Ok(()) => return Ok(()),
                 Err(std::sync::mpsc::SendError(job)) => job,
             },
@@ -426,9 +400,9 @@ impl LocalModel {
             Some(root) if config.prompt_cache => PromptStore::open(root, &self.inner.loaded.path),
             _ => None,
         };
-        let sender = scheduler::spawn(self.inner.loaded.clone(), settings, store)?;
-        sender.send(job).map_err(|_| decoder_stopped())?;
-        *decoder = Some(sender);
+        let (jobs, thread) = scheduler::spawn(self.inner.loaded.clone(), settings, store)?;
+        jobs.send(job).map_err(|_| decoder_stopped())?;
+        *decoder = Some(Decoder { jobs, thread });
         Ok(())
     }
 

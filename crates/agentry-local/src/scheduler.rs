@@ -25,8 +25,9 @@ use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::time::Instant;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use agentry_core::model::ModelError;
 use llama_cpp_2::context::LlamaContext;
@@ -41,9 +42,12 @@ use crate::engine::Loaded;
 use crate::prompt_store::{self, PromptStore};
 use reads::next_read;
 pub use reads::{MIN_PROMPT_READ, PROMPT_ALIGN, reusable_prefix};
+use sample::next_token;
 use slots::{Slot, choose_slot};
 
+mod exit;
 mod reads;
+mod sample;
 mod slots;
 
 /// Most tokens per decode call.
@@ -51,6 +55,10 @@ pub(crate) const BATCH_SIZE: usize = 512;
 /// While other requests generate, a prompt read is at most this long, so
 /// that their tokens keep coming between reads.
 const SHARED_READ: usize = 128;
+/// How long the model waits idle before it reads a finished reply again
+/// (`reread`): the next step of an agent run, or the end of the process,
+/// usually comes sooner, and then nothing is read in vain.
+const IDLE_BEFORE_REREAD: Duration = Duration::from_millis(100);
 /// Slot windows are whole multiples of this (llama.cpp pads them so).
 const WINDOW_STEP: u32 = 256;
 /// The most sequences one context may have (llama.cpp's `LLAMA_MAX_SEQ`),
@@ -123,18 +131,22 @@ pub(crate) struct Finished {
 }
 
 /// Start the decoding thread for `model`; it ends when the returned sender
-/// (and every clone of it) is dropped.
+/// (and every clone of it) is dropped, after the work in progress.
 pub(crate) fn spawn(
     model: Arc<Loaded>,
     settings: Settings,
     store: Option<PromptStore>,
-) -> Result<Sender<Job>, ModelError> {
+) -> Result<(Sender<Job>, JoinHandle<()>), ModelError> {
     let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("agentry-local-decode".into())
-        .spawn(move || run(&model, settings, store.as_ref(), receiver))
+        .spawn(move || {
+            run(&model, settings, store.as_ref(), receiver);
+            let _working = exit::working();
+            drop(model); // the last handle frees the model under the lock
+        })
         .map_err(|error| ModelError::Local(format!("starting the decoding thread: {error}")))?;
-    Ok(sender)
+    Ok((sender, thread))
 }
 
 /// A request being decoded.
@@ -170,28 +182,31 @@ fn run(loaded: &Loaded, settings: Settings, store: Option<&PromptStore>, jobs: R
     let mut running: Vec<Running> = Vec::new();
     let mut clock = 0u64;
     let mut batch = LlamaBatch::new(BATCH_SIZE, 1);
-    loop {
+    // Each round of work holds `exit::working()`; waiting for a job does not.
+    'serve: loop {
         if running.is_empty() && queue.is_empty() {
-            let idle = match jobs.try_recv() {
-                Ok(job) => {
-                    queue.push_back(job);
-                    false
-                }
-                Err(TryRecvError::Disconnected) => return,
-                Err(TryRecvError::Empty) => true,
-            };
-            let reread = idle
-                && settings.prompt_cache
+            let stale = settings.prompt_cache
                 && engine
-                    .as_mut()
-                    .is_some_and(|engine| reread(loaded, engine, &mut batch));
-            if idle && !reread {
-                match jobs.recv() {
-                    Ok(job) => queue.push_back(job),
-                    Err(_) => return,
+                    .as_ref()
+                    .is_some_and(|engine| slots::stale(&engine.slots).is_some());
+            let next = if stale {
+                jobs.recv_timeout(IDLE_BEFORE_REREAD)
+            } else {
+                jobs.recv().map_err(|_| RecvTimeoutError::Disconnected)
+            };
+            match next {
+                Ok(job) => queue.push_back(job),
+                Err(RecvTimeoutError::Disconnected) => break 'serve,
+                Err(RecvTimeoutError::Timeout) => {
+                    let _working = exit::working();
+                    if let Some(engine) = engine.as_mut() {
+                        reread(loaded, engine, &mut batch);
+                    }
+                    continue 'serve;
                 }
             }
         }
+        let _working = exit::working();
         queue.extend(jobs.try_iter());
         admit(
             model,
@@ -207,6 +222,8 @@ fn run(loaded: &Loaded, settings: Settings, store: Option<&PromptStore>, jobs: R
             step(loaded, store, engine, &mut batch, &mut running, &mut clock);
         }
     }
+    let _working = exit::working();
+    drop(engine); // the context is freed under the lock too
 }
 
 /// Move queued jobs into free slots, first come first served.
@@ -337,10 +354,10 @@ fn new_engine(
 /// While nothing else runs: read again, as a prompt, the tokens the most
 /// recently finished request generated (decoded one at a time, they cannot
 /// be reused as they are; reads.rs), so that the next turn of its
-/// conversation reuses them. `false` when no slot needs it.
-fn reread(loaded: &Loaded, engine: &mut Engine<'_>, batch: &mut LlamaBatch) -> bool {
+/// conversation reuses them.
+fn reread(loaded: &Loaded, engine: &mut Engine<'_>, batch: &mut LlamaBatch) {
     let Some(index) = slots::stale(&engine.slots) else {
-        return false;
+        return;
     };
     let slot = &mut engine.slots[index];
     let start = reusable_prefix(slot.tokens.len(), slot.clean);
@@ -352,7 +369,7 @@ fn reread(loaded: &Loaded, engine: &mut Engine<'_>, batch: &mut LlamaBatch) -> b
         .is_err()
     {
         forget(engine, index);
-        return true;
+        return;
     }
     let mut rest = &tokens[..];
     while !rest.is_empty() {
@@ -366,12 +383,12 @@ fn reread(loaded: &Loaded, engine: &mut Engine<'_>, batch: &mut LlamaBatch) -> b
                 .is_err()
             {
                 forget(engine, index);
-                return true;
+                return;
             }
         }
         if engine.context.decode(batch).is_err() {
             forget(engine, index);
-            return true;
+            return;
         }
         let slot = &mut engine.slots[index];
         slot.tokens.extend_from_slice(&rest[..take]);
@@ -382,7 +399,6 @@ fn reread(loaded: &Loaded, engine: &mut Engine<'_>, batch: &mut LlamaBatch) -> b
             .fetch_add(take as u64, Ordering::Relaxed);
         rest = &rest[take..];
     }
-    true
 }
 
 /// Empty slot `index` and its cache.
@@ -547,114 +563,4 @@ fn decode(
         slot.tokens.extend(tokens);
     }
     Ok(sampled)
-}
-
-/// Sample one token for `request` from the logits at `logits`; `false` when
-/// the request is finished.
-fn next_token(
-    loaded: &Loaded,
-    context: &LlamaContext<'_>,
-    request: &mut Running,
-    logits: i32,
-) -> bool {
-    if request.generating.is_none() {
-        request.generating = Some(Instant::now());
-        let stats = &loaded.stats;
-        stats.requests.fetch_add(1, Ordering::Relaxed);
-        let tokens = request.job.tokens.len() as u64;
-        stats.prompt_tokens.fetch_add(tokens, Ordering::Relaxed);
-        stats
-            .cached_tokens
-            .fetch_add(request.cached, Ordering::Relaxed);
-        stats
-            .stored_tokens
-            .fetch_add(request.stored, Ordering::Relaxed);
-        let event = Event::Prompt {
-            tokens,
-            cached: request.cached,
-            seconds: request.admitted.elapsed().as_secs_f64(),
-        };
-        if !(request.job.sink)(event) {
-            return false;
-        }
-    }
-    if request.produced >= u64::from(request.job.max_tokens) {
-        return false;
-    }
-    let vocab = loaded.model.vocab();
-    let token = match request.job.grammar.as_mut() {
-        None => request.job.sampler.sample(context, logits),
-        Some(grammar) => {
-            match constrained_token(context, logits, grammar, &mut request.job.sampler) {
-                Ok(token) => token,
-                Err(error) => {
-                    request.failure = Some(format!("the grammar engine failed: {error}"));
-                    return false;
-                }
-            }
-        }
-    };
-    if vocab.is_eog(token) {
-        return false;
-    }
-    request.produced += 1;
-    request
-        .partial_utf8
-        .extend(vocab.token_to_piece(token, true, None));
-    let valid = match std::str::from_utf8(&request.partial_utf8) {
-        Ok(all) => all.len(),
-        Err(error) => error.valid_up_to(),
-    };
-    if valid > 0 {
-        let piece = String::from_utf8_lossy(&request.partial_utf8[..valid]).into_owned();
-        request.partial_utf8.drain(..valid);
-        request.text.push_str(&piece);
-        let produced = request.produced;
-        if !(request.job.sink)(Event::Text { piece, produced }) {
-            return false;
-        }
-        if let Some(stop_at) = request
-            .job
-            .stop
-            .iter()
-            .find_map(|stop| request.text.find(stop.as_str()))
-        {
-            request.text.truncate(stop_at);
-            return false;
-        }
-    }
-    if request.produced >= u64::from(request.job.max_tokens) {
-        return false;
-    }
-    request.feed = Some(token);
-    true
-}
-
-/// Pick a token from the logits at `logits` that `grammar` allows, and
-/// advance the grammar past it. An end-of-generation token is allowed only
-/// where the grammar may end.
-fn constrained_token(
-    context: &LlamaContext<'_>,
-    logits: i32,
-    grammar: &mut Matcher,
-    sampler: &mut LlamaSampler,
-) -> Result<LlamaToken, String> {
-    let mask = grammar.compute_mask_or_eos().map_err(|e| e.to_string())?;
-    let mut candidates = context.token_data_array_ith(logits);
-    for candidate in &mut candidates.data {
-        if !mask.is_allowed(candidate.id().0 as u32) {
-            candidate.set_logit(f32::NEG_INFINITY);
-        }
-    }
-    candidates.apply_sampler(sampler);
-    let token = candidates
-        .selected_token()
-        .ok_or_else(|| "no token was allowed".to_owned())?;
-    sampler.accept(token);
-    if !grammar.is_stopped() {
-        grammar
-            .consume_token(token.0 as u32)
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(token)
 }

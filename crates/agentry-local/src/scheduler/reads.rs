@@ -3,9 +3,10 @@
 //! what a full read gives.
 //!
 //! llama.cpp's CPU results for a token depend, in the last bits, on the call
-//! that computed it, in two ways (measured with `examples/batch_shapes.rs`:
-//! every split below is bitwise equal to one call, every other split tried
-//! was not):
+//! that computed it, in two ways (measured on a prompt split in many ways
+//! against one read of it, comparing logits bit for bit: every split that
+//! keeps the rules below was equal, every other one tried was not;
+//! `BENCHMARKS.md`, and `tests/prompt_reads.rs` checks it):
 //!
 //! - flash attention takes a tiled path for a sequence with at least 64
 //!   tokens in the call (`GGML_FA_TILE_Q`) and a row-by-row path otherwise;
