@@ -374,25 +374,17 @@ fn reread(loaded: &Loaded, engine: &mut Engine<'_>, batch: &mut LlamaBatch) {
     let mut rest = &tokens[..];
     while !rest.is_empty() {
         let take = next_read(rest.len(), BATCH_SIZE);
-        let slot = &mut engine.slots[index];
-        batch.clear();
-        for (offset, token) in rest[..take].iter().enumerate() {
-            let position = (slot.tokens.len() + offset) as i32;
-            if batch
-                .add(*token, position, &[index as i32], offset + 1 == take)
-                .is_err()
-            {
-                forget(engine, index);
-                return;
-            }
-        }
-        if engine.context.decode(batch).is_err() {
+        let read = Feed {
+            request: None,
+            slot: index,
+            tokens: rest[..take].to_vec(),
+            sample: true,
+            prompt: true,
+        };
+        if decode(loaded, engine, batch, vec![read]).is_err() {
             forget(engine, index);
             return;
         }
-        let slot = &mut engine.slots[index];
-        slot.tokens.extend_from_slice(&rest[..take]);
-        slot.clean = slot.tokens.len();
         loaded
             .stats
             .reread_tokens
@@ -427,7 +419,15 @@ fn step(
     let generating: Vec<Feed> = running
         .iter_mut()
         .enumerate()
-        .filter_map(|(index, request)| request.feed.take().map(|token| (index, vec![token], true)))
+        .filter_map(|(index, request)| {
+            request.feed.take().map(|token| Feed {
+                request: Some(index),
+                slot: request.slot,
+                tokens: vec![token],
+                sample: true,
+                prompt: false,
+            })
+        })
         .collect();
     let mut calls = vec![generating];
     let reading = running
@@ -445,11 +445,17 @@ fn step(
             BATCH_SIZE
         };
         let take = next_read(request.pending.len(), limit);
-        let read: Vec<LlamaToken> = request.pending.drain(..take).collect();
-        calls.push(vec![(index, read, request.pending.is_empty())]);
+        let tokens: Vec<LlamaToken> = request.pending.drain(..take).collect();
+        calls.push(vec![Feed {
+            request: Some(index),
+            slot: request.slot,
+            tokens,
+            sample: request.pending.is_empty(),
+            prompt: true,
+        }]);
     }
     for fed in calls.into_iter().filter(|fed| !fed.is_empty()) {
-        let sampled = match decode(loaded, engine, batch, running, fed) {
+        let sampled = match decode(loaded, engine, batch, fed) {
             Ok(sampled) => sampled,
             Err(error) => {
                 // The cache's state is unknown now: fail every running request and start over.
@@ -464,6 +470,7 @@ fn step(
             }
         };
         for (index, logits) in sampled {
+            let Some(index) = index else { continue };
             let request = &running[index];
             if let Some(store) = store
                 && request.generating.is_none()
@@ -508,59 +515,62 @@ fn step(
     }
 }
 
-/// What one request feeds a decode call: (running index, tokens, whether
-/// the last token's logits are sampled).
-type Feed = (usize, Vec<LlamaToken>, bool);
+/// What one slot feeds a decode call.
+struct Feed {
+    /// The running request it is for (`None`: a reply read again while idle).
+    request: Option<usize>,
+    slot: usize,
+    tokens: Vec<LlamaToken>,
+    /// Keep the last token's logits (to sample the next token).
+    sample: bool,
+    /// A prompt read, rather than a generated token.
+    prompt: bool,
+}
 
-/// Decode `fed` in one call (in slot order), record the tokens in their
-/// slots, and return (running index, batch index of its logits) for each
-/// request to sample.
+/// Decode `feeds` in one call (in slot order), record the tokens in their
+/// slots, and return (request, batch index of its logits) for each feed
+/// that samples.
 fn decode(
     loaded: &Loaded,
     engine: &mut Engine<'_>,
     batch: &mut LlamaBatch,
-    running: &[Running],
-    mut fed: Vec<Feed>,
-) -> Result<Vec<(usize, i32)>, String> {
+    mut feeds: Vec<Feed>,
+) -> Result<Vec<(Option<usize>, i32)>, String> {
     // llama.cpp decodes the sequences of a per-sequence cache in one pass
     // only when the batch names them in increasing order, each one more than
     // the last (otherwise it splits the batch, and several sequences cost
     // nearly what they cost one at a time): add them in slot order.
-    fed.sort_by_key(|(index, ..)| running[*index].slot);
+    feeds.sort_by_key(|feed| feed.slot);
     batch.clear();
     let mut sampled = Vec::new();
-    for (index, tokens, sample) in &fed {
-        let slot = running[*index].slot;
-        let start = engine.slots[slot].tokens.len();
-        for (offset, token) in tokens.iter().enumerate() {
-            let logits = *sample && offset + 1 == tokens.len();
+    for feed in &feeds {
+        let start = engine.slots[feed.slot].tokens.len();
+        for (offset, token) in feed.tokens.iter().enumerate() {
+            let logits = feed.sample && offset + 1 == feed.tokens.len();
             batch
-                .add(*token, (start + offset) as i32, &[slot as i32], logits)
+                .add(*token, (start + offset) as i32, &[feed.slot as i32], logits)
                 .map_err(|error| format!("batch: {error}"))?;
         }
-        if *sample {
-            sampled.push((*index, batch.n_tokens() - 1));
+        if feed.sample {
+            sampled.push((feed.request, batch.n_tokens() - 1));
         }
     }
     loaded
         .stats
         .peak_sequences
-        .fetch_max(fed.len() as u64, Ordering::Relaxed);
+        .fetch_max(feeds.len() as u64, Ordering::Relaxed);
     engine
         .context
         .decode(batch)
         .map_err(|error| format!("decode: {error}"))?;
-    for (index, tokens, _) in fed {
-        let slot = &mut engine.slots[running[index].slot];
+    for feed in feeds {
+        let slot = &mut engine.slots[feed.slot];
         // A prompt read of at least MIN_PROMPT_READ tokens that continues
         // what prompt reads computed extends the reusable prefix (reads.rs).
-        if running[index].generating.is_none()
-            && slot.clean == slot.tokens.len()
-            && tokens.len() >= MIN_PROMPT_READ
-        {
-            slot.clean += tokens.len();
+        if feed.prompt && slot.clean == slot.tokens.len() && feed.tokens.len() >= MIN_PROMPT_READ {
+            slot.clean += feed.tokens.len();
         }
-        slot.tokens.extend(tokens);
+        slot.tokens.extend(feed.tokens);
     }
     Ok(sampled)
 }
