@@ -68,6 +68,10 @@ pub struct ModelSection {
     /// Local: run every copy of a call the model repeats word for word in
     /// one reply (default false: the repeats are read as one call).
     pub repeated_calls: Option<bool>,
+    /// Local: run every call of a reply (default false: after the first, a
+    /// call that repeats an earlier one with its numbers in another order,
+    /// or brings in a number found nowhere in the conversation, is left out).
+    pub ungrounded_calls: Option<bool>,
     /// The relevance gate's floor (default 0.2 with the local model; 0 turns it off).
     pub relevance_floor: Option<f32>,
 }

@@ -52,6 +52,8 @@ pub struct ModelChoice {
     pub one_tool_lists: bool,
     /// Local: identical calls in one reply are all run, not read as one.
     pub repeated_calls: bool,
+    /// Local: every call of a reply runs, grounded in the conversation or not.
+    pub ungrounded_calls: bool,
     /// The relevance gate's floor, when the gate is on.
     pub relevance_floor: Option<f32>,
 }
@@ -80,6 +82,7 @@ impl ModelArgs {
             call_lists: !self.no_call_lists && section.call_lists.unwrap_or(true),
             one_tool_lists: self.one_tool_lists || section.one_tool_lists.unwrap_or(false),
             repeated_calls: self.repeated_calls || section.repeated_calls.unwrap_or(false),
+            ungrounded_calls: self.ungrounded_calls || section.ungrounded_calls.unwrap_or(false),
             relevance_floor: self
                 .relevance_floor
                 .or(section.relevance_floor)
@@ -403,6 +406,13 @@ mod tests {
         assert!(!choose(&[], "").repeated_calls);
         assert!(choose(&["--repeated-calls"], "").repeated_calls);
         assert!(choose(&[], "[model]\nrepeated_calls = true").repeated_calls);
+    }
+
+    #[test]
+    fn ungrounded_calls_are_left_out_unless_a_flag_or_the_file_says_otherwise() {
+        assert!(!choose(&[], "").ungrounded_calls);
+        assert!(choose(&["--ungrounded-calls"], "").ungrounded_calls);
+        assert!(choose(&[], "[model]\nungrounded_calls = true").ungrounded_calls);
     }
 
     #[test]

@@ -346,6 +346,7 @@ async fn run_category(
         "call_lists": choice.call_lists,
         "one_tool_lists": choice.one_tool_lists,
         "repeated_calls": choice.repeated_calls,
+        "ungrounded_calls": choice.ungrounded_calls,
         "relevance_floor": choice.relevance_floor,
         "gated": gated,
         "questions": total,

@@ -113,6 +113,11 @@ pub struct ModelArgs {
     /// twice, instead of reading the repeats as one call.
     #[arg(long)]
     repeated_calls: bool,
+    /// Local: run every call of a reply, instead of leaving out a later call
+    /// that repeats an earlier one with its numbers in another order or
+    /// brings in a number found nowhere in the conversation.
+    #[arg(long)]
+    ungrounded_calls: bool,
     /// Before the first step, answer in text when no tool's name and
     /// description is this close (cosine, all-MiniLM-L6-v2) to the request;
     /// 0 turns the gate off [default: 0.2 with the local model, off otherwise].

@@ -94,6 +94,7 @@ pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         call_lists: true,
         one_tool_lists: false,
         repeated_calls: false,
+        ungrounded_calls: false,
         relevance_floor: None,
     };
     let model = crate::providers::local_model(&choice).await?;

@@ -29,11 +29,12 @@ pub use stats::LocalStats;
 
 pub use syntax::CallSyntax;
 
+use crate::grounding::kept_calls;
 use crate::prompt_store::PromptStore;
 use crate::scheduler::{self, Event, Job, Settings};
 use crate::schema_echo::unwrap_schema_echo;
 use crate::template::{ChatTemplate, Prompt};
-use crate::tool_calls::{ParsedReply, TagStyle, distinct_calls, embedded_calls};
+use crate::tool_calls::{ParsedReply, TagStyle, embedded_calls};
 
 /// Settings of a [`LocalModel`].
 #[derive(Debug, Clone)]
@@ -95,6 +96,13 @@ pub struct LocalConfig {
     /// the same call twice at once, so identical calls in one reply are read
     /// as one.
     pub repeated_calls: bool,
+    /// Run every call of a reply as written. Off by default: after a reply's
+    /// first call, a call that repeats an earlier one with its numbers in
+    /// another order, or brings in a number found nowhere in the
+    /// conversation, is left out ([`grounded_calls`](crate::grounding::grounded_calls)):
+    /// a small model writing a list adds such calls where one was asked for
+    /// (`math.factorial(5)`, then `math.factorial(10)`); see `BENCHMARKS.md`.
+    pub ungrounded_calls: bool,
 }
 
 /// The note [`LocalConfig::call_lists`] adds to the system prompt when tools
@@ -123,6 +131,7 @@ impl Default for LocalConfig {
             call_lists: true,
             one_tool_lists: false,
             repeated_calls: false,
+            ungrounded_calls: false,
         }
     }
 }
@@ -569,11 +578,7 @@ impl ChatModel for LocalModel {
                 };
                 (name, arguments)
             });
-            let calls = if self.inner.loaded.config.repeated_calls {
-                calls.collect()
-            } else {
-                distinct_calls(calls)
-            };
+            let calls = kept_calls(&self.inner.loaded.config, request, calls.collect());
             for (index, (name, arguments)) in calls.into_iter().enumerate() {
                 let id = format!("call_{}", CALL_COUNTER.fetch_add(1, Ordering::Relaxed));
                 yield StreamEvent::ToolCallStart { index, id, name };

@@ -37,6 +37,7 @@
 mod embedder;
 mod engine;
 pub mod fetch;
+pub mod grounding;
 mod prompt_store;
 pub mod python_calls;
 mod scheduler;

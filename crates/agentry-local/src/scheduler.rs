@@ -185,11 +185,11 @@ fn run(loaded: &Loaded, settings: Settings, store: Option<&PromptStore>, jobs: R
     // Each round of work holds `exit::working()`; waiting for a job does not.
     'serve: loop {
         if running.is_empty() && queue.is_empty() {
-            let stale = settings.prompt_cache
-                && engine
-                    .as_ref()
-                    .is_some_and(|engine| slots::stale(&engine.slots).is_some());
-            let next = if stale {
+            let stale = engine
+                .as_ref()
+                .filter(|_| settings.prompt_cache)
+                .and_then(|engine| slots::stale(&engine.slots));
+            let next = if stale.is_some() {
                 jobs.recv_timeout(IDLE_BEFORE_REREAD)
             } else {
                 jobs.recv().map_err(|_| RecvTimeoutError::Disconnected)
@@ -199,8 +199,8 @@ fn run(loaded: &Loaded, settings: Settings, store: Option<&PromptStore>, jobs: R
                 Err(RecvTimeoutError::Disconnected) => break 'serve,
                 Err(RecvTimeoutError::Timeout) => {
                     let _working = exit::working();
-                    if let Some(engine) = engine.as_mut() {
-                        reread(loaded, engine, &mut batch);
+                    if let (Some(engine), Some(index)) = (engine.as_mut(), stale) {
+                        reread(loaded, engine, &mut batch, index);
                     }
                     continue 'serve;
                 }
@@ -290,20 +290,16 @@ fn admit<'m>(
             common = loaded;
         }
         let reuse = reusable_prefix(job.tokens.len(), common);
-        let state = &mut engine.slots[slot];
         if engine
             .context
             .clear_kv_cache_seq(Some(slot as u32), Some(reuse as u32), None)
             .is_err()
         {
-            state.tokens.clear();
-            engine
-                .context
-                .clear_kv_cache_seq(Some(slot as u32), None, None)
-                .ok();
+            forget(engine, slot);
         } else {
-            state.tokens.truncate(reuse);
+            engine.slots[slot].tokens.truncate(reuse);
         }
+        let state = &mut engine.slots[slot];
         state.clean = state.clean.min(state.tokens.len());
         let reuse = state.tokens.len();
         state.busy = true;
@@ -352,13 +348,10 @@ fn new_engine(
 }
 
 /// While nothing else runs: read again, as a prompt, the tokens the most
-/// recently finished request generated (decoded one at a time, they cannot
-/// be reused as they are; reads.rs), so that the next turn of its
-/// conversation reuses them.
-fn reread(loaded: &Loaded, engine: &mut Engine<'_>, batch: &mut LlamaBatch) {
-    let Some(index) = slots::stale(&engine.slots) else {
-        return;
-    };
+/// recently finished request generated in slot `index` (the one
+/// `slots::stale` names; decoded one at a time, they cannot be reused as
+/// they are; reads.rs), so that the next turn of its conversation reuses them.
+fn reread(loaded: &Loaded, engine: &mut Engine<'_>, batch: &mut LlamaBatch, index: usize) {
     let slot = &mut engine.slots[index];
     let start = reusable_prefix(slot.tokens.len(), slot.clean);
     let tokens = slot.tokens.split_off(start);

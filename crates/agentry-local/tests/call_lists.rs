@@ -1,7 +1,7 @@
 //! Several calls in one reply from the real local model (Qwen2.5-Coder-0.5B,
 //! calls in the template's JSON): the call-list note, the opt-in grammar that
-//! holds a one-tool reply to a list, and a call repeated word for word read
-//! once.
+//! holds a one-tool reply to a list, a call repeated word for word read
+//! once, and a later call with a made-up number left out.
 //!
 //! Needs the model in the cache (`agentry model pull`); without it the tests
 //! say so loudly and pass, unless `AGENTRY_REQUIRE_MODEL=1` (set by CI).
@@ -161,4 +161,46 @@ async fn a_call_written_twice_word_for_word_is_read_once() {
         read[0].input,
         serde_json::json!({"url": "https://www.rust-lang.org/learn"})
     );
+}
+
+fn factorial_tool() -> ToolSchema {
+    tool(
+        "math_factorial",
+        "Calculate the factorial of a given number.",
+        serde_json::json!({"number": {"type": "integer",
+            "description": "The number for which factorial needs to be calculated."}}),
+    )
+}
+
+/// Held to a list (`one_tool_lists`), the model follows the asked-for call
+/// with one nobody asked for, a number it made up (BFCL `simple_python_1`:
+/// `math.factorial(5)`, then `(10)`): by default that later call is left
+/// out, since 10 is nowhere in the conversation; with `ungrounded_calls`
+/// both run. Asked for both numbers, both calls are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_call_with_a_made_up_number_is_left_out() {
+    let asked = request(
+        "Calculate the factorial of 5 using math functions.",
+        vec![factorial_tool()],
+    );
+    let Some(as_written) = load(LocalConfig {
+        ungrounded_calls: true,
+        ..config(true, true, false)
+    }) else {
+        return;
+    };
+    let numbers = |calls: &[ToolCall]| -> Vec<serde_json::Value> {
+        calls.iter().map(|c| c.input["number"].clone()).collect()
+    };
+    let as_written = calls(&as_written, &asked).await;
+    assert_eq!(numbers(&as_written), [5, 10], "{as_written:?}");
+    let grounded = load(config(true, true, false)).unwrap();
+    let kept = calls(&grounded, &asked).await;
+    assert_eq!(numbers(&kept), [5], "{kept:?}");
+    let both = request(
+        "Calculate the factorials of 5 and 10 using math functions.",
+        vec![factorial_tool()],
+    );
+    let kept = calls(&grounded, &both).await;
+    assert_eq!(numbers(&kept), [5, 10], "{kept:?}");
 }
