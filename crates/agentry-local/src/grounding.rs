@@ -13,7 +13,10 @@
 //! A call left out costs at most a step: the model sees the results of the
 //! calls that ran and can make it again.
 
+use std::sync::LazyLock;
+
 use agentry_core::model::{ChatRequest, Message};
+use regex::Regex;
 use serde_json::Value;
 
 use crate::LocalConfig;
@@ -167,55 +170,17 @@ fn grounded(number: f64, conversation: &[f64]) -> bool {
 }
 
 /// The numbers written in `text`: digits with an optional sign, thousands
-/// separators (`400,000`), a decimal part and an exponent (`5e-12`).
+/// separators (`400,000`, but `5,10` is two numbers), a decimal part and an
+/// exponent (`5e-12`).
 fn numbers_in(text: &str) -> Vec<f64> {
-    let bytes = text.as_bytes();
-    let mut numbers = Vec::new();
-    let mut at = 0;
-    while at < bytes.len() {
-        if !bytes[at].is_ascii_digit() {
-            at += 1;
-            continue;
-        }
-        let negative = at > 0 && bytes[at - 1] == b'-';
-        let mut digits = String::new();
-        let mut end = at;
-        while end < bytes.len() {
-            let byte = bytes[end];
-            let next_is_digit = bytes.get(end + 1).is_some_and(u8::is_ascii_digit);
-            if byte.is_ascii_digit() {
-                digits.push(byte as char);
-            } else if byte == b',' && next_is_digit && !digits.contains('.') {
-                // A thousands separator keeps three digits after it; "5,10"
-                // is two numbers.
-                let group = bytes[end + 1..].iter().take_while(|b| b.is_ascii_digit());
-                if group.count() != 3 {
-                    break;
-                }
-            } else if byte == b'.' && next_is_digit && !digits.contains(['.', 'e']) {
-                digits.push('.');
-            } else if matches!(byte, b'e' | b'E') && !digits.contains('e') {
-                let sign = matches!(bytes.get(end + 1), Some(b'-' | b'+'));
-                let exponent_digit = bytes.get(end + 1 + usize::from(sign));
-                if !exponent_digit.is_some_and(u8::is_ascii_digit) {
-                    break;
-                }
-                digits.push('e');
-                if sign {
-                    end += 1;
-                    digits.push(bytes[end] as char);
-                }
-            } else {
-                break;
-            }
-            end += 1;
-        }
-        if let Ok(number) = digits.parse::<f64>() {
-            numbers.push(if negative { -number } else { number });
-        }
-        at = end.max(at + 1);
-    }
-    numbers
+    static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"-?(?:[0-9]{1,3}(?:,[0-9]{3})+\b(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)")
+            .expect("a valid pattern")
+    });
+    NUMBER
+        .find_iter(text)
+        .filter_map(|found| found.as_str().replace(',', "").parse().ok())
+        .collect()
 }
 
 #[cfg(test)]
@@ -236,6 +201,11 @@ mod tests {
         assert_eq!(
             numbers_in("May 18th 2022, 2.5 atm"),
             vec![18.0, 2022.0, 2.5]
+        );
+        // Thousands separators hold three digits; anything else is two numbers.
+        assert_eq!(
+            numbers_in("1,5000 and 400,000.5"),
+            vec![1.0, 5000.0, 400000.5]
         );
     }
 
