@@ -43,7 +43,8 @@ pub(crate) fn kept_calls(
     } else {
         distinct_calls(calls)
     };
-    if config.ungrounded_calls {
+    // With one call there is nothing to leave out, and no conversation to read.
+    if config.ungrounded_calls || calls.len() < 2 {
         calls
     } else {
         grounded_calls(calls, &conversation_text(request))
