@@ -65,6 +65,11 @@ pub struct ModelSection {
     /// Local, with call lists: hold a reply that offers one tool to a JSON
     /// list of calls (default false).
     pub one_tool_lists: Option<bool>,
+    /// Local, with call lists: when a request offers one tool, open a JSON
+    /// list of calls where the model gives a list at least this share of
+    /// the probability against one bare call (default 0.05; 1 leaves the
+    /// choice to the model).
+    pub list_floor: Option<f32>,
     /// Local: run every copy of a call the model repeats word for word in
     /// one reply (default false: the repeats are read as one call).
     pub repeated_calls: Option<bool>,

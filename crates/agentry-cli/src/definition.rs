@@ -50,6 +50,8 @@ pub struct ModelChoice {
     pub call_lists: bool,
     /// Local, with call lists: a reply offering one tool is held to a list.
     pub one_tool_lists: bool,
+    /// Local, with call lists: the list floor for one offered tool.
+    pub list_floor: f32,
     /// Local: identical calls in one reply are all run, not read as one.
     pub repeated_calls: bool,
     /// Local: every call of a reply runs, grounded in the conversation or not.
@@ -81,6 +83,10 @@ impl ModelArgs {
                 .unwrap_or(crate::CallSyntaxArg::Template),
             call_lists: !self.no_call_lists && section.call_lists.unwrap_or(true),
             one_tool_lists: self.one_tool_lists || section.one_tool_lists.unwrap_or(false),
+            list_floor: self
+                .list_floor
+                .or(section.list_floor)
+                .unwrap_or(agentry_local::DEFAULT_LIST_FLOOR),
             repeated_calls: self.repeated_calls || section.repeated_calls.unwrap_or(false),
             ungrounded_calls: self.ungrounded_calls || section.ungrounded_calls.unwrap_or(false),
             relevance_floor: self
@@ -392,6 +398,18 @@ mod tests {
         assert!(choose(&[], "").call_lists);
         assert!(!choose(&["--no-call-lists"], "").call_lists);
         assert!(!choose(&[], "[model]\ncall_lists = false").call_lists);
+    }
+
+    #[test]
+    fn the_list_floor_comes_from_the_flag_the_file_or_the_default() {
+        assert_eq!(
+            choose(&[], "").list_floor,
+            agentry_local::DEFAULT_LIST_FLOOR
+        );
+        assert_eq!(choose(&["--list-floor", "1"], "").list_floor, 1.0);
+        let from_file = "[model]\nlist_floor = 0.2";
+        assert_eq!(choose(&[], from_file).list_floor, 0.2);
+        assert_eq!(choose(&["--list-floor", "0"], from_file).list_floor, 0.0);
     }
 
     #[test]

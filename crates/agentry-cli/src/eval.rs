@@ -345,9 +345,10 @@ async fn run_category(
         "call_syntax": choice.call_syntax.to_possible_value().map(|v| v.get_name().to_owned()),
         "call_lists": choice.call_lists,
         "one_tool_lists": choice.one_tool_lists,
+        "list_floor": as_written(choice.list_floor),
         "repeated_calls": choice.repeated_calls,
         "ungrounded_calls": choice.ungrounded_calls,
-        "relevance_floor": choice.relevance_floor,
+        "relevance_floor": choice.relevance_floor.map(as_written),
         "gated": gated,
         "questions": total,
         "passed": passed,
@@ -364,6 +365,12 @@ async fn run_category(
         100.0 * passed as f64 / total.max(1) as f64
     );
     Ok(report)
+}
+
+/// `value` as written in a flag or a file (`0.05`, not the `f32`'s
+/// nearest `f64`, `0.05000000074505806`).
+fn as_written(value: f32) -> f64 {
+    value.to_string().parse().unwrap_or(f64::from(value))
 }
 
 /// A question's turns as the model gets them: `system` turns become the

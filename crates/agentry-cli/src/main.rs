@@ -109,6 +109,12 @@ pub struct ModelArgs {
     /// and more it did not ask for: see BENCHMARKS.md).
     #[arg(long)]
     one_tool_lists: bool,
+    /// Local, with call lists: when a request offers one tool, open a JSON
+    /// list of calls where the model gives a list at least this share of
+    /// the probability against one bare call; 1 leaves the choice to the
+    /// model [default: 0.05].
+    #[arg(long, value_name = "SHARE")]
+    list_floor: Option<f32>,
     /// Local: run a call the model writes twice word for word in one reply
     /// twice, instead of reading the repeats as one call.
     #[arg(long)]

@@ -93,6 +93,7 @@ pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         call_syntax: crate::CallSyntaxArg::Template,
         call_lists: true,
         one_tool_lists: false,
+        list_floor: agentry_local::DEFAULT_LIST_FLOOR,
         repeated_calls: false,
         ungrounded_calls: false,
         relevance_floor: None,

@@ -38,6 +38,7 @@ mod embedder;
 mod engine;
 pub mod fetch;
 pub mod grounding;
+pub mod list_opening;
 mod prompt_store;
 pub mod python_calls;
 mod scheduler;
@@ -47,7 +48,8 @@ pub mod tool_calls;
 
 pub use embedder::{DEFAULT_BATCH_SIZE, DEFAULT_MAX_TOKENS, LocalEmbedder};
 pub use engine::{
-    CALL_LIST_NOTE, CallSyntax, Generation, LocalConfig, LocalModel, LocalStats, backend,
+    CALL_LIST_NOTE, CallSyntax, DEFAULT_LIST_FLOOR, Generation, LocalConfig, LocalModel,
+    LocalStats, backend,
 };
 pub use scheduler::{MIN_PROMPT_READ, PROMPT_ALIGN, reusable_prefix};
 pub use template::Prompt;

@@ -89,6 +89,9 @@ pub(crate) struct Job {
     pub grammar: Option<Matcher>,
     /// Picks a token from the masked logits, built by the caller.
     pub sampler: LlamaSampler,
+    /// The list floor of the reply's first call-block choice, where it
+    /// applies ([`crate::list_opening`]).
+    pub list_floor: Option<f32>,
     /// Most tokens to generate.
     pub max_tokens: u32,
     /// Generation ends at the first of these strings (cut from the text).

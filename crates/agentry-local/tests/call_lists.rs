@@ -1,5 +1,6 @@
 //! Several calls in one reply from the real local model (Qwen2.5-Coder-0.5B,
-//! calls in the template's JSON): the call-list note, the opt-in grammar that
+//! calls in the template's JSON): the call-list note, the list floor that
+//! opens a list the model found likely enough, the opt-in grammar that
 //! holds a one-tool reply to a list, a call repeated word for word read
 //! once, and a later call with a made-up number left out.
 //!
@@ -121,12 +122,62 @@ async fn one_tool_lists_bring_the_second_call() {
     };
     let grammar = lists.grammar_for(&two).unwrap().unwrap();
     assert!(grammar.contains("(body | list)"), "{grammar}");
-    // The default: a bare call is allowed, and the model stops after one.
-    let default = load(config(true, false, false)).unwrap();
-    let grammar = default.grammar_for(&request).unwrap().unwrap();
+    // Without the list: a bare call is allowed, and the model's own choice
+    // is one call, after which it stops.
+    let own_choice = load(LocalConfig {
+        list_floor: 1.0,
+        ..config(true, false, false)
+    })
+    .unwrap();
+    let grammar = own_choice.grammar_for(&request).unwrap().unwrap();
     assert!(grammar.contains("(body | list)"), "{grammar}");
-    let one = calls(&default, &request).await;
+    let one = calls(&own_choice, &request).await;
     assert_eq!(one.len(), 1, "{one:?}");
+    assert_eq!(own_choice.stats().lists_opened, 0);
+}
+
+/// By default (`list_floor`, 0.05) the same request gets both calls with no
+/// grammar forcing a list: the model gives a list less than even odds
+/// against one bare call, but enough to open it, and then writes the second
+/// call itself. With two tools offered the floor does not apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_the_model_finds_likely_enough_is_opened() {
+    let single = request(
+        "Compute the hypotenuse of a right triangle with sides 6 and 8.",
+        vec![hypotenuse_tool()],
+    );
+    let request = request(
+        "Compute the hypotenuse for right triangles with sides 6 and 8, and 9 and 12.",
+        vec![hypotenuse_tool()],
+    );
+    let Some(model) = load(config(true, false, false)) else {
+        return;
+    };
+    assert_eq!(
+        LocalConfig::default().list_floor,
+        agentry_local::DEFAULT_LIST_FLOOR
+    );
+    let listed = calls(&model, &request).await;
+    let sides: Vec<serde_json::Value> = listed.iter().map(|c| c.input.clone()).collect();
+    assert_eq!(
+        sides,
+        [
+            serde_json::json!({"a": 6, "b": 8}),
+            serde_json::json!({"a": 9, "b": 12})
+        ],
+        "{listed:?}"
+    );
+    assert_eq!(model.stats().lists_opened, 1);
+    // A single request stays a single call: the list is not likely enough.
+    let one = calls(&model, &single).await;
+    assert_eq!(one.len(), 1, "{one:?}");
+    assert_eq!(model.stats().lists_opened, 1);
+    let two = ChatRequest {
+        tools: vec![hypotenuse_tool(), weather_tool()],
+        ..request.clone()
+    };
+    let with_two = calls(&model, &two).await;
+    assert_eq!(model.stats().lists_opened, 1, "{with_two:?}");
 }
 
 fn fetch_tool() -> ToolSchema {

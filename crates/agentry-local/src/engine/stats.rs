@@ -13,6 +13,7 @@ pub(crate) struct Counters {
     pub(crate) output_tokens: AtomicU64,
     pub(crate) peak_sequences: AtomicU64,
     pub(crate) reread_tokens: AtomicU64,
+    pub(crate) lists_opened: AtomicU64,
 }
 
 impl Counters {
@@ -25,6 +26,7 @@ impl Counters {
             output_tokens: self.output_tokens.load(Ordering::Relaxed),
             peak_sequences: self.peak_sequences.load(Ordering::Relaxed),
             reread_tokens: self.reread_tokens.load(Ordering::Relaxed),
+            lists_opened: self.lists_opened.load(Ordering::Relaxed),
         }
     }
 }
@@ -52,6 +54,10 @@ pub struct LocalStats {
     /// next turn of a conversation reuses its last reply. Not counted in
     /// [`evaluated_tokens`](Self::evaluated_tokens).
     pub reread_tokens: u64,
+    /// Replies whose call block was opened as a list by
+    /// [`LocalConfig::list_floor`](crate::LocalConfig::list_floor) where one
+    /// bare call was the likelier choice.
+    pub lists_opened: u64,
 }
 
 impl LocalStats {

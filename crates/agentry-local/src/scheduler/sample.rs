@@ -11,6 +11,7 @@ use llguidance::Matcher;
 
 use super::{Event, Running};
 use crate::engine::Loaded;
+use crate::list_opening::{OPENINGS, Shape, list_share};
 
 /// Sample one token for `request` from the logits at `logits`; `false` when
 /// the request is finished.
@@ -48,7 +49,12 @@ pub(super) fn next_token(
     let token = match request.job.grammar.as_mut() {
         None => request.job.sampler.sample(context, logits),
         Some(grammar) => {
-            match constrained_token(context, logits, grammar, &mut request.job.sampler) {
+            let list_floor = request
+                .job
+                .list_floor
+                .filter(|_| OPENINGS.contains(&request.text.as_str()));
+            let choice = Choice { list_floor, loaded };
+            match constrained_token(context, logits, grammar, &mut request.job.sampler, choice) {
                 Ok(token) => token,
                 Err(error) => {
                     request.failure = Some(format!("the grammar engine failed: {error}"));
@@ -93,20 +99,53 @@ pub(super) fn next_token(
     true
 }
 
+/// What, besides the grammar, decides a token.
+struct Choice<'a> {
+    /// At a call block's first choice, the list floor that applies.
+    list_floor: Option<f32>,
+    loaded: &'a Loaded,
+}
+
 /// Pick a token from the logits at `logits` that `grammar` allows, and
 /// advance the grammar past it. An end-of-generation token is allowed only
-/// where the grammar may end.
+/// where the grammar may end. At a call block's first choice with a list
+/// floor, only list-opening tokens stay allowed when a list holds at least
+/// the floor's share ([`crate::list_opening`]).
 fn constrained_token(
     context: &LlamaContext<'_>,
     logits: i32,
     grammar: &mut Matcher,
     sampler: &mut LlamaSampler,
+    choice: Choice<'_>,
 ) -> Result<LlamaToken, String> {
     let mask = grammar.compute_mask_or_eos().map_err(|e| e.to_string())?;
     let mut candidates = context.token_data_array_ith(logits);
-    for candidate in &mut candidates.data {
+    let mut shapes = Vec::new();
+    for (index, candidate) in candidates.data.iter_mut().enumerate() {
         if !mask.is_allowed(candidate.id().0 as u32) {
             candidate.set_logit(f32::NEG_INFINITY);
+        } else if choice.list_floor.is_some() {
+            let vocab = choice.loaded.model.vocab();
+            let piece = vocab.token_to_piece(candidate.id(), true, None);
+            shapes.push((index, Shape::of(&String::from_utf8_lossy(&piece))));
+        }
+    }
+    if let Some(floor) = choice.list_floor {
+        let share = list_share(
+            shapes
+                .iter()
+                .map(|&(index, shape)| (candidates.data[index].logit(), shape)),
+        );
+        if share.is_some_and(|share| share >= floor) {
+            for &(index, shape) in &shapes {
+                if shape != Shape::List {
+                    candidates.data[index].set_logit(f32::NEG_INFINITY);
+                }
+            }
+            if share.is_some_and(|share| share < 0.5) {
+                let stats = &choice.loaded.stats;
+                stats.lists_opened.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
     candidates.apply_sampler(sampler);
