@@ -65,6 +65,19 @@ fn hypotenuse_tool() -> ToolSchema {
     )
 }
 
+/// The two calls "sides 6 and 8, and 9 and 12" asks for, in that order.
+fn assert_both_triangles(calls: &[ToolCall]) {
+    let sides: Vec<&serde_json::Value> = calls.iter().map(|c| &c.input).collect();
+    assert_eq!(
+        sides,
+        [
+            &serde_json::json!({"a": 6, "b": 8}),
+            &serde_json::json!({"a": 9, "b": 12})
+        ],
+        "{calls:?}"
+    );
+}
+
 /// A request for the same thing twice: with call lists (the default) the
 /// system prompt says several calls are one JSON list and the reply is two
 /// calls; without the note the model stops after one call (the BFCL
@@ -106,15 +119,7 @@ async fn one_tool_lists_bring_the_second_call() {
     let grammar = lists.grammar_for(&request).unwrap().unwrap();
     assert!(grammar.contains("\" list \""), "{grammar}");
     let listed = calls(&lists, &request).await;
-    let sides: Vec<serde_json::Value> = listed.iter().map(|c| c.input.clone()).collect();
-    assert_eq!(
-        sides,
-        [
-            serde_json::json!({"a": 6, "b": 8}),
-            serde_json::json!({"a": 9, "b": 12})
-        ],
-        "{listed:?}"
-    );
+    assert_both_triangles(&listed);
     // With two tools offered a reply may still be one bare call.
     let two = ChatRequest {
         tools: vec![hypotenuse_tool(), weather_tool()],
@@ -136,10 +141,11 @@ async fn one_tool_lists_bring_the_second_call() {
     assert_eq!(own_choice.stats().lists_opened, 0);
 }
 
-/// By default (`list_floor`, 0.05) the same request gets both calls with no
-/// grammar forcing a list: the model gives a list less than even odds
-/// against one bare call, but enough to open it, and then writes the second
-/// call itself. With two tools offered the floor does not apply.
+/// By default (`list_floor`, `agentry_local::DEFAULT_LIST_FLOOR`) the same
+/// request gets both calls with no grammar forcing a list: the model gives a
+/// list less than even odds against one bare call, but enough to open it,
+/// and then writes the second call itself. A single request stays one call,
+/// and with two tools offered the floor does not apply.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_the_model_finds_likely_enough_is_opened() {
     let single = request(
@@ -153,20 +159,8 @@ async fn a_list_the_model_finds_likely_enough_is_opened() {
     let Some(model) = load(config(true, false, false)) else {
         return;
     };
-    assert_eq!(
-        LocalConfig::default().list_floor,
-        agentry_local::DEFAULT_LIST_FLOOR
-    );
     let listed = calls(&model, &request).await;
-    let sides: Vec<serde_json::Value> = listed.iter().map(|c| c.input.clone()).collect();
-    assert_eq!(
-        sides,
-        [
-            serde_json::json!({"a": 6, "b": 8}),
-            serde_json::json!({"a": 9, "b": 12})
-        ],
-        "{listed:?}"
-    );
+    assert_both_triangles(&listed);
     assert_eq!(model.stats().lists_opened, 1);
     // A single request stays a single call: the list is not likely enough.
     let one = calls(&model, &single).await;

@@ -7,6 +7,7 @@ use std::time::Instant;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llguidance::Matcher;
 
 use super::{Event, Running};
@@ -53,8 +54,8 @@ pub(super) fn next_token(
                 .job
                 .list_floor
                 .filter(|_| OPENINGS.contains(&request.text.as_str()));
-            let choice = Choice { list_floor, loaded };
-            match constrained_token(context, logits, grammar, &mut request.job.sampler, choice) {
+            let sampler = &mut request.job.sampler;
+            match constrained_token(loaded, context, logits, grammar, sampler, list_floor) {
                 Ok(token) => token,
                 Err(error) => {
                     request.failure = Some(format!("the grammar engine failed: {error}"));
@@ -99,54 +100,27 @@ pub(super) fn next_token(
     true
 }
 
-/// What, besides the grammar, decides a token.
-struct Choice<'a> {
-    /// At a call block's first choice, the list floor that applies.
-    list_floor: Option<f32>,
-    loaded: &'a Loaded,
-}
-
 /// Pick a token from the logits at `logits` that `grammar` allows, and
 /// advance the grammar past it. An end-of-generation token is allowed only
-/// where the grammar may end. At a call block's first choice with a list
-/// floor, only list-opening tokens stay allowed when a list holds at least
-/// the floor's share ([`crate::list_opening`]).
+/// where the grammar may end. At a call block's first choice, `list_floor`
+/// may leave only the tokens that open a list ([`open_likely_list`]).
 fn constrained_token(
+    loaded: &Loaded,
     context: &LlamaContext<'_>,
     logits: i32,
     grammar: &mut Matcher,
     sampler: &mut LlamaSampler,
-    choice: Choice<'_>,
+    list_floor: Option<f32>,
 ) -> Result<LlamaToken, String> {
     let mask = grammar.compute_mask_or_eos().map_err(|e| e.to_string())?;
     let mut candidates = context.token_data_array_ith(logits);
-    let mut shapes = Vec::new();
-    for (index, candidate) in candidates.data.iter_mut().enumerate() {
+    for candidate in &mut candidates.data {
         if !mask.is_allowed(candidate.id().0 as u32) {
             candidate.set_logit(f32::NEG_INFINITY);
-        } else if choice.list_floor.is_some() {
-            let vocab = choice.loaded.model.vocab();
-            let piece = vocab.token_to_piece(candidate.id(), true, None);
-            shapes.push((index, Shape::of(&String::from_utf8_lossy(&piece))));
         }
     }
-    if let Some(floor) = choice.list_floor {
-        let share = list_share(
-            shapes
-                .iter()
-                .map(|&(index, shape)| (candidates.data[index].logit(), shape)),
-        );
-        if share.is_some_and(|share| share >= floor) {
-            for &(index, shape) in &shapes {
-                if shape != Shape::List {
-                    candidates.data[index].set_logit(f32::NEG_INFINITY);
-                }
-            }
-            if share.is_some_and(|share| share < 0.5) {
-                let stats = &choice.loaded.stats;
-                stats.lists_opened.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+    if let Some(floor) = list_floor {
+        open_likely_list(loaded, &mut candidates, floor);
     }
     candidates.apply_sampler(sampler);
     let token = candidates
@@ -159,4 +133,35 @@ fn constrained_token(
             .map_err(|e| e.to_string())?;
     }
     Ok(token)
+}
+
+/// At a call block's first choice: when the allowed tokens that open a list
+/// hold at least `floor` of the probability against those that open one
+/// bare call ([`list_share`]), leave only the list's tokens allowed.
+fn open_likely_list(loaded: &Loaded, candidates: &mut LlamaTokenDataArray, floor: f32) {
+    let vocab = loaded.model.vocab();
+    let allowed: Vec<(usize, Shape)> = candidates
+        .data
+        .iter()
+        .enumerate()
+        .filter(|(_, candidate)| candidate.logit().is_finite())
+        .map(|(index, candidate)| {
+            let piece = vocab.token_to_piece(candidate.id(), true, None);
+            (index, Shape::of(&String::from_utf8_lossy(&piece)))
+        })
+        .collect();
+    let logits = allowed
+        .iter()
+        .map(|&(index, shape)| (candidates.data[index].logit(), shape));
+    let Some(share) = list_share(logits).filter(|share| *share >= floor) else {
+        return;
+    };
+    for &(index, shape) in &allowed {
+        if shape != Shape::List {
+            candidates.data[index].set_logit(f32::NEG_INFINITY);
+        }
+    }
+    if share < 0.5 {
+        loaded.stats.lists_opened.fetch_add(1, Ordering::Relaxed);
+    }
 }
