@@ -4,18 +4,19 @@
 //! resolution, on the addresses actually dialled), and checks every redirect
 //! hop: no grant, no https→http downgrade, and credentials stripped when the
 //! redirect leaves the origin. Every request goes through these checks; there
-//! is no unchecked path.
+//! is no unchecked path. Bodies are read within a limit ([`read_text`],
+//! [`read_body`], [`read_prefix`]): chunk by chunk, never buffering more.
 //!
 //! ```no_run
 //! use agentry_core::tool::ToolContext;
-//! use agentry_providers::net::HttpClient;
+//! use agentry_providers::net::{DEFAULT_MAX_BODY_BYTES, HttpClient, read_text};
 //!
 //! /// Weather for a city.
 //! #[agentry::tool(net = "api.weather.com")]
 //! async fn get_weather(ctx: &ToolContext, city: String) -> Result<String, String> {
 //!     let url = format!("https://api.weather.com/v1/now?city={city}");
 //!     let response = HttpClient::for_context(ctx).get(&url).await.map_err(|e| e.to_string())?;
-//!     response.text().await.map_err(|e| e.to_string())
+//!     read_text(response, DEFAULT_MAX_BODY_BYTES).await.map_err(|e| e.to_string())
 //! }
 //! # fn main() {}
 //! ```
@@ -29,7 +30,9 @@ use agentry_core::tool::{Capabilities, Capability, NetGrant, ToolContext};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::{Method, Request, Response, StatusCode, Url, header};
 
+mod body;
 mod request;
+pub use body::{DEFAULT_MAX_BODY_BYTES, read_body, read_prefix, read_text};
 pub use request::RequestBuilder;
 
 /// Redirects followed before giving up.
@@ -91,6 +94,12 @@ pub enum NetError {
     /// The URL could not be used.
     #[error("invalid URL {0:?}")]
     InvalidUrl(String),
+    /// A response body over the limit it was read with; the rest was not read.
+    #[error("response over {limit} bytes")]
+    BodyTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// More than [`MAX_REDIRECTS`] redirects.
     #[error("more than {MAX_REDIRECTS} redirects")]
     TooManyRedirects,

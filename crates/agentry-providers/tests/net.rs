@@ -5,7 +5,7 @@
 mod support;
 
 use agentry_core::tool::{Capabilities, Capability};
-use agentry_providers::net::{HttpClient, NetError};
+use agentry_providers::net::{HttpClient, NetError, read_body, read_prefix, read_text};
 use reqwest::Method;
 use serde_json::json;
 use support::{Reply, serve};
@@ -249,4 +249,43 @@ fn an_agent_with_a_malformed_grant_is_not_built() {
     );
     let none: Capabilities = Capabilities::none();
     assert!(none.check().is_ok());
+}
+
+#[tokio::test]
+async fn a_body_is_read_within_its_limit_and_no_further() {
+    let server = serve(vec![
+        Reply::Flood { declared: None },
+        Reply::Flood {
+            declared: Some(200 << 20),
+        },
+        Reply::Text("small".into()),
+        Reply::Flood { declared: None },
+    ])
+    .await;
+    let client = client(&["http://127.0.0.1:*"]);
+    let url = format!("{}/big", server.base_url);
+    let reads = async {
+        // An endless chunked body: reading stops past 1 MiB.
+        let endless = client.get(&url).await.unwrap();
+        let error = read_text(endless, 1 << 20).await.unwrap_err();
+        assert!(matches!(error, NetError::BodyTooLarge { limit: 1048576 }));
+        assert_eq!(error.to_string(), "response over 1048576 bytes");
+        // 200 MB announced by Content-Length: refused before reading.
+        let declared = client.get(&url).await.unwrap();
+        let error = read_body(declared, 1 << 20).await.unwrap_err();
+        assert_eq!(error.to_string(), "response over 1048576 bytes");
+        // A body of exactly the limit is read whole.
+        let small = client.get(&url).await.unwrap();
+        assert_eq!(read_text(small, 5).await.unwrap(), "small");
+        // The first bytes of an endless body, and word that more followed.
+        let endless = client.get(&url).await.unwrap();
+        assert_eq!(
+            read_prefix(endless, 10).await.unwrap(),
+            (b"xxxxxxxxxx".to_vec(), true)
+        );
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), reads)
+        .await
+        .expect("bounded reads finish (60 s or the test fails as hung)");
+    assert_eq!(server.requests().len(), 4);
 }

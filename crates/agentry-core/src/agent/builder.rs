@@ -79,6 +79,7 @@ pub struct AgentBuilder {
     tools: Vec<Tool>,
     groups: Vec<ToolGroup>,
     default_timeout: Option<Duration>,
+    max_result_bytes: Option<usize>,
     settings: Settings,
 }
 
@@ -91,6 +92,7 @@ impl AgentBuilder {
             tools: Vec::new(),
             groups: Vec::new(),
             default_timeout: None,
+            max_result_bytes: None,
             settings: Settings::default(),
         }
     }
@@ -103,6 +105,7 @@ impl AgentBuilder {
             tools: Vec::new(),
             groups: Vec::new(),
             default_timeout: None,
+            max_result_bytes: None,
             settings: agent.settings.clone(),
         }
     }
@@ -219,6 +222,14 @@ impl AgentBuilder {
     /// [`DEFAULT_TIMEOUT`](crate::tool::DEFAULT_TIMEOUT)).
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = Some(timeout);
+        self
+    }
+
+    /// Most bytes of a tool result's text the model gets (default
+    /// [`DEFAULT_MAX_RESULT_BYTES`](crate::tool::DEFAULT_MAX_RESULT_BYTES));
+    /// a longer result is cut and says so ([`Toolbox::with_max_result_bytes`]).
+    pub fn max_result_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_result_bytes = Some(max_bytes);
         self
     }
 
@@ -431,6 +442,10 @@ impl AgentBuilder {
         };
         let toolbox = match self.default_timeout {
             Some(timeout) => toolbox.with_default_timeout(timeout),
+            None => toolbox,
+        };
+        let toolbox = match self.max_result_bytes {
+            Some(max_bytes) => toolbox.with_max_result_bytes(max_bytes),
             None => toolbox,
         };
         settings.grants.check()?;

@@ -33,6 +33,8 @@ impl Toolbox {
     /// Never fails: an unknown name, input that breaks the schema, a handler
     /// error, a panic, a timeout or output that breaks the output schema all
     /// come back as `is_error: true` with a message, and `id` is always echoed.
+    /// A result longer than [`max_result_bytes`](Self::max_result_bytes) is
+    /// cut, and says so ([`ToolResult::cut_to`]).
     ///
     /// Async handlers and tools with a timeout need a Tokio runtime with its time driver.
     pub async fn dispatch(&self, call: ToolCall) -> ToolResult {
@@ -43,12 +45,14 @@ impl Toolbox {
     pub async fn dispatch_with(&self, call: ToolCall, ctx: &ToolContext) -> ToolResult {
         let ToolCall { id, name, input } = call;
         let Some(entry) = self.entry_for_call(&name) else {
-            return ToolResult::error(id, self.unknown_tool_message(&name));
+            return ToolResult::error(id, self.unknown_tool_message(&name))
+                .cut_to(self.max_result_bytes);
         };
-        match self.run(entry, input, ctx).await {
+        let result = match self.run(entry, input, ctx).await {
             Ok(output) => ToolResult::ok(id, output),
             Err(message) => ToolResult::error(id, message),
-        }
+        };
+        result.cut_to(self.max_result_bytes)
     }
 
     /// Parse a JSON [`ToolCall`] and dispatch it. Malformed JSON, a missing
@@ -97,10 +101,11 @@ impl Toolbox {
             Err(payload) => Err(Failure::Panic(payload)),
         };
         let id = envelope.id.to_owned();
-        Some(match finish(entry, outcome) {
+        let result = match finish(entry, outcome) {
             Ok(output) => ToolResult::ok(id, output),
             Err(message) => ToolResult::error(id, message),
-        })
+        };
+        Some(result.cut_to(self.max_result_bytes))
     }
 
     async fn run(&self, entry: &Entry, input: Value, ctx: &ToolContext) -> Result<Value, String> {

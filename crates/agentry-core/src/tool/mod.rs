@@ -56,4 +56,6 @@ pub use search::ToolSearcher;
 pub use source::ToolSource;
 pub use state::State;
 pub use tool::{Tool, ToolExample, ToolHints};
-pub use toolbox::{DEFAULT_TIMEOUT, Toolbox, ToolboxError, find_by_name, for_agent};
+pub use toolbox::{
+    DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT, Toolbox, ToolboxError, find_by_name, for_agent,
+};

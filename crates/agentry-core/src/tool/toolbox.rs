@@ -17,6 +17,13 @@ use super::wire::{WireNameCollision, assign_wire_names};
 /// How long an async tool may run when neither it nor the toolbox says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Most bytes of a tool result's text that reach the model when the toolbox
+/// does not say otherwise: 1 MiB. Far above what a model can use (a 128k-token
+/// context holds about half a megabyte of text), so no useful result is cut,
+/// while a tool that returns a 200 MB response cannot flood the model, the
+/// journal or memory downstream.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 20;
+
 /// Why a toolbox could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ToolboxError {
@@ -92,6 +99,7 @@ pub(crate) struct Inner {
 pub struct Toolbox {
     pub(crate) inner: Arc<Inner>,
     pub(crate) default_timeout: Duration,
+    pub(crate) max_result_bytes: usize,
 }
 
 impl fmt::Debug for Toolbox {
@@ -117,7 +125,7 @@ impl Toolbox {
             .into_iter()
             .map(|entry| Part::New(Box::new(entry.into())))
             .collect();
-        Self::assemble(parts, DEFAULT_TIMEOUT)
+        Self::assemble(parts)
     }
 
     /// This toolbox and `more` tools after its own. The tools already here
@@ -139,7 +147,7 @@ impl Toolbox {
                     .map(|tool| Part::New(Box::new(tool.into()))),
             )
             .collect();
-        Self::assemble(parts, self.default_timeout)
+        Ok(Self::assemble(parts)?.with_limits_of(self))
     }
 
     /// This toolbox without the tools `drop` names; the rest keep their
@@ -152,10 +160,19 @@ impl Toolbox {
             .filter(|entry| !drop(&entry.tool))
             .map(|entry| Part::Built(entry.clone()))
             .collect();
-        Self::assemble(parts, self.default_timeout).expect("a subset of a valid toolbox is valid")
+        Self::assemble(parts)
+            .expect("a subset of a valid toolbox is valid")
+            .with_limits_of(self)
     }
 
-    fn assemble(parts: Vec<Part>, default_timeout: Duration) -> Result<Self, ToolboxError> {
+    /// These tools under `other`'s default timeout and result limit.
+    fn with_limits_of(mut self, other: &Toolbox) -> Self {
+        self.default_timeout = other.default_timeout;
+        self.max_result_bytes = other.max_result_bytes;
+        self
+    }
+
+    fn assemble(parts: Vec<Part>) -> Result<Self, ToolboxError> {
         let mut by_name = HashMap::with_capacity(parts.len());
         for (index, part) in parts.iter().enumerate() {
             let name = &part.tool().name;
@@ -186,7 +203,8 @@ impl Toolbox {
                 by_name,
                 by_wire,
             }),
-            default_timeout,
+            default_timeout: DEFAULT_TIMEOUT,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         })
     }
 
@@ -203,6 +221,21 @@ impl Toolbox {
     /// The same tools with a different default timeout for async tools.
     pub fn with_default_timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = timeout;
+        self
+    }
+
+    /// Most bytes of a result's text dispatch hands back (default
+    /// [`DEFAULT_MAX_RESULT_BYTES`]); see [`with_max_result_bytes`](Self::with_max_result_bytes).
+    pub fn max_result_bytes(&self) -> usize {
+        self.max_result_bytes
+    }
+
+    /// The same tools with results cut to `max_bytes` bytes of text: every
+    /// result dispatch returns, the tool's output or an error message, is
+    /// cut as [`ToolResult::cut_to`](crate::tool::ToolResult::cut_to) says
+    /// and says it was cut and how long it was.
+    pub fn with_max_result_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_result_bytes = max_bytes;
         self
     }
 

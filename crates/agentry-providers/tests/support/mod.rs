@@ -33,6 +33,9 @@ pub enum Reply {
         chunk: String,
         every: std::time::Duration,
     },
+    /// `200 text/plain` that sends `x` in 64 KiB pieces until the client
+    /// goes away: chunked, or under a `content-length` of `declared` bytes.
+    Flood { declared: Option<u64> },
     /// `200 text/event-stream` that sends `first`, then nothing, holding the
     /// connection open.
     Stall { first: String },
@@ -245,6 +248,30 @@ async fn handle(
                     .await?;
                 stream.flush().await?;
                 tokio::time::sleep(every).await;
+            }
+        }
+        Some(Reply::Flood { declared }) => {
+            let framing = match declared {
+                Some(length) => format!("content-length: {length}"),
+                None => "transfer-encoding: chunked".to_owned(),
+            };
+            stream
+                .write_all(
+                    format!("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n{framing}\r\n\r\n")
+                        .as_bytes(),
+                )
+                .await?;
+            let piece = vec![b'x'; 64 << 10];
+            loop {
+                if declared.is_none() {
+                    stream
+                        .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+                        .await?;
+                }
+                stream.write_all(&piece).await?;
+                if declared.is_none() {
+                    stream.write_all(b"\r\n").await?;
+                }
             }
         }
         Some(Reply::CutAt { body, at }) => {
