@@ -1,9 +1,12 @@
 //! A tool call as an HTTP request: path parameters into the path, query and
 //! header parameters where the operation says, `body` as JSON, the host
 //! program's credentials added, all through the capability-checked client.
+//! A path parameter never leaves the operation's path (`.` and `..` are
+//! refused, `/` is encoded), a request outside the base URL's path is never
+//! sent, and a response is read within the toolset's limit.
 
 use agentry_core::tool::{ToolContext, ToolError};
-use agentry_providers::net::HttpClient;
+use agentry_providers::net::{HttpClient, NetError, read_body, read_prefix};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Method;
 use serde_json::Value;
@@ -20,12 +23,64 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
 /// Most characters of an error response quoted back to the model.
 const MAX_ERROR_BODY: usize = 2000;
 
-/// Where calls go and the credentials they carry, from the host program.
-#[derive(Clone, Debug, Default)]
+/// Where calls go, the credentials they carry and how much of a response
+/// is read, from the host program.
+#[derive(Clone, Debug)]
 pub(crate) struct Target {
     pub(crate) base_url: String,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) query: Vec<(String, String)>,
+    pub(crate) max_response_bytes: usize,
+}
+
+impl Default for Target {
+    fn default() -> Self {
+        Self {
+            base_url: String::new(),
+            headers: Vec::new(),
+            query: Vec::new(),
+            max_response_bytes: crate::DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
+}
+
+/// `value` as one path segment: percent-encoded (`/` included), and refused
+/// when it is `.` or `..`. Encoding cannot save those two: URL parsing (the
+/// WHATWG rules `reqwest` follows) reads `%2E%2E` as `..` too, and a server
+/// decodes it to `..` all the same.
+fn segment(name: &str, value: &Value) -> Result<String, ToolError> {
+    let text = text(value);
+    if text == "." || text == ".." {
+        return Err(ToolError::InvalidArgument {
+            pointer: format!("/{}", name.replace('~', "~0").replace('/', "~1")),
+            message: format!(
+                "{text:?} is not allowed in a path parameter: it would move out of the operation's path"
+            ),
+        });
+    }
+    Ok(utf8_percent_encode(&text, SEGMENT).to_string())
+}
+
+/// The URL of `path` under `base`, refused unless it stays under the base
+/// URL's origin and path once parsed (dot segments removed).
+fn under_base(base: &str, path: &str) -> Result<reqwest::Url, ToolError> {
+    let invalid = |e| ToolError::failed(format!("the URL {base}{path} is invalid: {e}"));
+    let root = reqwest::Url::parse(base).map_err(invalid)?;
+    let url = reqwest::Url::parse(&format!("{base}{path}")).map_err(invalid)?;
+    let base_path = root.path().trim_end_matches('/');
+    let inside = url.path() == base_path
+        || url
+            .path()
+            .strip_prefix(base_path)
+            .is_some_and(|rest| rest.starts_with('/'));
+    if url.origin() != root.origin() || !inside {
+        let base_path = if base_path.is_empty() { "/" } else { base_path };
+        return Err(ToolError::failed(format!(
+            "the path {path} resolves to {}, outside the API's base path {base_path}; the request was not sent",
+            url.path()
+        )));
+    }
+    Ok(url)
 }
 
 /// A parameter value as text: strings as they are, the rest as JSON.
@@ -52,7 +107,7 @@ pub(crate) async fn call(
         };
         match param.location {
             Location::Path => {
-                let encoded = utf8_percent_encode(&text(value), SEGMENT).to_string();
+                let encoded = segment(&param.name, value)?;
                 path = path.replace(&format!("{{{}}}", param.name), &encoded);
             }
             // Arrays repeat the key (OpenAPI's default `form`, `explode: true`).
@@ -72,8 +127,7 @@ pub(crate) async fn call(
         ));
     }
     let base = target.base_url.trim_end_matches('/');
-    let mut url = reqwest::Url::parse(&format!("{base}{path}"))
-        .map_err(|e| ToolError::failed(format!("the URL {base}{path} is invalid: {e}")))?;
+    let mut url = under_base(base, &path)?;
     {
         let mut pairs = url.query_pairs_mut();
         for (name, value) in query.iter().chain(&target.query) {
@@ -102,17 +156,29 @@ pub(crate) async fn call(
         .await
         .map_err(|e| ToolError::failed(e.to_string()))?;
     let status = response.status();
-    let body = response
-        .text()
-        .await
-        .map_err(|e| ToolError::failed(format!("reading the response: {e}")))?;
+    let reading = |e: NetError| ToolError::failed(format!("reading the response: {e}"));
     if !status.is_success() {
+        // Enough bytes for the characters quoted, however wide.
+        let (body, _more) = read_prefix(response, 4 * MAX_ERROR_BODY)
+            .await
+            .map_err(reading)?;
         return Err(ToolError::failed(format!(
             "{} {} answered {status}: {}",
             operation.method,
             operation.path,
-            clip(&body, MAX_ERROR_BODY)
+            clip(&String::from_utf8_lossy(&body), MAX_ERROR_BODY)
         )));
     }
-    Ok(serde_json::from_str(&body).unwrap_or(Value::String(body)))
+    let body = match read_body(response, target.max_response_bytes).await {
+        Ok(body) => body,
+        Err(NetError::BodyTooLarge { limit }) => {
+            return Err(ToolError::failed(format!(
+                "{} {} answered {status} with a response over {limit} bytes, the most this toolset reads; it was not read",
+                operation.method, operation.path
+            )));
+        }
+        Err(error) => return Err(reading(error)),
+    };
+    Ok(serde_json::from_slice(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned())))
 }

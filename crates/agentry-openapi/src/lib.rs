@@ -39,6 +39,7 @@
 mod call;
 mod operation;
 mod spec;
+mod yaml;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -48,7 +49,12 @@ use agentry_core::tool::{Capability, Tool, ToolGroup, ToolHandler};
 use serde_json::Value;
 
 pub use operation::Operation;
-pub use spec::{MAX_DEFS, MAX_DEFS_BYTES};
+pub use spec::{MAX_DEFS, MAX_DEFS_BYTES, MAX_YAML_ALIAS_NODES};
+
+/// Most bytes of a response a call reads unless
+/// [`max_response_bytes`](OpenApiToolset::max_response_bytes) says otherwise:
+/// 1 MiB, the most a tool result carries by default.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = agentry_providers::net::DEFAULT_MAX_BODY_BYTES;
 
 use crate::call::Target;
 use crate::operation::{METHODS, identifier};
@@ -229,6 +235,16 @@ impl OpenApiToolset {
     /// Add this query parameter to every call (`?api_key=…`).
     pub fn query_param(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.target.query.push((name.into(), value.into()));
+        self
+    }
+
+    /// Read at most `max_bytes` of a successful response (default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`]). A longer one is not read on: the
+    /// call is an error result, `… answered 200 OK with a response over N
+    /// bytes, the most this toolset reads; it was not read`. An error
+    /// response is read only as far as the part quoted to the model.
+    pub fn max_response_bytes(mut self, max_bytes: usize) -> Self {
+        self.target.max_response_bytes = max_bytes;
         self
     }
 

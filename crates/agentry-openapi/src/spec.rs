@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::OpenApiError;
+use crate::yaml::Refusal;
 
 /// Keywords whose values are data (examples, constants), never rewritten.
 const DATA_KEYWORDS: [&str; 5] = ["example", "examples", "enum", "const", "default"];
@@ -32,6 +33,13 @@ pub const MAX_DEFS: usize = 32;
 
 /// Most bytes of component schemas one tool's schema takes into `$defs`.
 pub const MAX_DEFS_BYTES: usize = 16 * 1024;
+
+/// Most YAML nodes aliases may add to a specification: a YAML text may make
+/// at most this many nodes more than twice its length in bytes (each use of
+/// an alias counted again), which no text without aliases reaches. Real
+/// specifications that use anchors stay far below; an alias bomb (nested,
+/// or one wide anchor used many times) is refused before it is read.
+pub const MAX_YAML_ALIAS_NODES: usize = 100_000;
 
 /// The component schemas one tool's schema gathers, within [`MAX_DEFS`]
 /// and [`MAX_DEFS_BYTES`].
@@ -69,6 +77,19 @@ impl Spec {
                 let trimmed = text.trim_start();
                 if trimmed.starts_with('{') || trimmed.starts_with('[') {
                     return Err(OpenApiError::Parse(json_error.to_string()));
+                }
+                let budget = MAX_YAML_ALIAS_NODES.saturating_add(text.len().saturating_mul(2));
+                match crate::yaml::within_budget(text, budget) {
+                    Ok(()) => {}
+                    Err(Refusal::Parse(error)) => {
+                        return Err(OpenApiError::Parse(error.to_string()));
+                    }
+                    Err(Refusal::OverBudget) => {
+                        return Err(OpenApiError::Parse(format!(
+                            "YAML aliases expand it to more than {budget} nodes (twice its {} bytes plus {MAX_YAML_ALIAS_NODES}); refused before reading it",
+                            text.len()
+                        )));
+                    }
                 }
                 serde_yaml_ng::from_str(text).map_err(|e| OpenApiError::Parse(e.to_string()))?
             }

@@ -1,0 +1,297 @@
+//! Hostile input and hostile servers, against a real HTTP server on
+//! loopback that records what reaches it: path parameters never leave the
+//! base path (nothing is sent, so the API key stays home), a huge or endless
+//! response is refused within the toolset's limit, and a YAML alias bomb in a
+//! specification is refused before it is read.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentry_core::tool::{Capabilities, Capability, ToolCall, ToolContext, ToolResult, Toolbox};
+use agentry_openapi::{OpenApiError, OpenApiToolset};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the server answers, chosen by the request's path.
+fn answer(path: &str) -> Answer {
+    match path {
+        "/api/big" => Answer::Flood { declared: None },
+        "/api/declared" => Answer::Flood {
+            declared: Some(200 << 20),
+        },
+        "/api/broken" => Answer::FloodError,
+        _ => Answer::Echo,
+    }
+}
+
+enum Answer {
+    /// `{"path": …}`, 200.
+    Echo,
+    /// 200 with `x` in 64 KiB pieces until the client goes away: chunked,
+    /// or under a `content-length` of `declared` bytes.
+    Flood { declared: Option<u64> },
+    /// 500 with `e` until the client goes away.
+    FloodError,
+}
+
+/// A server on 127.0.0.1 recording each request's path and `x-api-key`.
+struct Server {
+    base: String,
+    seen: Arc<Mutex<Vec<(String, Option<String>)>>>,
+}
+
+impl Server {
+    async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let record = record.clone();
+                tokio::spawn(async move {
+                    let _ = serve(stream, record).await;
+                });
+            }
+        });
+        Self { base, seen }
+    }
+
+    fn seen(&self) -> Vec<(String, Option<String>)> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    seen: Arc<Mutex<Vec<(String, Option<String>)>>>,
+) -> std::io::Result<()> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).await? == 0 {
+            return Ok(());
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+    let key = head
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.eq_ignore_ascii_case("x-api-key"))
+        .map(|(_, value)| value.trim().to_owned());
+    seen.lock().unwrap().push((path.clone(), key));
+    let (status, framing, piece) = match answer(path.split('?').next().unwrap_or_default()) {
+        Answer::Echo => {
+            let body = json!({"path": path}).to_string();
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            return stream.write_all(reply.as_bytes()).await;
+        }
+        Answer::Flood {
+            declared: Some(length),
+        } => ("200 OK", format!("content-length: {length}"), b'x'),
+        Answer::Flood { declared: None } => ("200 OK", "transfer-encoding: chunked".into(), b'x'),
+        Answer::FloodError => (
+            "500 Internal Server Error",
+            "transfer-encoding: chunked".into(),
+            b'e',
+        ),
+    };
+    let chunked = framing.starts_with("transfer");
+    stream
+        .write_all(
+            format!("HTTP/1.1 {status}\r\ncontent-type: text/plain\r\n{framing}\r\n\r\n")
+                .as_bytes(),
+        )
+        .await?;
+    let piece = vec![piece; 64 << 10];
+    loop {
+        if chunked {
+            stream
+                .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+                .await?;
+        }
+        stream.write_all(&piece).await?;
+        if chunked {
+            stream.write_all(b"\r\n").await?;
+        }
+    }
+}
+
+const SPEC: &str = r#"{
+  "openapi": "3.0.3",
+  "info": {"title": "T", "version": "1"},
+  "paths": {
+    "/users/{a}/{b}/profile": {"get": {
+      "operationId": "profile",
+      "parameters": [
+        {"name": "a", "in": "path", "required": true, "schema": {"type": "string"}},
+        {"name": "b", "in": "path", "required": true, "schema": {"type": "string"}}
+      ],
+      "responses": {"200": {"description": "ok"}}
+    }},
+    "/../admin": {"get": {"operationId": "escape", "responses": {"200": {"description": "ok"}}}},
+    "/big": {"get": {"operationId": "big", "responses": {"200": {"description": "ok"}}}},
+    "/declared": {"get": {"operationId": "declared", "responses": {"200": {"description": "ok"}}}},
+    "/broken": {"get": {"operationId": "broken", "responses": {"200": {"description": "ok"}}}}
+  }
+}"#;
+
+/// The toolset against `server`, with an API key, and the context granting its host.
+fn setup(server: &Server, limit: Option<usize>) -> (Toolbox, ToolContext) {
+    let mut toolset = OpenApiToolset::from_text(SPEC)
+        .unwrap()
+        .base_url(format!("{}/api", server.base))
+        .header("X-Api-Key", "k-secret");
+    if let Some(limit) = limit {
+        toolset = toolset.max_response_bytes(limit);
+    }
+    let grant = Capability::net(toolset.host_grant());
+    let tools = Toolbox::for_agent(toolset.tools()).unwrap();
+    let ctx = ToolContext::new().with_capabilities(Capabilities::from([grant]));
+    (tools, ctx)
+}
+
+async fn call(tools: &Toolbox, ctx: &ToolContext, name: &str, input: Value) -> ToolResult {
+    let call = tools.dispatch_with(ToolCall::new("1", name, input), ctx);
+    tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("the call ends within 60 s (else it hangs)")
+}
+
+#[tokio::test]
+async fn path_parameters_never_leave_the_base_path() {
+    let server = Server::start().await;
+    let (tools, ctx) = setup(&server, None);
+    let refused = |name: &str, value: &str| {
+        ToolResult::error(
+            "1",
+            format!(
+                "invalid input for tool \"t.profile\":\n- /{name}: \"{value}\" is not allowed in a path parameter: it would move out of the operation's path"
+            ),
+        )
+    };
+    let result = call(&tools, &ctx, "t.profile", json!({"a": "..", "b": ".."})).await;
+    assert_eq!(result, refused("a", ".."));
+    let result = call(&tools, &ctx, "t.profile", json!({"a": "x", "b": "."})).await;
+    assert_eq!(result, refused("b", "."));
+    // A spec path that climbs out is refused after the URL is built.
+    let result = call(&tools, &ctx, "t.escape", json!({})).await;
+    assert_eq!(
+        result,
+        ToolResult::error(
+            "1",
+            "tool \"t.escape\" failed: the path /../admin resolves to /admin, outside the API's base path /api; the request was not sent"
+        )
+    );
+    assert!(server.seen().is_empty(), "nothing reached the server");
+
+    // `/` and a literal `%2e` are encoded: one segment each, inside the path.
+    let result = call(
+        &tools,
+        &ctx,
+        "t.profile",
+        json!({"a": "%2e%2E", "b": "../../admin"}),
+    )
+    .await;
+    let path = "/api/users/%252e%252E/..%2F..%2Fadmin/profile";
+    assert_eq!(result, ToolResult::ok("1", json!({"path": path})));
+    assert_eq!(
+        server.seen(),
+        [(path.to_owned(), Some("k-secret".to_owned()))]
+    );
+}
+
+#[tokio::test]
+async fn a_huge_or_endless_response_is_refused_at_the_limit() {
+    let server = Server::start().await;
+    let (tools, ctx) = setup(&server, None);
+    let over = |name: &str, path: &str| {
+        ToolResult::error(
+            "1",
+            format!(
+                "tool \"t.{name}\" failed: GET {path} answered 200 OK with a response over 1048576 bytes, the most this toolset reads; it was not read"
+            ),
+        )
+    };
+    // Endless and chunked: reading stops past 1 MiB.
+    assert_eq!(
+        call(&tools, &ctx, "t.big", json!({})).await,
+        over("big", "/big")
+    );
+    // 200 MB announced: refused before reading.
+    assert_eq!(
+        call(&tools, &ctx, "t.declared", json!({})).await,
+        over("declared", "/declared")
+    );
+    // An endless error response: only the part quoted is read.
+    assert_eq!(
+        call(&tools, &ctx, "t.broken", json!({})).await,
+        ToolResult::error(
+            "1",
+            format!(
+                "tool \"t.broken\" failed: GET /broken answered 500 Internal Server Error: {}…",
+                "e".repeat(2000)
+            )
+        )
+    );
+    // The limit is the toolset's to set: 20 bytes refuses a 40-byte answer.
+    let (tools, ctx) = setup(&server, Some(20));
+    let result = call(&tools, &ctx, "t.profile", json!({"a": "x", "b": "y"})).await;
+    assert_eq!(
+        result,
+        ToolResult::error(
+            "1",
+            "tool \"t.profile\" failed: GET /users/{a}/{b}/profile answered 200 OK with a response over 20 bytes, the most this toolset reads; it was not read"
+        )
+    );
+    assert_eq!(server.seen().len(), 4);
+}
+
+#[test]
+fn a_yaml_alias_bomb_in_a_specification_is_refused_before_it_is_read() {
+    let head = "openapi: 3.0.3\ninfo: {title: T, version: '1'}\npaths: {}\n";
+    // Nested ("billion laughs").
+    let mut nested = format!("{head}x-a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n");
+    for (level, previous) in ('b'..='i').zip('a'..='h') {
+        let refs = vec![format!("*{previous}"); 9].join(",");
+        nested.push_str(&format!("x-{level}: &{level} [{refs}]\n"));
+    }
+    nested.push_str("x-bomb: *i\n");
+    // Wide: one anchor on 10,000 items, used 10,000 times, just under 1 MB.
+    let wide = format!(
+        "{head}x-a: &a [{}]\nx-b: [{}]\n",
+        vec!["x".repeat(90); 10_000].join(","),
+        vec!["*a"; 10_000].join(","),
+    );
+    for text in [nested, wide] {
+        let budget = 100_000 + 2 * text.len();
+        let read = read_in_time(text.clone());
+        assert_eq!(
+            read,
+            OpenApiError::Parse(format!(
+                "YAML aliases expand it to more than {budget} nodes (twice its {} bytes plus 100000); refused before reading it",
+                text.len()
+            ))
+        );
+    }
+    // Anchors within reason still read.
+    let fine = format!("{head}components:\n  schemas:\n    A: &s {{type: string}}\n    B: *s\n");
+    let toolset = OpenApiToolset::from_text(&fine).unwrap();
+    assert_eq!(toolset.title(), "T");
+}
+
+/// The error reading `text` gives; within 60 s or the test fails as hung.
+fn read_in_time(text: String) -> OpenApiError {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || sender.send(OpenApiToolset::from_text(&text).err()));
+    receiver
+        .recv_timeout(Duration::from_secs(60))
+        .expect("reading ends within 60 s (else it hangs)")
+        .expect("refused")
+}
