@@ -25,13 +25,17 @@
 mod folder;
 mod search;
 mod validate;
+mod yaml;
 
 pub use agentry_search::{DEFAULT_LEXICAL_WEIGHT, RRF_K};
 pub use folder::{
     LoadReport, MAX_SKILL_FILE, SKILL_FILE, SkillFolder, load_dir, split_front_matter,
 };
 pub use search::{SkillSearch, embedding_text, search_text};
-pub use validate::{FIELDS, MAX_COMPATIBILITY, MAX_DESCRIPTION, MAX_NAME, Problem, name_problems};
+pub use validate::{
+    FIELDS, MAX_COMPATIBILITY, MAX_DESCRIPTION, MAX_FRONT_MATTER_NODES, MAX_NAME, Problem,
+    name_problems,
+};
 
 /// Entry point for the fuzz target (`fuzz/`): read a `SKILL.md` text found
 /// in a folder called `folder`. Not a stable API.

@@ -6,12 +6,18 @@ use std::collections::BTreeMap;
 
 use serde_yaml_ng::Value;
 
+use crate::yaml::Refusal;
+
 /// Longest `name`, in characters.
 pub const MAX_NAME: usize = 64;
 /// Longest `description`, in characters.
 pub const MAX_DESCRIPTION: usize = 1024;
 /// Longest `compatibility`, in characters.
 pub const MAX_COMPATIBILITY: usize = 500;
+/// Most YAML nodes a front matter may make, each use of an alias counted
+/// again. Real front matter makes a few dozen; this stops an alias bomb
+/// (nested, or one wide anchor used many times) before it is read.
+pub const MAX_FRONT_MATTER_NODES: usize = 100_000;
 /// The front-matter fields the specification defines.
 pub const FIELDS: &[&str] = &[
     "name",
@@ -48,6 +54,15 @@ pub enum Problem {
     /// The front matter is not a YAML mapping.
     #[error("the front matter is not valid YAML: {0}")]
     Yaml(String),
+    /// The front matter makes more YAML nodes than
+    /// [`MAX_FRONT_MATTER_NODES`] (an alias bomb); it was not read.
+    #[error(
+        "the front matter makes more than {max} YAML nodes (each use of an alias counted again); it was not read"
+    )]
+    TooManyNodes {
+        /// The limit.
+        max: usize,
+    },
     /// A required field is absent.
     #[error("missing required field `{0}`")]
     Missing(&'static str),
@@ -114,6 +129,7 @@ impl Problem {
             | Problem::NoFrontMatter
             | Problem::UnclosedFrontMatter
             | Problem::Yaml(_)
+            | Problem::TooManyNodes { .. }
             | Problem::Missing(_)
             | Problem::Duplicate { .. } => true,
             Problem::WrongType { field, .. } => field == "name" || field == "description",
@@ -198,6 +214,15 @@ pub(crate) fn check_front_matter(
     yaml: &str,
     folder: &str,
 ) -> Result<(FrontMatter, Vec<Problem>), Vec<Problem>> {
+    match crate::yaml::within_budget(yaml, MAX_FRONT_MATTER_NODES) {
+        Ok(()) => {}
+        Err(Refusal::OverBudget) => {
+            return Err(vec![Problem::TooManyNodes {
+                max: MAX_FRONT_MATTER_NODES,
+            }]);
+        }
+        Err(Refusal::Parse(error)) => return Err(vec![Problem::Yaml(error.to_string())]),
+    }
     let value: Value =
         serde_yaml_ng::from_str(yaml).map_err(|e| vec![Problem::Yaml(e.to_string())])?;
     let Value::Mapping(map) = value else {

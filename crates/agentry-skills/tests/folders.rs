@@ -393,15 +393,16 @@ fn hostile(name: &str, write: impl FnOnce(&Path)) -> PathBuf {
     dir
 }
 
-/// Loading `dir` takes under a second and gives the folder's problems.
+/// The folder's problems; loading `dir` must end within 60 s or the test
+/// fails as hung (an alias bomb read whole runs for minutes and takes
+/// gigabytes; the refusals here take milliseconds).
 fn problems_in_time(dir: &Path) -> Vec<Problem> {
-    let started = std::time::Instant::now();
-    let report = load_dir(dir).unwrap();
-    let elapsed = started.elapsed();
-    assert!(
-        elapsed < std::time::Duration::from_secs(1),
-        "took {elapsed:?}"
-    );
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let path = dir.to_path_buf();
+    std::thread::spawn(move || sender.send(load_dir(&path).unwrap()));
+    let report = receiver
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("loading ends within 60 s (else it hangs)");
     assert!(report.skills.is_empty());
     report.invalid.into_iter().flat_map(|(_, p)| p).collect()
 }
@@ -418,10 +419,24 @@ fn hostile_folders_get_a_problem_quickly() {
     }
     bomb.push_str("name: bomb\ndescription: *i\n---\nbody\n");
     let dir = hostile("bomb", |file| std::fs::write(file, &bomb).unwrap());
-    let problems = problems_in_time(&dir);
-    assert!(
-        matches!(&problems[..], [Problem::Yaml(message)] if message.contains("repetition limit")),
-        "{problems:?}"
+    let too_many = [Problem::TooManyNodes {
+        max: agentry_skills::MAX_FRONT_MATTER_NODES,
+    }];
+    assert_eq!(problems_in_time(&dir), too_many);
+
+    // A wide one: an anchor on a list of 10,000 items, used 10,000 times, in
+    // just under 1 MB (read whole, it makes 10^8 nodes and over 10 GB).
+    let wide = format!(
+        "---\nname: wide\ndescription: wide\na: &a [{}]\nb: [{}]\n---\nbody\n",
+        vec!["x".repeat(90); 10_000].join(","),
+        vec!["*a"; 10_000].join(","),
+    );
+    assert!(wide.len() > 900_000 && wide.len() as u64 <= agentry_skills::MAX_SKILL_FILE);
+    let dir = hostile("wide", |file| std::fs::write(file, &wide).unwrap());
+    assert_eq!(problems_in_time(&dir), too_many);
+    assert_eq!(
+        too_many[0].to_string(),
+        "the front matter makes more than 100000 YAML nodes (each use of an alias counted again); it was not read"
     );
 
     // A 5 MB SKILL.md.

@@ -1,0 +1,162 @@
+//! A budget on the nodes a YAML document makes, each use of an alias
+//! counted again: a first pass walks the document without building anything
+//! and stops at the budget, so an alias bomb (nested, or one wide anchor used
+//! many times) is refused in bounded time and memory before it is read.
+
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
+
+/// Why a document did not pass the count.
+pub(crate) enum Refusal {
+    /// More nodes than the budget.
+    OverBudget,
+    /// Not YAML (the parser's own error).
+    Parse(serde_yaml_ng::Error),
+}
+
+/// Walk `text`'s nodes, at most `budget` of them.
+pub(crate) fn within_budget(text: &str, budget: usize) -> Result<(), Refusal> {
+    let left = Cell::new(budget);
+    let over = Cell::new(false);
+    let count = Count {
+        left: &left,
+        over: &over,
+    };
+    match count.deserialize(serde_yaml_ng::Deserializer::from_str(text)) {
+        Ok(()) => Ok(()),
+        Err(_) if over.get() => Err(Refusal::OverBudget),
+        Err(error) => Err(Refusal::Parse(error)),
+    }
+}
+
+/// The nodes still allowed, shared by every level of the walk.
+#[derive(Clone, Copy)]
+struct Count<'a> {
+    left: &'a Cell<usize>,
+    over: &'a Cell<bool>,
+}
+
+impl Count<'_> {
+    fn take<E: de::Error>(self) -> Result<(), E> {
+        match self.left.get().checked_sub(1) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => {
+                self.over.set(true);
+                Err(E::custom("over the node budget"))
+            }
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Count<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Count<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML node")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_i128<E: de::Error>(self, _: i128) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_u128<E: de::Error>(self, _: u128) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.take()?;
+        while seq.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.take()?;
+        while map.next_key_seed(self)?.is_some() {
+            map.next_value_seed(self)?;
+        }
+        Ok(())
+    }
+
+    /// A tagged node (`!tag value`): the tag, then the value.
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<(), A::Error> {
+        use de::VariantAccess;
+        let ((), variant) = data.variant_seed(self)?;
+        variant.newtype_variant_seed(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(text: &str, budget: usize) -> &'static str {
+        match within_budget(text, budget) {
+            Ok(()) => "within",
+            Err(Refusal::OverBudget) => "over",
+            Err(Refusal::Parse(_)) => "parse",
+        }
+    }
+
+    #[test]
+    fn every_node_and_every_use_of_an_alias_counts() {
+        // A mapping, two keys, a list and its three items, a scalar: 8 nodes.
+        let plain = "a: [1, 2, 3]\nb: x\n";
+        assert_eq!(count(plain, 8), "within");
+        assert_eq!(count(plain, 7), "over");
+        // The list again through an alias: the list and its items count twice.
+        let aliased = "a: &l [1, 2, 3]\nb: *l\n";
+        assert_eq!(count(aliased, 11), "within");
+        assert_eq!(count(aliased, 10), "over");
+        assert_eq!(count("!tagged {a: 1}", 10), "within");
+        assert_eq!(count("a: [", 100), "parse");
+    }
+}
