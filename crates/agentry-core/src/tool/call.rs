@@ -226,7 +226,7 @@ mod tests {
             structured,
             ToolResult::ok(
                 "3",
-                json!("{\"k\":\"vvv\n[tool result cut: 8 of 18 bytes shown]")
+                json!("{\"k\":\"vv\n[tool result cut: 8 of 18 bytes shown]")
             )
         );
         // Within the limit, however loose the bound: untouched.
