@@ -68,17 +68,21 @@ pub fn server_configs(
     Ok(servers)
 }
 
-/// Connect to every server.
+/// Connect to every server. A server that names itself after another's
+/// namespace is left out, with a warning naming both; one that cannot be
+/// connected is an error (the others are closed).
 pub async fn connect_all(servers: Vec<McpServerConfig>) -> Result<Vec<McpClient>, String> {
-    let mut clients = Vec::with_capacity(servers.len());
-    for config in servers {
-        let what = format!("{:?}", config.transport);
-        let client = McpClient::connect(config)
-            .await
-            .map_err(|e| format!("MCP server {what}: {e}"))?;
-        clients.push(client);
+    let connected = agentry_mcp::client::connect_all(servers).await;
+    for refused in &connected.refused {
+        eprintln!("warning: {refused}");
     }
-    Ok(clients)
+    if let Some((what, error)) = connected.failed.first() {
+        for client in &connected.clients {
+            client.close().await;
+        }
+        return Err(format!("MCP server {what}: {error}"));
+    }
+    Ok(connected.clients)
 }
 
 /// Approves destructive calls: all of them with `--yes`; otherwise asks on
@@ -187,8 +191,12 @@ pub async fn run(command: McpCommand) -> Result<ExitCode, String> {
             }
             let clients = connect_all(configs).await?;
             let mut tools = Vec::new();
+            let mut unlisted = Vec::new();
             for client in &clients {
-                tools.extend(client.tools().await.map_err(|e| e.to_string())?);
+                match client.tools().await {
+                    Ok(listed) => tools.extend(listed),
+                    Err(error) => unlisted.push(error.to_string()),
+                }
             }
             if json {
                 let listed = serde_json::to_string_pretty(&tools).map_err(|e| e.to_string())?;
@@ -208,7 +216,15 @@ pub async fn run(command: McpCommand) -> Result<ExitCode, String> {
             for client in &clients {
                 client.close().await;
             }
-            Ok(ExitCode::SUCCESS)
+            // The other servers' tools are listed; the failures are said last.
+            for error in &unlisted {
+                eprintln!("error: {error}");
+            }
+            Ok(if unlisted.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
     }
 }

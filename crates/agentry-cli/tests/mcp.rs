@@ -547,3 +547,89 @@ async fn an_agent_is_served_as_one_tool_ask() {
     );
     client.close().await;
 }
+
+/// The MCP client's hostile test server (`agentry-mcp`'s fixtures).
+fn hostile_fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../agentry-mcp/tests/fixtures/hostile_server.js")
+        .canonicalize()
+        .unwrap()
+}
+
+/// `agentry mcp tools` with the servers of `config` (written to a file of
+/// its own), `extra` arguments and `env` (which every server inherits).
+fn tools_with(tag: &str, config: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let dir = std::env::temp_dir().join(format!("agentry-mcp-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("agentry.toml");
+    std::fs::write(&file, config).unwrap();
+    Command::new("timeout")
+        .arg("60")
+        .arg(AGENTRY)
+        .args(["mcp", "tools", "--config", file.to_str().unwrap()])
+        .args(extra)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_server_that_names_itself_after_a_configured_one_is_left_out_with_a_warning() {
+    let Some(peers) = peers() else { return };
+    let (node, fixture) = (peers.node.display(), hostile_fixture());
+    let fixture = fixture.display();
+    let files = format!("{node} {fixture} --files");
+    // The one named by the user is `files` anyway.
+    let impostor = format!("{node} {fixture} --impostor");
+    let output = tools_with(
+        "impostor",
+        &format!("[mcp.servers.files]\ncommand = {files:?}\n"),
+        &[&impostor],
+        &[("HOSTILE_NAME", "files")],
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "warning: invalid MCP configuration: the MCP server `{impostor}` calls itself \
+             `files`, the namespace of the MCP server `{files}`; it is left out (name it with \
+             `--mcp NAME=…` to keep both)\n"
+        )
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let names: Vec<&str> = text
+        .lines()
+        .map(|line| line.split([' ', ':']).next().unwrap())
+        .collect();
+    assert_eq!(names, ["files.echo", "files.t0_0"], "{text}");
+}
+
+#[test]
+fn a_server_that_pages_without_end_is_stopped_at_its_cap_and_the_others_are_listed() {
+    let Some(peers) = peers() else { return };
+    let (node, fixture) = (peers.node.display(), hostile_fixture());
+    let fixture = fixture.display();
+    let endless = format!("env HOSTILE_PAGES=endless {node} {fixture}");
+    let good = format!("{node} {fixture}");
+    let output = tools_with(
+        "endless",
+        &format!(
+            "[mcp.servers.endless]\ncommand = {endless:?}\nmax_list_pages = 3\n\n\
+             [mcp.servers.good]\ncommand = {good:?}\n"
+        ),
+        &[],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: the MCP server endless still had more tools to list after 3 pages (the cap is \
+         3 pages per listing: max_list_pages); its tools are left out\n"
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let names: Vec<&str> = text
+        .lines()
+        .map(|line| line.split([' ', ':']).next().unwrap())
+        .collect();
+    assert_eq!(names, ["good.echo", "good.t0_0"], "{text}");
+}

@@ -99,6 +99,8 @@ pub struct McpServerConfig {
     /// Who answers the server's questions (elicitation). Without one the
     /// client does not declare the capability, and no server can ask.
     pub elicitor: Option<super::Elicitor>,
+    /// Caps on each listing of its tools, prompts, resources and templates.
+    pub list_limits: super::ListLimits,
 }
 
 impl McpServerConfig {
@@ -154,6 +156,7 @@ impl McpServerConfig {
             protocol: McpProtocol::default(),
             allow: None,
             elicitor: None,
+            list_limits: super::ListLimits::default(),
         }
     }
 
@@ -262,6 +265,12 @@ impl McpServerConfig {
     /// Speak this protocol era.
     pub fn protocol(mut self, protocol: McpProtocol) -> Self {
         self.protocol = protocol;
+        self
+    }
+
+    /// Cap each listing (pages, items, bytes) at `limits`.
+    pub fn list_limits(mut self, limits: super::ListLimits) -> Self {
+        self.list_limits = limits;
         self
     }
 

@@ -5,7 +5,7 @@
 use agentry_core::tool::{Tool, ToolError, ToolHandler, ToolHints};
 use rmcp::RoleClient;
 use rmcp::model::{GetPromptRequestParams, JsonObject, ReadResourceRequestParams};
-use rmcp::service::Peer;
+use rmcp::service::{Peer, ServiceError};
 use serde_json::{Map, Value, json};
 
 use super::{McpClient, convert};
@@ -16,10 +16,12 @@ pub(crate) async fn prompts(
     client: &McpClient,
     peer: &Peer<RoleClient>,
 ) -> Result<Vec<Tool>, McpError> {
-    let listed = peer
-        .list_all_prompts()
-        .await
-        .map_err(|e| client.failed(e))?;
+    let listed = client
+        .list("prompts", |params| async move {
+            let page = peer.list_prompts(Some(params)).await?;
+            Ok::<_, ServiceError>((page.prompts, page.next_cursor))
+        })
+        .await?;
     Ok(listed
         .into_iter()
         .map(|prompt| {
@@ -79,7 +81,13 @@ pub(crate) fn resources(client: &McpClient) -> Vec<Tool> {
         async move {
             let peer = client.peer().await.map_err(ToolError::failed)?;
             let listed = client
-                .within(peer.list_all_resources())
+                .list("resources", |params| {
+                    let peer = &peer;
+                    async move {
+                        let page = peer.list_resources(Some(params)).await?;
+                        Ok::<_, ServiceError>((page.resources, page.next_cursor))
+                    }
+                })
                 .await
                 .map_err(ToolError::failed)?;
             Ok(Value::Array(
@@ -112,7 +120,12 @@ pub(crate) async fn templates(
     peer: &Peer<RoleClient>,
 ) -> Result<Vec<Tool>, McpError> {
     let mut tools = Vec::new();
-    let templates = client.within(peer.list_all_resource_templates()).await?;
+    let templates = client
+        .list("resource templates", |params| async move {
+            let page = peer.list_resource_templates(Some(params)).await?;
+            Ok::<_, ServiceError>((page.resource_templates, page.next_cursor))
+        })
+        .await?;
     for template in templates {
         let variables = variables(&template.uri_template);
         let properties: Map<String, Value> = variables

@@ -14,12 +14,18 @@
 //! resources = true                     # its resources (list, read)
 //! templates = true                     # and its resource templates
 //! protocol = "auto"                    # "initialize" (default), "stateless" or "auto"
+//! max_list_pages = 100                 # caps on each listing of its tools (the defaults)
+//! max_list_items = 1000
+//! max_list_bytes = 8388608
 //! ```
+//!
+//! A server's name (the namespace of its tools) is letters, digits, `_` and `-`.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::ListLimits;
 use super::config::{McpProtocol, McpServerConfig};
 use crate::McpError;
 
@@ -56,6 +62,9 @@ struct Server {
     templates: bool,
     #[serde(default)]
     protocol: Protocol,
+    max_list_pages: Option<usize>,
+    max_list_items: Option<usize>,
+    max_list_bytes: Option<usize>,
 }
 
 #[derive(Deserialize, Default)]
@@ -75,6 +84,12 @@ pub fn servers_from_toml(text: &str) -> Result<Vec<McpServerConfig>, McpError> {
     servers
         .into_iter()
         .map(|(name, server)| {
+            let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+            if name.is_empty() || !name.bytes().all(valid) {
+                return Err(McpError::Config(format!(
+                    "mcp.servers.{name:?}: a server's name is letters, digits, `_` and `-`"
+                )));
+            }
             let mut config = match (&server.command, &server.url) {
                 (Some(command), None) => McpServerConfig::stdio(name.clone(), command),
                 (None, Some(url)) => McpServerConfig::http(name.clone(), url.clone()),
@@ -110,6 +125,23 @@ pub fn servers_from_toml(text: &str) -> Result<Vec<McpServerConfig>, McpError> {
                 Protocol::Stateless => McpProtocol::Stateless,
                 Protocol::Auto => McpProtocol::Auto,
             };
+            for (key, cap) in [
+                ("max_list_pages", server.max_list_pages),
+                ("max_list_items", server.max_list_items),
+                ("max_list_bytes", server.max_list_bytes),
+            ] {
+                if cap == Some(0) {
+                    return Err(McpError::Config(format!(
+                        "mcp.servers.{name}: `{key}` must be at least 1"
+                    )));
+                }
+            }
+            let defaults = ListLimits::default();
+            config.list_limits = ListLimits {
+                pages: server.max_list_pages.unwrap_or(defaults.pages),
+                items: server.max_list_items.unwrap_or(defaults.items),
+                bytes: server.max_list_bytes.unwrap_or(defaults.bytes),
+            };
             Ok(config)
         })
         .collect()
@@ -138,6 +170,8 @@ mod tests {
             headers = { "X-Team" = "docs" }
             trusted = true
             protocol = "auto"
+            max_list_pages = 3
+            max_list_bytes = 4096
             "#,
         )
         .unwrap();
@@ -152,6 +186,15 @@ mod tests {
         assert!(everything.prompts && !everything.resources && everything.templates);
         assert!(!servers[1].prompts && !servers[1].resources && !servers[1].templates);
         assert!(servers[1].trusted && servers[1].protocol == McpProtocol::Auto);
+        assert_eq!(servers[0].list_limits, ListLimits::default());
+        assert_eq!(
+            servers[1].list_limits,
+            ListLimits {
+                pages: 3,
+                items: 1_000,
+                bytes: 4096
+            }
+        );
         assert!(
             matches!(&servers[1].transport, McpTransport::Http { headers, .. }
             if headers == &[("X-Team".to_owned(), "docs".to_owned())])
@@ -172,6 +215,14 @@ mod tests {
             (
                 "[mcp.servers.x]\nurl = \"http://b\"\nbearer_env = \"AGENTRY_TEST_SURELY_UNSET\"\n",
                 "invalid MCP configuration: mcp.servers.x: $AGENTRY_TEST_SURELY_UNSET is not set",
+            ),
+            (
+                "[mcp.servers.\"a.b\"]\ncommand = \"a\"\n",
+                "invalid MCP configuration: mcp.servers.\"a.b\": a server's name is letters, digits, `_` and `-`",
+            ),
+            (
+                "[mcp.servers.x]\ncommand = \"a\"\nmax_list_pages = 0\n",
+                "invalid MCP configuration: mcp.servers.x: `max_list_pages` must be at least 1",
             ),
             (
                 "[mcp.servers.x]\ncommand = \"a\"\nheaders = { A = \"b\" }\n",

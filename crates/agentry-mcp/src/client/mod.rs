@@ -15,6 +15,8 @@ mod extras;
 mod file;
 mod handler;
 mod link;
+mod listing;
+mod namespaces;
 mod rounds;
 
 use std::sync::Arc;
@@ -25,7 +27,8 @@ use agentry_core::BoxFuture;
 use agentry_core::tool::{Tool, ToolError, ToolHandler, ToolSource};
 use rmcp::RoleClient;
 use rmcp::model::{
-    CallToolRequestParams, ClientRequest, JsonObject, PingRequest, ServerCapabilities,
+    CallToolRequestParams, ClientRequest, JsonObject, PaginatedRequestParams, PingRequest,
+    ServerCapabilities,
 };
 use rmcp::service::{Peer, ServiceError};
 use serde_json::Value;
@@ -34,6 +37,8 @@ use tokio::sync::Mutex;
 pub use config::{CONNECT_TIMEOUT, McpProtocol, McpServerConfig, McpTransport};
 pub use elicit::{Answer, Elicitor, Question};
 pub use file::servers_from_toml;
+pub use listing::ListLimits;
+pub use namespaces::{Connected, connect_all};
 
 use crate::McpError;
 use handler::Handler;
@@ -119,11 +124,21 @@ impl McpClient {
 
     /// The server's tools as agentry tools (`NAME.tool`), with its prompts,
     /// resources and resource templates where the configuration opted in. Every page of
-    /// `tools/list` is read.
+    /// `tools/list` is read, within the configuration's [`ListLimits`]. A
+    /// name given twice (a tool listed twice, a tool named like a prompt's
+    /// or a resource's tool) is offered once, the first time.
     pub async fn tools(&self) -> Result<Vec<Tool>, McpError> {
         self.inner.changed.store(false, Ordering::SeqCst);
         let peer = self.peer().await?;
-        let listed = self.within(peer.list_all_tools()).await?;
+        let listed = self
+            .list("tools", |params| {
+                let peer = &peer;
+                async move {
+                    let page = peer.list_tools(Some(params)).await?;
+                    Ok::<_, ServiceError>((page.tools, page.next_cursor))
+                }
+            })
+            .await?;
         let mut tools = Vec::with_capacity(listed.len());
         let allowed = |name: &str| {
             let allow = self.inner.config.allow.as_ref();
@@ -148,7 +163,31 @@ impl McpClient {
                 tools.extend(extras::templates(self, &peer).await?);
             }
         }
+        let mut seen = std::collections::HashSet::new();
+        tools.retain(|tool| {
+            let first = seen.insert(tool.name.clone());
+            if !first {
+                tracing::warn!(server = %self.name(), tool = %tool.name, "the MCP server gave this name twice; the second is left out");
+            }
+            first
+        });
         Ok(tools)
+    }
+
+    /// Every page of one listing of `what` (`list_page` fetching a page),
+    /// within the configuration's [`ListLimits`] and its call time-out.
+    pub(crate) async fn list<T, Fut>(
+        &self,
+        what: &str,
+        list_page: impl FnMut(PaginatedRequestParams) -> Fut,
+    ) -> Result<Vec<T>, McpError>
+    where
+        T: serde::Serialize,
+        Fut: std::future::Future<Output = Result<listing::Page<T>, ServiceError>>,
+    {
+        let limits = self.inner.config.list_limits;
+        let listing = listing::all_pages(self.name(), what, limits, list_page);
+        self.within(listing).await?.map_err(McpError::Request)
     }
 
     /// Close the connection (a child process is stopped).
