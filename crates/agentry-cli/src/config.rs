@@ -191,11 +191,17 @@ pub struct Loaded {
 
 impl Loaded {
     /// The file `--config` names (it must exist), else `agentry.toml` in the
-    /// current directory if there is one, else nothing.
+    /// current directory if there is one, else nothing. A file found, not
+    /// named, must be trusted if it starts processes or widens grants
+    /// ([`crate::trust`]).
     pub fn find(explicit: Option<&Path>) -> Result<Self, String> {
         match explicit {
             Some(path) => Self::read(path),
-            None if Path::new(DEFAULT_FILE).is_file() => Self::read(Path::new(DEFAULT_FILE)),
+            None if Path::new(DEFAULT_FILE).is_file() => {
+                let found = Self::read(Path::new(DEFAULT_FILE))?;
+                crate::trust::check(&found)?;
+                Ok(found)
+            }
             None => Ok(Self::default()),
         }
     }

@@ -23,6 +23,7 @@ mod skill_choice;
 mod skills;
 mod tool_prompt;
 mod tools;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -184,6 +185,10 @@ enum Command {
         #[command(subcommand)]
         command: mcp::McpCommand,
     },
+    /// Trust an `agentry.toml` found in the current directory to start its
+    /// MCP servers and widen grants (recorded by path and content: an edit
+    /// takes the trust back).
+    Trust(trust::TrustArgs),
 }
 
 #[tokio::main]
@@ -201,6 +206,7 @@ async fn main() -> ExitCode {
         Command::Mcp { command } => mcp::run(command).await,
         Command::Init { path, force } => config::init(&path, force),
         Command::Tools { command } => tools::run(command),
+        Command::Trust(args) => trust::run(args),
     };
     match result {
         Ok(code) => code,

@@ -15,6 +15,7 @@ mod index;
 mod journal;
 mod lookup;
 mod manage;
+mod private;
 mod schema;
 mod sketch;
 mod text;
@@ -133,12 +134,17 @@ fn unit(mut vector: Vec<f32>) -> Vec<f32> {
 }
 
 impl SqliteStore {
-    /// Open (or create) the store in the file at `path`.
+    /// Open (or create) the store in the file at `path`. A file it creates
+    /// has mode 0600, and so have its `-wal` and `-shm` files.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
+        private::create(path.as_ref());
         let conn = configured(Connection::open(path).map_err(failed)?)?;
         // The file SQLite opened, also when `path` is a `file:` URI.
         let file = match conn.path() {
             Some(opened) if !opened.is_empty() => {
+                if let Err(error) = private::companions(Path::new(opened)) {
+                    tracing::warn!(%error, "the store's -wal and -shm files keep their mode");
+                }
                 Some(WatchedFile::new(Path::new(opened)).map_err(failed)?)
             }
             _ => None,
