@@ -35,10 +35,13 @@ enum Answer {
     FloodError,
 }
 
+/// Each request's path and `x-api-key` header, in order.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// A server on 127.0.0.1 recording each request's path and `x-api-key`.
 struct Server {
     base: String,
-    seen: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    seen: Seen,
 }
 
 impl Server {
@@ -63,10 +66,7 @@ impl Server {
     }
 }
 
-async fn serve(
-    mut stream: TcpStream,
-    seen: Arc<Mutex<Vec<(String, Option<String>)>>>,
-) -> std::io::Result<()> {
+async fn serve(mut stream: TcpStream, seen: Seen) -> std::io::Result<()> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
