@@ -1,7 +1,9 @@
 //! What a sandboxed call costs: one tool call that reads a small file
 //! inside its grant, dispatched in this process (no sandbox), in a cold
 //! child (started for the call), in a warm child (started ahead of it),
-//! and, as the peer, in a child started under bubblewrap (`bwrap` with
+//! a call that fetches the note over TCP from a granted listener on
+//! 127.0.0.1 (a `Net` grant: its own network namespace and the relay), and,
+//! as the peer, in a child started under bubblewrap (`bwrap` with
 //! every namespace unshared) that runs the same handler.
 //!
 //! ```text
@@ -46,8 +48,46 @@ fn read_note(dir: &Path) -> Tool {
         .with_name("read_note")
 }
 
+#[derive(Deserialize)]
+struct Fetch {
+    address: String,
+}
+
+/// Read the note from a TCP listener at `address` (granted by address).
+fn fetch_note(port: u16) -> Tool {
+    function("fetch_note")
+        .description("Fetch a note.")
+        .arg::<String>("address", "host:port of the note server")
+        .capability(Capability::net(format!("http://127.0.0.1:{port}")))
+        .sandboxed()
+        .handler(|fetch: Fetch| {
+            use std::io::Read;
+            let mut text = String::new();
+            std::net::TcpStream::connect(&fetch.address)
+                .and_then(|mut stream| stream.read_to_string(&mut text))
+                .map(|_| text)
+                .map_err(|e| e.to_string())
+        })
+        .build()
+        .expect("a valid tool")
+        .with_name("fetch_note")
+}
+
+/// A listener on 127.0.0.1 that answers every connection with the note.
+fn note_server() -> u16 {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.write_all(b"a short note");
+        }
+    });
+    port
+}
+
 fn main() {
-    agentry_sandbox::serve_if_child(|| vec![read_note(Path::new("/"))]);
+    agentry_sandbox::serve_if_child(|| vec![read_note(Path::new("/")), fetch_note(0)]);
     if let Some(path) = std::env::var_os(BWRAP_CHILD) {
         let text = std::fs::read_to_string(path).expect("the note");
         println!("{}", json!(text));
@@ -108,8 +148,22 @@ fn main() {
         let warm = ToolContext::new().with_sandbox(Arc::new(warm));
         report(
             "agentry sandbox, warm child (2 kept)",
-            time(toolbox, warm).await,
+            time(toolbox, warm.clone()).await,
         );
+        let port = note_server();
+        let address = format!("127.0.0.1:{port}");
+        let fetch = ToolCall::new("f", "fetch_note", json!({"address": address}));
+        let net_grants = Capabilities::from([Capability::net(format!("http://127.0.0.1:{port}"))]);
+        let online = Toolbox::for_agent([fetch_note(port)]).unwrap();
+        let mut times = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            tokio::time::sleep(PAUSE).await;
+            let started = Instant::now();
+            let result = gated_dispatch(&online, fetch.clone(), &net_grants, &warm).await;
+            times.push(started.elapsed());
+            assert_eq!(result.output, json!("a short note"), "{result:?}");
+        }
+        report("agentry sandbox, warm child, TCP by Net grant", times);
     });
     match bubblewrap(&note, calls) {
         Ok(times) => report("peer: bubblewrap child (bwrap --unshare-all)", times),

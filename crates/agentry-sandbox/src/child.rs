@@ -4,11 +4,12 @@
 
 use std::fs::File;
 use std::io::{BufRead, Write};
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 
 use agentry_core::tool::{Tool, ToolCall, ToolContext, Toolbox};
 
 use crate::confine::{Enforcement, confine};
+use crate::isolate;
 use crate::protocol::{CHILD_ENV, Request, Response};
 
 /// When this process is a sandbox's child, run the one call it is sent, in
@@ -108,6 +109,7 @@ fn serve<F: FnOnce() -> Vec<Tool>>(tools: F) -> Option<Response> {
         Ok(0) | Err(_) => return None,
         Ok(_) => {}
     }
+    keep_relay();
     let (runtime, toolbox) = match ready {
         Ok(ready) => ready,
         Err(message) => return Some(Response::Error(message)),
@@ -147,6 +149,13 @@ fn run(runtime: &tokio::runtime::Runtime, toolbox: &Toolbox, request: Request) -
             ));
         }
     }
+    // A Net grant: a network namespace of its own, made while the child
+    // still holds the privilege to (the limits drop every capability).
+    let networked = request.capabilities.net_grants().next().is_some();
+    let no_network = match networked {
+        true => isolate::own_network().err(),
+        false => None,
+    };
     for (key, value) in &request.env {
         // SAFETY: the process has one thread (checked above).
         unsafe { std::env::set_var(key, value) };
@@ -154,18 +163,31 @@ fn run(runtime: &tokio::runtime::Runtime, toolbox: &Toolbox, request: Request) -
     let _ = std::env::set_current_dir(&request.working_dir);
     // What the kernel lacks may be accepted (allow_unconfined); a failure
     // to apply what it has never is.
-    let lacking = match confine(&request.capabilities, &request.limits) {
-        Ok(Enforcement::Full) => None,
-        Ok(Enforcement::Partial) => Some(
-            "this kernel's Landlock is older than the rules need (Linux 6.12): \
-             some are not enforced",
-        ),
-        Ok(Enforcement::None) => Some("this kernel has no Landlock or seccomp"),
+    let enforcement = match confine(&request.capabilities, &request.limits) {
+        Ok(enforcement) => enforcement,
         Err(error) => {
             return Response::Error(format!(
                 "tool \"{name}\" was not run: the sandbox could not confine it: {error}"
             ));
         }
+    };
+    // Its connects go to the parent, wherever seccomp is in force.
+    if networked
+        && enforcement != Enforcement::None
+        && let Err(error) = relay_connects()
+    {
+        return Response::Error(format!(
+            "tool \"{name}\" was not run: the sandbox could not confine it: {error}"
+        ));
+    }
+    let lacking = match enforcement {
+        Enforcement::Full => no_network,
+        Enforcement::Partial => Some(
+            "this kernel's Landlock is older than the rules need (Linux 6.12): \
+             some are not enforced"
+                .to_owned(),
+        ),
+        Enforcement::None => Some("this kernel has no Landlock or seccomp".to_owned()),
     };
     if let Some(reason) = lacking
         && !request.allow_unconfined
@@ -191,6 +213,35 @@ fn run(runtime: &tokio::runtime::Runtime, toolbox: &Toolbox, request: Request) -
         Some(message) => Response::Error(message.to_owned()),
         None => Response::Ok(result.output),
     }
+}
+
+/// Keep stdin, the relay socket, for the call's network requests (see
+/// [`net::connect`](crate::net::connect)), and give the tool `/dev/null` as
+/// its stdin instead.
+fn keep_relay() {
+    // SAFETY: fcntl duplicates a descriptor this process owns; open and
+    // dup2 put /dev/null in the place of stdin, which nothing else reads
+    // any more (the call's line has been read).
+    unsafe {
+        let relay = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3);
+        if relay >= 0 {
+            crate::net::set_relay(OwnedFd::from_raw_fd(relay));
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, 0);
+            libc::close(null);
+        }
+    }
+}
+
+/// Hand this process's connects to the parent over the relay.
+fn relay_connects() -> Result<(), String> {
+    let relay = crate::net::relay().ok_or("the sandbox's relay is missing")?;
+    let relay = relay
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    isolate::relay_connects(relay.as_fd())
 }
 
 /// How many threads this process has (from `/proc/self/stat`); `None`

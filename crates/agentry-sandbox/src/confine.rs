@@ -1,8 +1,9 @@
 //! Confining the child process, once and for good, before it runs a call:
-//! resource limits, then Landlock (files, TCP ports, signals and abstract
-//! sockets), then seccomp (no new programs or processes, no network
-//! sockets unless granted, none of the system calls a tool has no business
-//! making). Each applies to this thread and every thread it starts later,
+//! resource limits, then Landlock (files, TCP binds, signals and abstract
+//! sockets), then seccomp (no new programs or processes, no sockets unless
+//! a `Net` grant, and then TCP ones only; none of the system calls a tool
+//! has no business making). The network namespace and the relay of
+//! connects are [`isolate`](crate::isolate)'s. Each applies to this thread and every thread it starts later,
 //! so it runs while the child has one thread.
 
 use std::collections::BTreeMap;
@@ -190,15 +191,16 @@ fn landlock_rules(capabilities: &Capabilities) -> Result<Enforcement, String> {
     let failed = |error: landlock::RulesetError| format!("Landlock: {error}");
     let read = AccessFs::from_read(ABI);
     let all = AccessFs::from_all(ABI);
-    let ports = tcp_ports(capabilities);
+    let networked = capabilities.net_grants().next().is_some();
     let mut ruleset = Ruleset::default()
         .handle_access(all)
         .map_err(failed)?
         .scope(Scope::from_all(ABI))
         .map_err(failed)?;
-    // Without a Net grant seccomp refuses every socket; with grants that
-    // name their ports, TCP reaches only those.
-    if ports.is_some() {
+    // Without a Net grant seccomp refuses every socket. With one, no TCP
+    // port is bound, and a connect that skipped the relay (which answers
+    // it before Landlock would see it) reaches only a granted port.
+    if networked {
         ruleset = ruleset
             .handle_access(AccessNet::from_all(ABI))
             .map_err(failed)?;
@@ -218,8 +220,8 @@ fn landlock_rules(capabilities: &Capabilities) -> Result<Enforcement, String> {
             read | AccessFs::WriteFile,
         ))
         .map_err(failed)?;
-    if let Some(ports) = ports {
-        for port in ports {
+    if networked {
+        for port in tcp_ports(capabilities) {
             created = created
                 .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
                 .map_err(failed)?;
@@ -233,15 +235,12 @@ fn landlock_rules(capabilities: &Capabilities) -> Result<Enforcement, String> {
     })
 }
 
-/// The TCP ports the Net grants name; `None` when a grant allows any port
-/// (then Landlock leaves TCP alone) or there is no grant (seccomp refuses
-/// sockets).
-fn tcp_ports(capabilities: &Capabilities) -> Option<Vec<u16>> {
-    let grants: Vec<_> = capabilities.net_grants().collect();
-    if grants.is_empty() {
-        return None;
-    }
-    grants.iter().map(|grant| grant.port).collect()
+/// The TCP ports the Net grants name (a grant for any port names none).
+fn tcp_ports(capabilities: &Capabilities) -> Vec<u16> {
+    capabilities
+        .net_grants()
+        .filter_map(|grant| grant.port)
+        .collect()
 }
 
 /// Devices any call may read: what `std::process` and random number
@@ -377,17 +376,7 @@ fn seccomp_filters(capabilities: &Capabilities) -> Result<(), String> {
     if capabilities.net_grants().next().is_none() {
         refused.extend(NETWORK.iter().map(|&call| (call, Vec::new())));
     } else {
-        // A Net grant is for IP: a Unix socket (the session bus, a
-        // container engine's socket) could start programs outside.
-        let family = |family: i32| {
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family as u64)
-        };
-        let other_family = SeccompRule::new(vec![
-            family(libc::AF_INET).map_err(failed)?,
-            family(libc::AF_INET6).map_err(failed)?,
-        ])
-        .map_err(failed)?;
-        refused.insert(libc::SYS_socket, vec![other_family]);
+        refused.insert(libc::SYS_socket, tcp_only().map_err(failed)?);
         refused.insert(libc::SYS_socketpair, Vec::new());
     }
     for &(call, argument) in OTHERS {
@@ -432,6 +421,35 @@ fn seccomp_filters(capabilities: &Capabilities) -> Result<(), String> {
     seccompiler::apply_filter(&deny).map_err(failed)?;
     seccompiler::apply_filter(&clone3).map_err(failed)?;
     Ok(())
+}
+
+/// The `socket` calls a Net grant still refuses: a family other than IP
+/// (a Unix socket reaches the session bus or a container engine, which
+/// could start programs outside), a type other than a stream (UDP, raw
+/// sockets), or a protocol other than TCP (SCTP, MPTCP).
+#[cfg(target_os = "linux")]
+fn tcp_only() -> Result<Vec<seccompiler::SeccompRule>, seccompiler::BackendError> {
+    use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
+    let argument = |index, op, value: i32| {
+        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u64)
+    };
+    let mut rules = vec![SeccompRule::new(vec![
+        argument(0, SeccompCmpOp::Ne, libc::AF_INET)?,
+        argument(0, SeccompCmpOp::Ne, libc::AF_INET6)?,
+    ])?];
+    // The type's low four bits; the rest are SOCK_NONBLOCK and SOCK_CLOEXEC.
+    for kind in (0..16).filter(|&kind| kind != libc::SOCK_STREAM) {
+        rules.push(SeccompRule::new(vec![argument(
+            1,
+            SeccompCmpOp::MaskedEq(0xf),
+            kind,
+        )?])?);
+    }
+    rules.push(SeccompRule::new(vec![
+        argument(2, SeccompCmpOp::Ne, 0)?,
+        argument(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP)?,
+    ])?);
+    Ok(rules)
 }
 
 /// On x86_64 the x32 ABI numbers every system call again with bit 30 set,

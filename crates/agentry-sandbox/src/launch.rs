@@ -1,6 +1,8 @@
 //! The parent's side: start a child (or take a warm one), send it the call,
 //! read its answer, and turn a child that died into a message that says why.
 
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 
 use agentry_core::tool::{Capability, SandboxedCall};
@@ -22,18 +24,28 @@ const INHERITED: &[&str] = &["LD_LIBRARY_PATH"];
 #[derive(Debug)]
 pub(crate) struct Ready {
     child: Child,
+    /// The parent's end of the child's stdin, a Unix socket: the call goes
+    /// out on it, then the child's network requests come back on it.
+    relay: UnixStream,
 }
 
 impl Sandbox {
     /// Start a child of the configured program; it gets ready and waits.
     pub(crate) fn spawn(&self) -> Result<Ready, String> {
         let settings = &self.inner;
+        let failed = |error: std::io::Error| {
+            format!(
+                "the sandbox could not start {}: {error}",
+                settings.program.display()
+            )
+        };
+        let (relay, stdin) = UnixStream::pair().map_err(failed)?;
         let mut command = Command::new(&settings.program);
         command
             .args(&settings.args)
             .env_clear()
             .env(CHILD_ENV, "1")
-            .stdin(Stdio::piped())
+            .stdin(Stdio::from(OwnedFd::from(stdin)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -42,13 +54,8 @@ impl Sandbox {
                 command.env(name, value);
             }
         }
-        let child = command.spawn().map_err(|error| {
-            format!(
-                "the sandbox could not start {}: {error}",
-                settings.program.display()
-            )
-        })?;
-        Ok(Ready { child })
+        let child = command.spawn().map_err(failed)?;
+        Ok(Ready { child, relay })
     }
 
     /// A warm child when one is waiting, a new one otherwise.
@@ -103,16 +110,21 @@ impl Sandbox {
         };
         let mut line = serde_json::to_vec(&request).map_err(|error| error.to_string())?;
         line.push(b'\n');
-        let Ready { mut child } = self.take()?;
-        let mut stdin = child.stdin.take().expect("piped stdin");
+        let Ready { mut child, relay } = self.take()?;
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
+        let networked = capabilities.net_grants().next().is_some();
         // A child that died while warm shows it when the call is written.
         // Once the call is on its way, the pool is topped up while the
         // child works, not before, so a warm call never waits for a start.
         let sent = async {
-            let written = stdin.write_all(&line).await;
-            drop(stdin);
+            let written = write_call(relay, &line).await.map(|relay| {
+                // With a Net grant the child's connects come back on the
+                // same socket; without one it is closed.
+                if networked {
+                    serve_network(relay, capabilities.clone());
+                }
+            });
             self.refill();
             written
         };
@@ -177,6 +189,32 @@ impl Sandbox {
     }
 }
 
+/// Write the call's line to the child; the socket, back in blocking mode.
+async fn write_call(relay: UnixStream, line: &[u8]) -> std::io::Result<UnixStream> {
+    relay.set_nonblocking(true)?;
+    let mut relay = tokio::net::UnixStream::from_std(relay)?;
+    relay.write_all(line).await?;
+    let relay = relay.into_std()?;
+    relay.set_nonblocking(false)?;
+    Ok(relay)
+}
+
+/// Answer the child's network requests on a thread of their own, until
+/// the child goes away (see [`relay`](crate::relay)).
+fn serve_network(relay: UnixStream, capabilities: agentry_core::tool::Capabilities) {
+    #[cfg(target_os = "linux")]
+    {
+        let spawned = std::thread::Builder::new()
+            .name("agentry-sandbox-relay".into())
+            .spawn(move || crate::relay::serve(relay, capabilities));
+        // Without the thread the child's connects fail: its listener is
+        // never taken, and the child refuses to run the call.
+        drop(spawned);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (relay, capabilities);
+}
+
 /// A tool's own error, with what the sandbox allows added when the error
 /// is a refusal, so the model knows the limit was the sandbox's.
 fn explain_refusal(message: String, capabilities: &agentry_core::tool::Capabilities) -> String {
@@ -196,15 +234,13 @@ fn explain_refusal(message: String, capabilities: &agentry_core::tool::Capabilit
                 .join(", ")
         }
     };
-    let grants: Vec<_> = capabilities.net_grants().collect();
-    let ports: Option<Vec<String>> = grants
-        .iter()
-        .map(|grant| grant.port.map(|port| port.to_string()))
+    let grants: Vec<String> = capabilities
+        .net_grants()
+        .map(|grant| grant.to_string())
         .collect();
-    let network = match (grants.is_empty(), ports) {
-        (true, _) => "none".to_owned(),
-        (false, Some(ports)) => format!("IP only, TCP to port {} only", ports.join(", ")),
-        (false, None) => "IP only".to_owned(),
+    let network = match grants.is_empty() {
+        true => "none".to_owned(),
+        false => format!("TCP to {} only, no UDP", grants.join(", ")),
     };
     format!(
         "{message} (the tool runs in a sandbox: it may read {}, write {}; network: {network}; \

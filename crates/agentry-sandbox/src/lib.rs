@@ -4,13 +4,20 @@
 //! (or built with `.sandboxed()`) runs each call in a child process of the
 //! same program that is confined before it reads the call's input:
 //!
+//! - **network namespace**: a call with a `Net` grant runs in a network
+//!   namespace of its own, with no device up, so nothing it sends leaves
+//!   it. Its TCP `connect` calls go to the parent process instead, which
+//!   checks them as the HTTP client does (the grant's host and port, then
+//!   the address: loopback, private and link-local ones only when a grant
+//!   names them), connects from its own network, and puts the connected
+//!   socket in the tool's hands; a host name goes through [`connect`].
 //! - **Landlock**: it reads only under its granted `FsRead` directories and
-//!   writes only under its `FsWrite` ones; with `Net` grants that name
-//!   ports, TCP connects only to those ports; no signals or abstract
-//!   sockets reach outside processes.
+//!   writes only under its `FsWrite` ones; it binds no TCP port; no
+//!   signals or abstract sockets reach outside processes.
 //! - **seccomp**: it cannot start a program (`execve`), a process (`fork`,
 //!   `clone` without `CLONE_THREAD`), open any socket unless a `Net`
-//!   capability is granted (and then only IP sockets, no Unix ones), change
+//!   capability is granted (and then only TCP sockets: no UDP, raw or Unix
+//!   ones), change
 //!   a file's mode, owner or extended attributes (which Landlock does not
 //!   cover), set another process's limits or priority, or make system calls
 //!   that reach into other processes or change the system (`ptrace`,
@@ -25,7 +32,9 @@
 //! `std::process` are confined, not only the capability handles on
 //! [`ToolContext`](agentry_core::tool::ToolContext). Where the kernel
 //! lacks Landlock or seccomp, or its Landlock is older than the rules need
-//! (Linux 6.12), the call is refused, unless [`Sandbox::allow_unconfined`]
+//! (Linux 6.12), or a call with a `Net` grant cannot have a network
+//! namespace (neither root nor user namespaces), the call is refused,
+//! unless [`Sandbox::allow_unconfined`]
 //! says to run it anyway; a failure to apply what the kernel has is always
 //! a refusal.
 //!
@@ -72,8 +81,13 @@
 
 mod child;
 mod confine;
+mod isolate;
 mod launch;
+mod net;
 mod protocol;
+#[cfg(target_os = "linux")]
+mod relay;
+mod wire;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -86,6 +100,7 @@ use serde_json::Value;
 
 pub use child::serve_if_child;
 pub use confine::Enforcement;
+pub use net::connect;
 pub use protocol::CHILD_ENV;
 
 /// What one sandboxed call may use.

@@ -47,3 +47,33 @@ pub enum Response {
     /// The tool's error, or why the child did not run it.
     Error(String),
 }
+
+/// What a child asks the parent over the relay (its stdin, a Unix socket).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelayRequest {
+    /// The descriptor sent along is the child's seccomp listener for
+    /// `connect`: the parent answers each of the tool's connects.
+    Listener,
+    /// Connect to a host (a name or an address) and port.
+    Connect {
+        /// The host.
+        host: String,
+        /// The port.
+        port: u16,
+    },
+}
+
+/// What the parent answers over the relay.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelayReply {
+    /// The listener is taken: connects are relayed from now on.
+    Ready,
+    /// The descriptor sent along is the connected socket.
+    Connected,
+    /// The grants do not allow it: why.
+    Refused(String),
+    /// Resolving or connecting failed: why.
+    Failed(String),
+}

@@ -53,15 +53,31 @@ fn probe(read: &Path, write: &Path) -> Tool {
 
 /// A tool that needs TCP to one port of this machine, and the same attempts.
 fn online(port: u16) -> Tool {
-    function("online")
+    networked("online", &[format!("http://127.0.0.1:{port}")])
+}
+
+/// A tool named `name` that declares the Net `grants`, and the same attempts.
+fn networked(name: &str, grants: &[String]) -> Tool {
+    let mut tool = function(name)
         .arg::<String>("action", "what to try")
-        .arg::<String>("arg", "its argument")
-        .capability(Capability::net(format!("http://127.0.0.1:{port}")))
-        .sandboxed()
+        .arg::<String>("arg", "its argument");
+    for grant in grants {
+        tool = tool.capability(Capability::net(grant));
+    }
+    tool.sandboxed()
         .handler(|probe: Probe, ctx: &ToolContext| attempt(&probe.action, &probe.arg, ctx))
         .build()
         .expect("a valid tool")
-        .with_name("online")
+        .with_name(name)
+}
+
+/// The tools of the network checks, as the child serves them (it needs
+/// only their names and handlers).
+fn network_tools() -> Vec<Tool> {
+    ["elsewhere", "anywhere", "named"]
+        .into_iter()
+        .map(|name| networked(name, &[]))
+        .collect()
 }
 
 /// Return the contents of a file, straight from `std` (no capability handle).
@@ -83,6 +99,29 @@ fn attempt(action: &str, arg: &str, ctx: &ToolContext) -> Result<Value, String> 
             .map_err(|e| e.to_string()),
         "write" => text(std::fs::write(arg, "written in the sandbox")),
         "connect" => text(std::net::TcpStream::connect(arg).map(drop)),
+        "fetch" => {
+            use std::io::Read;
+            let mut answer = String::new();
+            std::net::TcpStream::connect(arg)
+                .and_then(|mut stream| stream.read_to_string(&mut answer))
+                .map(|_| json!(answer))
+                .map_err(|e| e.to_string())
+        }
+        "fetch_by_name" => {
+            use std::io::Read;
+            let (host, port) = arg.rsplit_once(':').unwrap();
+            let mut answer = String::new();
+            agentry_sandbox::connect(ctx, host, port.parse().unwrap())
+                .and_then(|mut stream| stream.read_to_string(&mut answer))
+                .map(|_| json!(answer))
+                .map_err(|e| e.to_string())
+        }
+        "udp_send" => text(
+            std::net::UdpSocket::bind("0.0.0.0:0")
+                .and_then(|socket| socket.send_to(b"out of the sandbox", arg))
+                .map(drop),
+        ),
+        "udp_bind" => text(std::net::UdpSocket::bind(arg).map(drop)),
         "shell" => std::process::Command::new("/bin/sh")
             .args(["-c", "echo escaped"])
             .output()
@@ -200,11 +239,13 @@ fn error(result: &ToolResult) -> &str {
 
 fn main() {
     agentry_sandbox::serve_if_child(|| {
-        vec![
+        let mut tools = vec![
             probe(Path::new("/"), Path::new("/")),
             online(0),
             cat::tool(),
-        ]
+        ];
+        tools.extend(network_tools());
+        tools
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -284,6 +325,23 @@ async fn run_all() {
         (
             "a Net grant opens TCP to its port only",
             Box::pin(granted_network(&sandbox)),
+        ),
+        (
+            "a grant for another host does not reach 127.0.0.1 on its port",
+            Box::pin(network_namespace(&sandbox)),
+        ),
+        (
+            "a grant for every host does not reach loopback",
+            Box::pin(no_loopback_for_any_host(&sandbox)),
+        ),
+        (
+            "no UDP datagram leaves, even with a Net grant",
+            Box::pin(no_udp(&sandbox)),
+        ),
+        ("no UDP socket is bound", Box::pin(no_udp_bind(&sandbox))),
+        (
+            "a host name goes through the relay's checks",
+            Box::pin(names_through_the_relay(&sandbox)),
         ),
         (
             "#[tool(sandbox)] and refusals without a sandbox",
@@ -425,16 +483,196 @@ async fn env_and_timeout(world: &World) {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
-async fn granted_network(sandbox: &Sandbox) {
+/// A listener on 127.0.0.1 that answers each connection with `greeting`,
+/// on a thread; its port.
+fn greeter(greeting: &'static str) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.write_all(greeting.as_bytes());
+        }
+    });
+    port
+}
+
+/// A call of the tool `name` to try `action` with `arg`, granted `grants`.
+async fn try_net(
+    sandbox: &Sandbox,
+    tool: Tool,
+    grants: &[String],
+    action: &str,
+    arg: &str,
+) -> ToolResult {
+    let name = tool.name.clone();
+    let toolbox = Toolbox::for_agent([tool]).unwrap();
+    let ctx = ToolContext::new().with_sandbox(Arc::new(sandbox.clone()));
+    let grants: Capabilities = grants.iter().map(Capability::net).collect();
+    let call = ToolCall::new("n", name, json!({"action": action, "arg": arg}));
+    gated_dispatch(&toolbox, call, &grants, &ctx).await
+}
+
+/// The error of a tool with Net grants that the sandbox refused.
+fn refused_net(tool: &str, grants: &str, error: &str) -> String {
+    format!(
+        "tool \"{tool}\" failed: {error} (the tool runs in a sandbox: it may read nothing, \
+         write nothing; network: TCP to {grants} only, no UDP; it may not start programs)"
+    )
+}
+
+/// Nothing connected to `listener` (checked without waiting).
+fn accepted_nothing(listener: &TcpListener) {
+    listener.set_nonblocking(true).unwrap();
+    let accepted = listener.accept();
+    assert_eq!(
+        accepted.map(|_| ()).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "no connection arrived"
+    );
+}
+
+async fn network_namespace(sandbox: &Sandbox) {
+    // A grant for another host on the listener's own port: the host is
+    // what counts, not the port.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let grant = format!("http://api.example.com:{}", address.port());
+    let tool = networked("elsewhere", std::slice::from_ref(&grant));
+    let result = try_net(
+        sandbox,
+        tool,
+        std::slice::from_ref(&grant),
+        "connect",
+        &address.to_string(),
+    )
+    .await;
+    assert_eq!(
+        error(&result),
+        refused_net("elsewhere", &grant, NOT_PERMITTED)
+    );
+    accepted_nothing(&listener);
+}
+
+async fn no_loopback_for_any_host(sandbox: &Sandbox) {
+    // `*` (here on any port) is for public hosts: never loopback.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let any = "https://*:*".to_owned();
+    let tool = networked("anywhere", std::slice::from_ref(&any));
+    let result = try_net(
+        sandbox,
+        tool,
+        std::slice::from_ref(&any),
+        "connect",
+        &address.to_string(),
+    )
+    .await;
+    assert_eq!(error(&result), refused_net("anywhere", &any, NOT_PERMITTED));
+    accepted_nothing(&listener);
+}
+
+async fn no_udp(sandbox: &Sandbox) {
+    let receiver = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let address = receiver.local_addr().unwrap().to_string();
+    // Even a grant that names the address and port (for TCP).
+    let port = receiver.local_addr().unwrap().port();
+    let grant = format!("http://127.0.0.1:{port}");
+    let sent = try_net(
+        sandbox,
+        online(port),
+        std::slice::from_ref(&grant),
+        "udp_send",
+        &address,
+    )
+    .await;
+    assert_eq!(error(&sent), refused_net("online", &grant, NOT_PERMITTED));
+    receiver.set_nonblocking(true).unwrap();
+    let mut buffer = [0u8; 64];
+    assert_eq!(
+        receiver.recv_from(&mut buffer).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "nothing was received"
+    );
+}
+
+async fn no_udp_bind(sandbox: &Sandbox) {
+    let grant = "http://127.0.0.1:8080".to_owned();
+    let bound = try_net(
+        sandbox,
+        online(8080),
+        std::slice::from_ref(&grant),
+        "udp_bind",
+        "127.0.0.1:0",
+    )
+    .await;
+    assert_eq!(error(&bound), refused_net("online", &grant, NOT_PERMITTED));
+}
+
+async fn names_through_the_relay(sandbox: &Sandbox) {
+    use std::net::ToSocketAddrs;
+    let port = greeter("hello by name");
+    let by_name = format!("http://localhost:{port}");
+    let by_address = format!("http://127.0.0.1:{port}");
+    let target = format!("localhost:{port}");
+    let both = [by_name.clone(), by_address.clone()];
+    // A granted name that resolves to loopback: refused after DNS, as the
+    // HTTP client refuses it, unless the address is granted too.
+    let resolved: Vec<String> = target
+        .to_socket_addrs()
+        .unwrap()
+        .map(|address| address.ip().to_string())
+        .collect();
+    let only_name = std::slice::from_ref(&by_name);
+    let tool = networked("named", only_name);
+    let refused = try_net(sandbox, tool, only_name, "fetch_by_name", &target).await;
+    assert_eq!(
+        error(&refused),
+        format!(
+            "tool \"named\" failed: localhost resolves to {}, which is not a public address; \
+             grant the address itself to reach it",
+            resolved.join(", ")
+        )
+    );
+    let fetched = try_net(
+        sandbox,
+        networked("named", &both),
+        &both,
+        "fetch_by_name",
+        &target,
+    )
+    .await;
+    assert_eq!(fetched.output, json!("hello by name"), "{fetched:?}");
+    // A name no grant covers.
+    let other = format!("localhost:{}", port.wrapping_add(1).max(1));
+    let tool = networked("named", &both);
+    let ungranted = try_net(sandbox, tool, &both, "fetch_by_name", &other).await;
+    assert_eq!(
+        error(&ungranted),
+        format!("tool \"named\" failed: TCP to {other} is not granted to this tool")
+    );
+}
+
+async fn granted_network(sandbox: &Sandbox) {
+    let port = greeter("hello from the listener");
     let toolbox = Toolbox::for_agent([online(port)]).unwrap();
     let ctx = ToolContext::new().with_sandbox(Arc::new(sandbox.clone()));
     let grants = Capabilities::from([Capability::net(format!("http://127.0.0.1:{port}"))]);
     let call = |arg: String| ToolCall::new("n", "online", json!({"action": "connect", "arg": arg}));
     let open = gated_dispatch(&toolbox, call(format!("127.0.0.1:{port}")), &grants, &ctx).await;
     assert_eq!(open.output, json!("done"), "{open:?}");
-    // Another port of the same host: Landlock refuses the connection.
+    // The relay's socket carries the conversation both ways.
+    let fetch = ToolCall::new(
+        "f",
+        "online",
+        json!({"action": "fetch", "arg": format!("127.0.0.1:{port}")}),
+    );
+    let fetched = gated_dispatch(&toolbox, fetch, &grants, &ctx).await;
+    assert_eq!(
+        fetched.output,
+        json!("hello from the listener"),
+        "{fetched:?}"
+    );
+    // Another port of the same host: the relay refuses the connection.
     let other = TcpListener::bind("127.0.0.1:0").unwrap();
     let other_port = other.local_addr().unwrap().port();
     let closed = gated_dispatch(
@@ -444,13 +682,9 @@ async fn granted_network(sandbox: &Sandbox) {
         &ctx,
     )
     .await;
-    let refused = |error: &str| {
-        format!(
-            "tool \"online\" failed: {error} (the tool runs in a sandbox: it may read nothing, \
-             write nothing; network: IP only, TCP to port {port} only; it may not start programs)"
-        )
-    };
-    assert_eq!(error(&closed), refused(DENIED));
+    let refused = |error: &str| refused_net("online", &format!("http://127.0.0.1:{port}"), error);
+    assert_eq!(error(&closed), refused(NOT_PERMITTED));
+    accepted_nothing(&other);
     // A Net grant is for IP: a Unix socket (a session bus, a container
     // engine) stays out of reach.
     let path = std::env::temp_dir().join(format!("agentry-sandbox-{}.sock", std::process::id()));

@@ -1,0 +1,203 @@
+//! The parent's side of a call's network: a thread that answers the child
+//! over the relay socket. The child's `connect` calls stop in its seccomp
+//! filter and come here as notifications; each is checked against the
+//! call's `Net` grants ([`net::dial`]), connected from the parent's own
+//! network, and the connected socket is put in place of the tool's
+//! (`SECCOMP_IOCTL_NOTIF_ADDFD`). A connect refused answers "Operation not
+//! permitted" and nothing is dialled.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::os::unix::net::UnixStream;
+
+use agentry_core::tool::Capabilities;
+
+use crate::net::{self, DialError};
+use crate::protocol::{RelayReply, RelayRequest};
+use crate::wire;
+
+/// Answer the child at the other end of `socket` until it goes away.
+pub(crate) fn serve(socket: UnixStream, capabilities: Capabilities) {
+    let mut listener: Option<OwnedFd> = None;
+    loop {
+        let mut polled = [
+            libc::pollfd {
+                fd: socket.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: listener.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: poll reads and writes the two pollfd structs passed.
+        if unsafe { libc::poll(polled.as_mut_ptr(), 2, -1) } < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        if let Some(fd) = &listener {
+            if polled[1].revents & libc::POLLIN != 0 {
+                answer_connect(fd.as_fd(), &capabilities);
+            } else if polled[1].revents != 0 {
+                listener = None; // the child is gone
+            }
+        }
+        if polled[0].revents != 0 {
+            let Ok(Some((request, fd))) = wire::receive::<RelayRequest>(socket.as_fd()) else {
+                return; // closed, or a message not believed
+            };
+            let answered = match request {
+                RelayRequest::Listener if listener.is_none() && fd.is_some() => {
+                    listener = fd;
+                    wire::send(socket.as_fd(), &RelayReply::Ready, None)
+                }
+                RelayRequest::Listener => wire::send(
+                    socket.as_fd(),
+                    &RelayReply::Refused("the relay already has its listener".into()),
+                    None,
+                ),
+                RelayRequest::Connect { host, port } => {
+                    match net::dial(&capabilities, &host, port) {
+                        Ok(stream) => {
+                            wire::send(socket.as_fd(), &RelayReply::Connected, Some(stream.as_fd()))
+                        }
+                        Err(DialError::Io(error)) => {
+                            wire::send(socket.as_fd(), &RelayReply::Failed(error.to_string()), None)
+                        }
+                        Err(refused) => wire::send(
+                            socket.as_fd(),
+                            &RelayReply::Refused(refused.to_string()),
+                            None,
+                        ),
+                    }
+                }
+            };
+            if answered.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Take one notification from `listener` and answer it: the tool's socket
+/// connected where the grants allow, or an error number.
+fn answer_connect(listener: BorrowedFd<'_>, capabilities: &Capabilities) {
+    // SAFETY: seccomp_notif is plain data; RECV wants it zeroed.
+    let mut notice: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: RECV writes the struct passed.
+    if unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_RECV,
+            &mut notice,
+        )
+    } != 0
+    {
+        return; // the task died, or was interrupted: nothing waits for an answer
+    }
+    let mut reply = libc::seccomp_notif_resp {
+        id: notice.id,
+        val: 0,
+        error: 0,
+        flags: 0,
+    };
+    if let Err(errno) = connect_for(&notice, listener, capabilities) {
+        reply.error = -errno;
+    }
+    // SAFETY: SEND reads the struct passed; a task that died meanwhile
+    // answers ENOENT, which leaves nothing to do.
+    unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &reply) };
+}
+
+/// Dial what the notified `connect` asks for and put the socket in place
+/// of the tool's; the error number to answer otherwise.
+fn connect_for(
+    notice: &libc::seccomp_notif,
+    listener: BorrowedFd<'_>,
+    capabilities: &Capabilities,
+) -> Result<(), i32> {
+    if notice.data.nr != libc::SYS_connect as i32 {
+        return Err(libc::EPERM);
+    }
+    let [fd, pointer, length, ..] = notice.data.args;
+    let mut address = [0u8; 128];
+    let length = (length as usize).min(address.len());
+    let memory =
+        std::fs::File::open(format!("/proc/{}/mem", notice.pid)).map_err(|_| libc::EPERM)?;
+    memory
+        .read_exact_at(&mut address[..length], pointer)
+        .map_err(|_| libc::EFAULT)?;
+    // The pid still names the task that asked (it may have died and its
+    // number been reused while the memory was read).
+    // SAFETY: ID_VALID reads the id passed.
+    if unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &notice.id,
+        )
+    } != 0
+    {
+        return Err(libc::ENOENT);
+    }
+    let destination = socket_address(&address[..length]).ok_or(libc::EPERM)?;
+    let host = destination.ip().to_string();
+    let stream =
+        net::dial(capabilities, &host, destination.port()).map_err(|error| match error {
+            DialError::Io(error) => error.raw_os_error().unwrap_or(libc::ECONNREFUSED),
+            _ => libc::EPERM,
+        })?;
+    if nonblocking(notice.pid, fd) {
+        stream.set_nonblocking(true).map_err(|_| libc::EIO)?;
+    }
+    let add = libc::seccomp_notif_addfd {
+        id: notice.id,
+        flags: libc::SECCOMP_ADDFD_FLAG_SETFD as u32,
+        srcfd: stream.as_raw_fd() as u32,
+        newfd: fd as u32,
+        newfd_flags: libc::O_CLOEXEC as u32,
+    };
+    // SAFETY: ADDFD reads the struct passed; the tool's descriptor `fd` is
+    // replaced by a copy of the connected socket, as dup2 would.
+    if unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ADDFD, &add) } < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    Ok(())
+}
+
+/// The IP address and port in a `sockaddr_in` or `sockaddr_in6`.
+fn socket_address(bytes: &[u8]) -> Option<SocketAddr> {
+    let family = u16::from_ne_bytes(bytes.get(..2)?.try_into().ok()?);
+    let port = u16::from_be_bytes(bytes.get(2..4)?.try_into().ok()?);
+    let ip = match i32::from(family) {
+        libc::AF_INET => {
+            let octets: [u8; 4] = bytes.get(4..8)?.try_into().ok()?;
+            IpAddr::V4(Ipv4Addr::from(octets))
+        }
+        libc::AF_INET6 => {
+            let octets: [u8; 16] = bytes.get(8..24)?.try_into().ok()?;
+            IpAddr::V6(Ipv6Addr::from(octets))
+        }
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+/// Whether the tool's descriptor `fd` is non-blocking (its `fdinfo`
+/// flags), so the socket put in its place is too.
+fn nonblocking(pid: u32, fd: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
+        .ok()
+        .and_then(|info| {
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            i64::from_str_radix(flags.trim(), 8).ok()
+        })
+        .is_some_and(|flags| flags & i64::from(libc::O_NONBLOCK) != 0)
+}
