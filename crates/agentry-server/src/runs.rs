@@ -4,7 +4,11 @@
 //! records a person's decision and, once no call waits, resumes the run
 //! (in whichever server process gets the request: the journal is shared)
 //! and stores its reply in the session's memory, and `POST
-//! /v1/runs/{id}/resume` goes on with a run whose process stopped.
+//! /v1/runs/{id}/resume` goes on with a run whose process stopped. A run
+//! being carried out holds a lease in the journal: resuming or deciding on
+//! it elsewhere is a 409 that names the holder (a process label, never a
+//! key) and until when, and once a dead holder's lease expires it may be
+//! taken over.
 //!
 //! A run's id is `{session}~{message_id}`: the session it belongs to (the
 //! client's id) and the reply's message id. Runs belong to the API key
@@ -150,21 +154,67 @@ fn journal(app: &App) -> Result<&Arc<dyn durable::RunJournal>, ApiError> {
         .ok_or_else(|| ApiError::not_found("this server keeps no durable runs"))
 }
 
-fn journal_error(id: &str, error: JournalError) -> ApiError {
+/// What a journal error means for run `id` (the client's id). The journal's
+/// own id of the run (with the key's prefix) is never shown.
+fn journal_error(id: &str, journal_id: &str, error: JournalError) -> ApiError {
     match error {
         JournalError::NotFound(_) => ApiError::not_found(format!("no run {id:?}")),
-        JournalError::Conflict { .. } | JournalError::Exists(_) => {
-            ApiError::conflict(error.to_string())
+        JournalError::Exists(_) => ApiError::conflict(format!("a run {id:?} exists already")),
+        JournalError::Conflict { .. } => ApiError::conflict(format!(
+            "run {id:?} was written by another process at the same time; it is being run elsewhere"
+        )),
+        JournalError::Leased {
+            owner, until_ms, ..
+        } => {
+            let left_ms = until_ms.saturating_sub(durable::now_ms());
+            ApiError {
+                retry_after_secs: Some(left_ms.div_ceil(1000).max(1)),
+                ..ApiError::conflict(format!(
+                    "run {id:?} is being run by {owner} (its lease lasts until {}, unix time {}, \
+                     and is renewed while it runs); try again once it stops",
+                    rfc3339(until_ms),
+                    until_ms / 1000
+                ))
+            }
         }
-        JournalError::Store(message) => ApiError::internal(message),
+        JournalError::Fenced { .. } => ApiError::conflict(format!(
+            "run {id:?} was taken over by another process while this request ran it; \
+             this request wrote nothing more"
+        )),
+        JournalError::Tampered { seq, why, .. } => ApiError::internal(format!(
+            "run {id:?} fails its integrity check at entry {seq}: {why}; it is not replayed"
+        )),
+        JournalError::Store(message) => ApiError::internal(message.replace(journal_id, id)),
     }
+}
+
+/// `ms` since the Unix epoch as an RFC 3339 time in UTC, to the millisecond.
+fn rfc3339(ms: u64) -> String {
+    let (days, in_day) = ((ms / 86_400_000) as i64, ms % 86_400_000);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, milli) = (
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1000 % 60,
+        in_day % 1000,
+    );
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
 }
 
 /// The run as the API shows it.
 async fn view(app: &App, id: &str, journal_id: &str) -> Result<RunResponse, ApiError> {
     let record = durable::record(journal(app)?.as_ref(), journal_id)
         .await
-        .map_err(|error| journal_error(id, error))?;
+        .map_err(|error| journal_error(id, journal_id, error))?;
     let steps = record.steps.iter().map(step_body).collect();
     let (status, outcome, answer, waiting) = match &record.status {
         RunStatus::Ended { outcome, detail } => (
@@ -237,7 +287,7 @@ pub(crate) async fn get_run(
         (status = 400, description = "Invalid run id, or a deny without a reason or an edit without an input", body = ErrorBody),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 404, description = "No such run for this key, or the server keeps no durable runs", body = ErrorBody),
-        (status = 409, description = "The call is not waiting for a decision, or another process is running the run", body = ErrorBody),
+        (status = 409, description = "The call is not waiting for a decision, or another process is running the run (its lease is held: the message names the holder and until when; `Retry-After` says when it ends unless renewed)", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "JSON of the wrong shape", body = ErrorBody),
@@ -280,7 +330,7 @@ pub(crate) async fn post_approval(
     )
     .await
     .map_err(|error| match error {
-        DecideError::Journal(error) => journal_error(&id, error),
+        DecideError::Journal(error) => journal_error(&id, &journal_id, error),
         DecideError::NotWaiting { .. } => ApiError::conflict(format!(
             "call {:?} of run {id:?} is not waiting for a decision",
             request.call_id
@@ -293,7 +343,7 @@ pub(crate) async fn post_approval(
     let error = if still_waiting {
         None
     } else {
-        resume(&app, &principal, &journal, &journal_id, &session).await?
+        resume(&app, &principal, &journal, &id, &journal_id, &session).await?
     };
     drop(permit);
     let mut view = view(&app, &id, &journal_id).await?;
@@ -304,7 +354,7 @@ pub(crate) async fn post_approval(
 /// Go on with a run that is neither waiting nor ended: its process stopped
 /// (a client that left, a crash, a model that failed). A call that was
 /// started and not finished then waits for a decision unless its tool is
-/// idempotent.
+/// idempotent. A run still being carried out (its lease held) is a 409.
 #[utoipa::path(
     post,
     path = "/v1/runs/{id}/resume",
@@ -314,7 +364,7 @@ pub(crate) async fn post_approval(
         (status = 400, description = "Invalid run id", body = ErrorBody),
         (status = 401, description = "No valid API key", body = ErrorBody),
         (status = 404, description = "No such run for this key, or the server keeps no durable runs", body = ErrorBody),
-        (status = 409, description = "Calls wait for decisions, or another process is running the run", body = ErrorBody),
+        (status = 409, description = "Calls wait for decisions, or another process is running the run (its lease is held: the message names the holder and until when; `Retry-After` says when it ends unless renewed)", body = ErrorBody),
         (status = 429, description = "Too many requests running for this key, or over its rate", body = ErrorBody),
     ),
     security(("api_key" = []))
@@ -328,7 +378,7 @@ pub(crate) async fn post_resume(
     let journal = journal(&app)?.clone();
     let status = durable::status(journal.as_ref(), &journal_id)
         .await
-        .map_err(|error| journal_error(&id, error))?;
+        .map_err(|error| journal_error(&id, &journal_id, error))?;
     let error = match status {
         RunStatus::Ended { .. } => None,
         RunStatus::Waiting(_) => {
@@ -338,7 +388,7 @@ pub(crate) async fn post_resume(
         }
         RunStatus::Incomplete => {
             let permit = app.limits.acquire(&principal)?;
-            let error = resume(&app, &principal, &journal, &journal_id, &session).await?;
+            let error = resume(&app, &principal, &journal, &id, &journal_id, &session).await?;
             drop(permit);
             error
         }
@@ -351,11 +401,13 @@ pub(crate) async fn post_resume(
 /// Go on with a run, as the turn that started it would have (the session
 /// and sender for its tools), and store its answer when this call produced
 /// one. `Ok(Some(why))` when it could not go on for a reason worth showing
-/// (the model failed); another process running it is a 409.
+/// (the model failed); another process running it (its lease held) is a
+/// 409 naming the holder and until when.
 async fn resume(
     app: &App,
     principal: &Principal,
     journal: &Arc<dyn durable::RunJournal>,
+    id: &str,
     journal_id: &str,
     session: &str,
 ) -> Result<Option<String>, ApiError> {
@@ -372,7 +424,7 @@ async fn resume(
         .durable(journal.clone())
         .resume(journal_id)
         .await
-        .map_err(|error| ApiError::internal(error.to_string()))?;
+        .map_err(|error| journal_error(id, journal_id, error))?;
     match run.outcome.outcome {
         // Stored once: by the request that carried the run to its answer.
         Outcome::Final(text) if !run.already_ended && !text.is_empty() => {
@@ -390,10 +442,7 @@ async fn resume(
             }
             Ok(None)
         }
-        Outcome::JournalFailed(
-            error @ (JournalError::Conflict { .. } | JournalError::Exists(_)),
-        ) => Err(ApiError::conflict(error.to_string())),
-        Outcome::JournalFailed(error) => Err(ApiError::internal(error.to_string())),
+        Outcome::JournalFailed(error) => Err(journal_error(id, journal_id, error)),
         Outcome::ModelError(error) => Ok(Some(format!("the model failed: {error}"))),
         _ => Ok(None),
     }

@@ -372,6 +372,7 @@ pub(crate) async fn post_turn(
         };
         let _ = events.send(report);
     });
+    let key_prefix = format!("{}/", principal.id);
     let mut counted = app.metrics.turn(Face::Sessions);
     let span = tracing::info_span!("turn", session = %id, key = %principal.id, %message_id);
     // The turn runs on its own task: it ends when the reply does, or when
@@ -386,7 +387,11 @@ pub(crate) async fn post_turn(
                     std::future::pending().await
                 }
             };
-            let output = ChatTurn::run_until(&config, input, stop).await;
+            let mut output = ChatTurn::run_until(&config, input, stop).await;
+            // A durable run's journal id carries the key's id: not shown.
+            if let Some(error) = &mut output.error {
+                *error = error.replace(&key_prefix, "");
+            }
             counted.finish(match output.error.as_deref() {
                 _ if output.ok => "ok",
                 Some(STOPPED) => "cancelled",

@@ -291,3 +291,174 @@ async fn post(server: &support::Running, path: &str, body: Option<Value>) -> (u1
         response.json::<Value>().await.unwrap(),
     )
 }
+
+/// A `pay` tool (not idempotent, not destructive: it runs at once) that
+/// says when it began and holds until `go` is notified.
+fn held_pay(
+    effects: Arc<AtomicUsize>,
+    began: tokio::sync::mpsc::UnboundedSender<()>,
+    go: Arc<tokio::sync::Notify>,
+) -> agentry_core::tool::Tool {
+    #[derive(serde::Deserialize)]
+    struct Amount {
+        amount: u64,
+    }
+    agentry_core::tool::function("pay")
+        .arg::<u64>("amount", "how much")
+        .handler(
+            move |a: Amount, _context: agentry_core::tool::ToolContext| {
+                let (effects, began, go) = (effects.clone(), began.clone(), go.clone());
+                async move {
+                    let _ = began.send(());
+                    go.notified().await;
+                    effects.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, String>(format!("paid {}", a.amount))
+                }
+            },
+        )
+        .build()
+        .unwrap()
+        .with_name("pay")
+}
+
+fn paying_model() -> agentry_core::model::ScriptedModel {
+    use agentry_core::model::{ScriptedModel, Step, Usage};
+    use agentry_core::tool::ToolCall;
+    ScriptedModel::new()
+        .reply(Step::Tool {
+            calls: vec![ToolCall::new("c1", "pay", json!({"amount": 3}))],
+            text: String::new(),
+            tokens: Usage::new(10, 5),
+        })
+        .reply(Step::Final {
+            text: "Paid.".into(),
+            tokens: Usage::new(10, 2),
+        })
+}
+
+/// Finding 3 (and 11d) of issue 39 over HTTP: while a turn's `pay` call
+/// runs, 16 resumes and approvals race against it on two servers sharing
+/// the journal. Each is a 409 that names the holder (a process label) and
+/// until when, never the key's id; the call is never shown as interrupted;
+/// the turn ends with one payment.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_being_carried_out_is_a_409_naming_its_holder_on_every_server() {
+    let db = temp_db("leased");
+    let effects = Arc::new(AtomicUsize::new(0));
+    let (began, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let serve = |began, go| {
+        let agent = Agent::builder(paying_model())
+            .tool(held_pay(effects.clone(), began, go))
+            .build()
+            .unwrap();
+        let journal = Arc::new(SqliteStore::open(&db).unwrap());
+        support::serve_agent(agent, |server| server.durable_runs(journal))
+    };
+    let first = serve(began.clone(), go.clone()).await;
+    let second = serve(began, go.clone()).await;
+    let turn = tokio::spawn({
+        let (http, url) = (first.http.clone(), first.url.clone());
+        async move {
+            http.post(format!("{url}/v1/sessions/s5/turns"))
+                .bearer_auth("alice-key")
+                .json(&json!({"text": "pay 3", "payload": {"message_id": "m5"}}))
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    });
+    started.recv().await.expect("pay began");
+    let holder = agentry_core::agent::durable::process_label();
+    let key_id = {
+        use sha2::{Digest, Sha256};
+        let hash = Sha256::digest(b"alice-key");
+        hash[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let mut racing = Vec::new();
+    for n in 0..16 {
+        let server = if n % 2 == 0 { &first } else { &second };
+        let (http, url) = (server.http.clone(), server.url.clone());
+        racing.push(tokio::spawn(async move {
+            let request = if n % 4 < 2 {
+                http.post(format!("{url}/v1/runs/s5~m5/resume"))
+            } else {
+                http.post(format!("{url}/v1/runs/s5~m5/approvals"))
+                    .json(&json!({"call_id": "c1", "decision": "approve"}))
+            };
+            let response = request.bearer_auth("alice-key").send().await.unwrap();
+            let retry = response.headers().get("retry-after").cloned();
+            (
+                n,
+                response.status().as_u16(),
+                retry,
+                response.json::<Value>().await.unwrap(),
+            )
+        }));
+    }
+    for racer in racing {
+        let (n, status, retry, body) = racer.await.unwrap();
+        let message = body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert_eq!(status, 409, "{n}: {body}");
+        assert!(
+            !message.contains(&key_id),
+            "the key's id is not shown: {message}"
+        );
+        if n % 4 < 2 {
+            let opening =
+                format!("run \"s5~m5\" is being run by {holder} (its lease lasts until 20");
+            assert!(message.starts_with(&opening), "{message}");
+            assert!(
+                message.ends_with("and is renewed while it runs); try again once it stops"),
+                "{message}"
+            );
+            assert!(retry.is_some(), "Retry-After says when the lease ends");
+        } else {
+            assert_eq!(
+                message,
+                "call \"c1\" of run \"s5~m5\" is not waiting for a decision"
+            );
+        }
+    }
+    let shown = second.get_json("/v1/runs/s5~m5", "alice-key").await;
+    assert_eq!(
+        shown["status"], "incomplete",
+        "never shown as interrupted: {shown}"
+    );
+    go.notify_one();
+    let answer = turn.await.unwrap();
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert_eq!(answer["text"], "Paid.");
+    assert_eq!(effects.load(Ordering::SeqCst), 1, "paid once");
+    let (status, done) = post(&second, "/v1/runs/s5~m5/resume", None).await;
+    assert_eq!((status, done["answer"].as_str()), (200, Some("Paid.")));
+    assert_eq!(effects.load(Ordering::SeqCst), 1);
+}
+
+/// 11d of issue 39: a durable turn's journal error (here a message id used
+/// twice) names the run as the client knows it, never with the key's id.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_durable_turns_journal_error_does_not_show_the_keys_id() {
+    let db = temp_db("reused");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let server = durable_server(&db, "a.log", runs).await;
+    let body = json!({"text": "delete a.log", "payload": {"message_id": "m6"}});
+    let first = server
+        .post_json("/v1/sessions/s6/turns", "alice-key", &body)
+        .await;
+    assert_eq!(first["waiting"]["run"], "s6~m6", "{first}");
+    let again = server
+        .post_json("/v1/sessions/s6/turns", "alice-key", &body)
+        .await;
+    assert_eq!(again["ok"], false, "{again}");
+    assert_eq!(again["error"], "a run \"s6~m6\" exists already", "{again}");
+}

@@ -16,13 +16,14 @@
 //! The child is this test binary run again (`durable_child`).
 
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use agentry::agent::durable::{Decision, RunJournal, RunStatus, Waiting, decide, status};
 use agentry::agent::{Agent, Outcome};
 use agentry::model::{ChatRequest, Message, ScriptedModel, Step, Usage};
 use agentry::tool::{ToolCall, ToolHints, function};
 use agentry_core::BoxFuture;
-use agentry_core::agent::durable::{JournalError, RunEntry};
+use agentry_core::agent::durable::{JournalError, Lease, RunEntry, now_ms};
 use agentry_store::SqliteStore;
 use serde::Deserialize;
 use serde_json::json;
@@ -113,9 +114,10 @@ impl RunJournal for KillingJournal {
         run: &'a str,
         seq: u64,
         entry: &'a RunEntry,
+        token: u64,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         Box::pin(async move {
-            self.store.append(run, seq, entry).await?;
+            self.store.append(run, seq, entry, token).await?;
             let n = 1 + self
                 .writes
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -131,6 +133,35 @@ impl RunJournal for KillingJournal {
     fn runs(&self) -> BoxFuture<'_, Result<Vec<String>, JournalError>> {
         self.store.runs()
     }
+    fn acquire<'a>(
+        &'a self,
+        run: &'a str,
+        owner: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Lease, JournalError>> {
+        self.store.acquire(run, owner, ttl)
+    }
+    fn renew<'a>(
+        &'a self,
+        run: &'a str,
+        token: u64,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Lease, JournalError>> {
+        self.store.renew(run, token, ttl)
+    }
+    fn release<'a>(&'a self, run: &'a str, token: u64) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.store.release(run, token)
+    }
+}
+
+/// The lease the children take: short, so a killed child's run is free
+/// again soon (`AGENTRY_LEASE_TTL_MS`, 400 ms by default).
+fn lease_ttl() -> Duration {
+    let ms = std::env::var("AGENTRY_LEASE_TTL_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(400);
+    Duration::from_millis(ms)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -186,13 +217,24 @@ async fn durable_child() {
         after,
         writes: Default::default(),
     });
-    let runs = agent.durable(journal);
-    let run = if store.entries(RUN).await.is_ok() {
-        runs.resume(RUN).await.unwrap()
-    } else {
-        runs.start_messages(RUN.into(), vec![Message::user("pay four times")])
-            .await
-            .unwrap()
+    let runs = agent.durable(journal).lease_ttl(lease_ttl());
+    let run = loop {
+        let run = if store.entries(RUN).await.is_ok() {
+            runs.resume(RUN).await
+        } else {
+            runs.start_messages(RUN.into(), vec![Message::user("pay four times")])
+                .await
+        };
+        match run {
+            Ok(run) => break run,
+            // A killed holder's lease, or another resumer's: wait for it.
+            Err(JournalError::Leased { until_ms, .. }) => {
+                let left = until_ms.saturating_sub(now_ms());
+                tokio::time::sleep(Duration::from_millis(left + 5)).await;
+            }
+            Err(JournalError::Exists(_)) => continue, // another child started it
+            Err(error) => panic!("{error}"),
+        }
     };
     let line = match run.outcome.outcome {
         Outcome::Final(text) => format!("final {text}"),
@@ -277,7 +319,7 @@ async fn a_run_killed_anywhere_resumes_to_the_same_end() {
             points.push(("AGENTRY_KILL_IN_CALL", format!("note-{k}:{when}")));
         }
     }
-    let (mut resumed_alone, mut approved, mut denied) = (0, 0, 0);
+    let (mut resumed_alone, mut approved, mut denied, mut lapsed) = (0, 0, 0, 0);
     for (at, point) in points.iter().enumerate() {
         let dir = root.join(format!("point-{at}"));
         fresh(&dir);
@@ -289,6 +331,12 @@ async fn a_run_killed_anywhere_resumes_to_the_same_end() {
             let outcome = child(&dir, None).expect("a resumed run is not killed");
             if !outcome.starts_with("stopped") {
                 break outcome;
+            }
+            if outcome.starts_with("stopped JournalFailed") {
+                // Its lease lapsed (a machine stalled past it): it wrote
+                // nothing more; resume again.
+                lapsed += 1;
+                continue;
             }
             // Stopped for a person: the only reason here is a `pay` call
             // that was started and never finished.
@@ -337,9 +385,127 @@ async fn a_run_killed_anywhere_resumes_to_the_same_end() {
     println!(
         "{} kill points: {resumed_alone} resumed to the same end alone; {} stopped for a decision \
          on an interrupted pay call ({approved} approved, its effect absent; {denied} denied, its \
-         effect present); every pay ran exactly once",
+         effect present); every pay ran exactly once ({lapsed} resumes stopped by a lapsed lease)",
         points.len(),
         approved + denied
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// As the person: approve the one waiting `pay` call when its effect is not
+/// there, deny it when it is. `true` when it denied.
+async fn decide_waiting(store: &SqliteStore, dir: &std::path::Path, at: &str) -> bool {
+    let RunStatus::Waiting(waiting) = status(store, RUN).await.unwrap() else {
+        panic!("stopped without waiting calls at {at}");
+    };
+    assert_eq!(waiting.len(), 1, "{at}");
+    let call = &waiting[0];
+    assert_eq!(call.waiting, Waiting::Interrupted, "{at}");
+    assert_eq!(call.call.name, "pay", "only pay waits: {at}");
+    let k: usize = call.call.id.trim_start_matches("pay-").parse().unwrap();
+    let done = effects(dir)
+        .iter()
+        .filter(|line| **line == format!("pay-{k}"))
+        .count();
+    assert!(done <= 1, "pay-{k} ran {done} times at {at}");
+    let decision = if done == 0 {
+        Decision::Approve
+    } else {
+        Decision::Deny {
+            reason: "it already paid".into(),
+        }
+    };
+    decide(store, RUN, &call.call.id, decision, false)
+        .await
+        .unwrap();
+    done == 1
+}
+
+/// Finding 3 of issue 39 under kill -9: the run's process is killed at a
+/// random moment (anywhere in its run, or after it ended), then three
+/// processes race to resume it at once (each waits out the dead one's
+/// lease, and then one another's). Each `pay` runs exactly once in every
+/// round. `AGENTRY_KILL_ROUNDS` rounds (6 by default); the seed is printed.
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_at_random_moments_with_racing_resumers_each_pay_runs_once() {
+    if std::env::var_os("AGENTRY_DURABLE_CHILD").is_some() {
+        return;
+    }
+    let rounds: usize = std::env::var("AGENTRY_KILL_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(6);
+    let root = std::env::temp_dir().join(format!("agentry-durable-race-{}", std::process::id()));
+    // How long an uninterrupted run takes: kills fall within it.
+    let dir = root.join("timing");
+    fresh(&dir);
+    let began = std::time::Instant::now();
+    child(&dir, None).expect("the uninterrupted run finishes");
+    let span = began.elapsed().as_micros() as u64;
+    let mut seed = std::env::var("AGENTRY_KILL_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(now_ms() | 1);
+    println!("seed {seed}; an uninterrupted run takes {span} µs");
+    let mut random = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let (mut killed, mut decided, mut lapsed) = (0, 0, 0);
+    for round in 0..rounds {
+        let dir = root.join(format!("round-{round}"));
+        fresh(&dir);
+        let mut first = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "durable_child",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env("AGENTRY_DURABLE_CHILD", &dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(random() % (span + 1)));
+        if first.try_wait().unwrap().is_none() {
+            first.kill().unwrap(); // SIGKILL
+            killed += 1;
+        }
+        first.wait().unwrap();
+        let store = SqliteStore::open(dir.join("runs.db")).unwrap();
+        let at = format!("round {round}");
+        loop {
+            let outcomes: Vec<String> = std::thread::scope(|scope| {
+                let racers: Vec<_> = (0..3)
+                    .map(|_| scope.spawn(|| child(&dir, None).expect("a resumer is not killed")))
+                    .collect();
+                racers.into_iter().map(|r| r.join().unwrap()).collect()
+            });
+            if outcomes.iter().any(|o| o.starts_with("final")) {
+                break;
+            }
+            match status(&store, RUN).await.unwrap() {
+                RunStatus::Waiting(_) => {
+                    decide_waiting(&store, &dir, &at).await;
+                    decided += 1;
+                }
+                _ => lapsed += 1, // every racer's lease lapsed: go again
+            }
+        }
+        let effects = effects(&dir);
+        for k in 1..STEPS {
+            let paid = effects.iter().filter(|l| **l == format!("pay-{k}")).count();
+            assert_eq!(paid, 1, "pay-{k} ran {paid} times in {at}: {effects:?}");
+        }
+    }
+    println!(
+        "{rounds} rounds: {killed} killed mid-run, each resumed by 3 racing processes; \
+         {decided} decisions on interrupted pay calls; {lapsed} rounds of lapsed leases; \
+         every pay ran exactly once"
     );
     let _ = std::fs::remove_dir_all(&root);
 }

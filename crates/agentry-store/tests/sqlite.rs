@@ -33,7 +33,7 @@ async fn sqlite_passes_the_run_journal_checks_and_keeps_runs_across_opens() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_run_entry_that_cannot_be_read_is_a_clear_error() {
+async fn a_run_entry_another_program_wrote_is_a_clear_error() {
     use agentry::agent::durable::{JournalError, RunEntry, RunJournal};
     let path = temp_file("bad-entry");
     let store = SqliteStore::open(&path).unwrap();
@@ -41,21 +41,26 @@ async fn a_run_entry_that_cannot_be_read_is_a_clear_error() {
         outcome: "out_of_steps".into(),
         detail: String::new(),
     };
-    store.append("r1", 0, &started).await.unwrap();
-    // Another program wrote a row that is not an entry.
+    let lease = store
+        .acquire("r1", "test", std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    store.append("r1", 0, &started, lease.token).await.unwrap();
+    // Another program wrote a row (not even an entry): it carries no seal.
     let raw = rusqlite::Connection::open(&path).unwrap();
     raw.execute(
         "INSERT INTO run_journal (run, seq, entry) VALUES ('r1', 1, '{\"kind\": \"nonsense\"}')",
         [],
     )
     .unwrap();
-    let Err(JournalError::Store(message)) = store.entries("r1").await else {
-        panic!("a bad entry is an error");
-    };
-    assert!(
-        message
-            .starts_with("run \"r1\" has an entry that cannot be read: unknown variant `nonsense`"),
-        "{message}"
+    assert_eq!(
+        store.entries("r1").await,
+        Err(JournalError::Tampered {
+            run: "r1".into(),
+            seq: 1,
+            why: "it has no seal (it was written before journals were sealed, or its seal was removed)"
+                .into()
+        })
     );
 }
 

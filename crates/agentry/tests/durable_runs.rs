@@ -7,11 +7,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use agentry::BoxFuture;
 use agentry::agent::durable::{
-    DecideError, Decision, InMemoryJournal, JournalError, RunEntry, RunJournal, RunStatus, Waiting,
-    decide, status,
+    DecideError, Decision, InMemoryJournal, JournalError, Lease, RunEntry, RunJournal, RunStatus,
+    Waiting, decide, status,
 };
 use agentry::agent::{Agent, Approval, Outcome};
 use agentry::model::{Message, ModelError, ScriptedModel, Step, Usage};
@@ -52,11 +53,49 @@ async fn journal_with(id: &str, entries: &[RunEntry]) -> Arc<InMemoryJournal> {
     journal
 }
 
-/// Write `entries` as run `id`'s journal, numbered from 0.
+/// Write `entries` as run `id`'s journal, numbered from 0, under a lease
+/// taken and released around them (the process that wrote them stopped).
 async fn append_all(journal: &dyn RunJournal, id: &str, entries: &[RunEntry]) {
+    let lease = journal.acquire(id, "writer", LONG).await.unwrap();
     for (seq, entry) in entries.iter().enumerate() {
-        journal.append(id, seq as u64, entry).await.unwrap();
+        journal
+            .append(id, seq as u64, entry, lease.token)
+            .await
+            .unwrap();
     }
+    journal.release(id, lease.token).await.unwrap();
+}
+
+/// A lease that does not lapse while a test runs.
+const LONG: Duration = Duration::from_secs(600);
+
+/// The lease methods of a journal that wraps another (field `$inner`).
+macro_rules! leases_of {
+    ($inner:ident) => {
+        fn acquire<'a>(
+            &'a self,
+            run: &'a str,
+            owner: &'a str,
+            ttl: Duration,
+        ) -> BoxFuture<'a, Result<Lease, JournalError>> {
+            self.$inner.acquire(run, owner, ttl)
+        }
+        fn renew<'a>(
+            &'a self,
+            run: &'a str,
+            token: u64,
+            ttl: Duration,
+        ) -> BoxFuture<'a, Result<Lease, JournalError>> {
+            self.$inner.renew(run, token, ttl)
+        }
+        fn release<'a>(
+            &'a self,
+            run: &'a str,
+            token: u64,
+        ) -> BoxFuture<'a, Result<(), JournalError>> {
+            self.$inner.release(run, token)
+        }
+    };
 }
 
 /// How a journalled run opens: the user's message, then step 1 asking for
@@ -416,11 +455,12 @@ impl RunJournal for FailingJournal {
         run: &'a str,
         seq: u64,
         entry: &'a RunEntry,
+        token: u64,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         if self.writes.fetch_add(1, Ordering::SeqCst) >= self.ok {
             return Box::pin(async { Err(JournalError::Store("disk I/O error".into())) });
         }
-        self.inner.append(run, seq, entry)
+        self.inner.append(run, seq, entry, token)
     }
     fn entries<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<Vec<RunEntry>, JournalError>> {
         self.inner.entries(run)
@@ -428,6 +468,7 @@ impl RunJournal for FailingJournal {
     fn runs(&self) -> BoxFuture<'_, Result<Vec<String>, JournalError>> {
         self.inner.runs()
     }
+    leases_of!(inner);
 }
 
 #[tokio::test]
@@ -478,7 +519,12 @@ async fn two_processes_resuming_one_run_cannot_both_run_its_call() {
         call_id: "c1".into(),
         input: json!({"path": "a"}),
     };
-    journal.append(&id, next as u64, &theirs).await.unwrap();
+    let lease = journal.acquire(&id, "theirs", LONG).await.unwrap();
+    journal
+        .append(&id, next as u64, &theirs, lease.token)
+        .await
+        .unwrap();
+    journal.release(&id, lease.token).await.unwrap();
     let mine = agent.durable(stale).resume(&id).await.unwrap();
     assert_eq!(
         mine.outcome.outcome,
@@ -502,8 +548,9 @@ impl RunJournal for StaleJournal {
         run: &'a str,
         seq: u64,
         entry: &'a RunEntry,
+        token: u64,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
-        self.inner.append(run, seq, entry)
+        self.inner.append(run, seq, entry, token)
     }
     fn entries<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<Vec<RunEntry>, JournalError>> {
         Box::pin(async move {
@@ -515,6 +562,7 @@ impl RunJournal for StaleJournal {
     fn runs(&self) -> BoxFuture<'_, Result<Vec<String>, JournalError>> {
         self.inner.runs()
     }
+    leases_of!(inner);
 }
 
 #[tokio::test]
@@ -762,4 +810,178 @@ async fn a_child_agents_tokens_count_after_a_resume() {
     let run = agent.durable(journal).resume("r").await.unwrap();
     assert_eq!(run.outcome.outcome, Outcome::OverBudget);
     assert_eq!(run.outcome.usage, Usage::new(910, 105));
+}
+
+#[derive(Deserialize)]
+struct Amount {
+    amount: u64,
+}
+
+/// A `pay` tool (not idempotent) that counts its effects and, once started,
+/// says so on `began` and holds until `hold` has passed.
+fn slow_pay(
+    effects: Arc<AtomicUsize>,
+    began: tokio::sync::mpsc::UnboundedSender<()>,
+    hold: Duration,
+) -> Tool {
+    function("pay")
+        .arg::<u64>("amount", "how much")
+        .handler(move |a: Amount, _context: agentry::tool::ToolContext| {
+            let (effects, began) = (effects.clone(), began.clone());
+            async move {
+                let _ = began.send(());
+                tokio::time::sleep(hold).await;
+                effects.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, String>(format!("paid {}", a.amount))
+            }
+        })
+        .build()
+        .unwrap()
+        .with_name("pay")
+}
+
+fn pay_then_answer() -> ScriptedModel {
+    ScriptedModel::new()
+        .reply(Step::Tool {
+            calls: vec![ToolCall::new("c1", "pay", json!({"amount": 3}))],
+            text: String::new(),
+            tokens: Usage::new(10, 5),
+        })
+        .reply(answer("Paid."))
+}
+
+/// Finding 3 of issue 39: a 3 s `pay` call and a resume one second in. The
+/// resume finds the run leased (by whom, until when) and changes nothing;
+/// the call is not shown as interrupted, a decision on it is refused, and
+/// the live run goes on to its end with one payment. The lease (1 s) is
+/// renewed while the call runs past it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_being_carried_out_is_not_resumed_or_decided_elsewhere() {
+    let journal = Arc::new(InMemoryJournal::new());
+    let effects = Arc::new(AtomicUsize::new(0));
+    let (began, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let live = Agent::builder(pay_then_answer())
+        .tool(slow_pay(
+            effects.clone(),
+            began.clone(),
+            Duration::from_millis(3000),
+        ))
+        .build()
+        .unwrap()
+        .durable(journal.clone())
+        .owner("worker-1")
+        .lease_ttl(Duration::from_secs(1));
+    let id = "pay-run".to_owned();
+    let running = tokio::spawn({
+        let id = id.clone();
+        async move {
+            live.start_messages(id, vec![Message::user("pay 3")])
+                .await
+                .unwrap()
+        }
+    });
+    started.recv().await.expect("pay began");
+    tokio::time::sleep(Duration::from_millis(1500)).await; // past the lease's first term
+    let other = Agent::builder(pay_then_answer())
+        .tool(slow_pay(effects.clone(), began, Duration::ZERO))
+        .build()
+        .unwrap()
+        .durable(journal.clone());
+    let before = journal.entries(&id).await.unwrap();
+    match other.resume(&id).await {
+        Err(JournalError::Leased {
+            run,
+            owner,
+            until_ms,
+        }) => {
+            assert_eq!((run.as_str(), owner.as_str()), ("pay-run", "worker-1"));
+            assert!(until_ms > agentry::agent::durable::now_ms(), "a live lease");
+        }
+        other => panic!("expected the run to be leased, got {other:?}"),
+    }
+    assert_eq!(
+        status(journal.as_ref(), &id).await.unwrap(),
+        RunStatus::Incomplete,
+        "not shown as interrupted"
+    );
+    assert_eq!(
+        decide(journal.as_ref(), &id, "c1", Decision::Approve, false).await,
+        Err(DecideError::NotWaiting {
+            run: id.clone(),
+            call: "c1".into()
+        })
+    );
+    assert_eq!(
+        journal.entries(&id).await.unwrap(),
+        before,
+        "nothing written"
+    );
+    let done = running.await.unwrap();
+    assert_eq!(done.outcome.outcome, Outcome::Final("Paid.".into()));
+    assert_eq!(effects.load(Ordering::SeqCst), 1, "paid once");
+    // Stopped: its lease was released, and the ended run resumes as it ended.
+    let again = other.resume(&id).await.unwrap();
+    assert!(again.already_ended);
+    assert_eq!(effects.load(Ordering::SeqCst), 1);
+}
+
+/// A holder that died mid-call keeps the run until its lease expires; then
+/// the run is taken over (the call waits for a person: it may have paid)
+/// and the dead holder's token can write nothing more.
+#[tokio::test]
+async fn a_dead_holders_lease_expires_and_its_token_is_fenced() {
+    let journal = Arc::new(InMemoryJournal::new());
+    let id = "dead-holder".to_owned();
+    let call = ToolCall::new("c1", "pay", json!({"amount": 3}));
+    let [started, step] = opening("pay 3", vec![call.clone()]);
+    let dead = journal
+        .acquire(&id, "worker-dead", Duration::from_millis(300))
+        .await
+        .unwrap();
+    let entries = [
+        started,
+        step,
+        RunEntry::CallStarted {
+            call_id: "c1".into(),
+            input: call.input.clone(),
+        },
+    ];
+    for (seq, entry) in entries.iter().enumerate() {
+        journal
+            .append(&id, seq as u64, entry, dead.token)
+            .await
+            .unwrap();
+    }
+    let effects = Arc::new(AtomicUsize::new(0));
+    let (began, _started) = tokio::sync::mpsc::unbounded_channel();
+    let runs = Agent::builder(pay_then_answer())
+        .tool(slow_pay(effects.clone(), began, Duration::ZERO))
+        .build()
+        .unwrap()
+        .durable(journal.clone());
+    assert!(
+        matches!(runs.resume(&id).await, Err(JournalError::Leased { ref owner, .. }) if owner == "worker-dead"),
+        "held until it expires"
+    );
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let taken = runs.resume(&id).await.unwrap();
+    assert_eq!(
+        waiting_ids(&taken.outcome.outcome),
+        [("c1".to_owned(), Waiting::Interrupted)]
+    );
+    let late = RunEntry::CallFinished {
+        result: agentry::tool::ToolResult::ok("c1", json!("paid 3")),
+        duration_ms: 1,
+        child_usage: None,
+    };
+    let next = journal.entries(&id).await.unwrap().len() as u64;
+    assert_eq!(
+        journal.append(&id, next, &late, dead.token).await,
+        Err(JournalError::Fenced { run: id.clone() })
+    );
+    assert_eq!(
+        journal.renew(&id, dead.token, LONG).await,
+        Err(JournalError::Fenced { run: id.clone() })
+    );
+    assert_eq!(effects.load(Ordering::SeqCst), 0);
 }

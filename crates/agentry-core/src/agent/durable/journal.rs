@@ -1,9 +1,9 @@
 //! A run's journal: what a durable run writes down before and after each
 //! thing it does ([`RunEntry`]), and where it writes it ([`RunJournal`]:
-//! in memory here, SQLite and PostgreSQL in `agentry-store`).
+//! in memory ([`InMemoryJournal`](super::InMemoryJournal)), SQLite and
+//! PostgreSQL in `agentry-store`), and who may write it now ([`Lease`]).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -145,6 +145,43 @@ pub enum JournalError {
         /// The entry both wrote.
         seq: u64,
     },
+    /// Another process holds the run's lease: it is running the run (or
+    /// deciding on it) now. Try again once it stops, or once the lease
+    /// expires if that process died.
+    #[error(
+        "run \"{run}\" is being run by {owner} (its lease lasts until {until_ms} ms since the Unix epoch unless renewed)"
+    )]
+    Leased {
+        /// The run.
+        run: String,
+        /// Who holds the lease: a label of the process, not a secret.
+        owner: String,
+        /// When the lease ends unless its holder renews it, in
+        /// milliseconds since the Unix epoch.
+        until_ms: u64,
+    },
+    /// This process's lease on the run was lost (it expired and another
+    /// process took the run over, or it was released): it may write
+    /// nothing more, and stops.
+    #[error(
+        "run \"{run}\" is no longer leased to this process (another process took it over, or its lease lapsed); nothing more is written"
+    )]
+    Fenced {
+        /// The run.
+        run: String,
+    },
+    /// The journal fails its integrity check: an entry was changed,
+    /// inserted, removed or reordered outside agentry, or the run carries
+    /// no seals at all. It is not replayed.
+    #[error("run \"{run}\" fails its integrity check at entry {seq}: {why}; it is not replayed")]
+    Tampered {
+        /// The run.
+        run: String,
+        /// The first entry that fails.
+        seq: u64,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The store failed.
     #[error("the run journal failed: {0}")]
     Store(String),
@@ -159,175 +196,87 @@ pub fn entry_from_json(run: &str, text: &str) -> Result<RunEntry, JournalError> 
     })
 }
 
+/// The right to write a run's journal: held by one process at a time,
+/// until `until_ms` unless renewed ([`RunJournal::acquire`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The fencing token: larger for every new holder of the run's lease.
+    /// Every append carries it; one older than the run's current token is
+    /// refused ([`JournalError::Fenced`]).
+    pub token: u64,
+    /// Who holds it (a label, shown to whoever finds the run leased).
+    pub owner: String,
+    /// When it ends unless renewed, in milliseconds since the Unix epoch.
+    pub until_ms: u64,
+}
+
 /// Where durable runs are written down, entry by entry.
 ///
+/// A run is written by one process at a time: the holder of its lease
+/// ([`acquire`](Self::acquire)), which renews it while the run goes on and
+/// releases it when the run stops. A process that dies leaves its lease to
+/// expire; then another may take the run over, and from then on the dead
+/// one's token is refused.
+///
 /// `append` must be durable when it returns (a process killed right after
-/// finds the entry on resume) and must refuse an entry number that already
-/// exists for the run, which is how two processes resuming one run are kept
-/// from both running its calls.
+/// finds the entry on resume), must refuse a token that is not the run's
+/// current, live one, and must refuse an entry number that already exists
+/// for the run. The lease check and the write are one atomic step.
 pub trait RunJournal: Send + Sync {
-    /// Write entry `seq` of run `run` (0 starts a new run).
+    /// Write entry `seq` of run `run` (0 starts a new run) under the lease
+    /// whose token is `token`: [`JournalError::Fenced`] unless that lease is
+    /// the run's current one and has not expired or been released.
     fn append<'a>(
         &'a self,
         run: &'a str,
         seq: u64,
         entry: &'a RunEntry,
+        token: u64,
     ) -> BoxFuture<'a, Result<(), JournalError>>;
 
     /// Every entry of `run`, in order; [`JournalError::NotFound`] for an
-    /// unknown run.
+    /// unknown run, [`JournalError::Tampered`] for one whose entries were
+    /// changed outside the journal (in stores that can be).
     fn entries<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<Vec<RunEntry>, JournalError>>;
 
     /// Every run's id, oldest first.
     fn runs(&self) -> BoxFuture<'_, Result<Vec<String>, JournalError>>;
-}
 
-/// A journal in this process's memory: for tests, and for runs that only
-/// need to pause for approval, not to survive the process.
-#[derive(Debug, Default)]
-pub struct InMemoryJournal {
-    runs: Mutex<Runs>,
-}
-
-#[derive(Debug, Default)]
-struct Runs {
-    /// Run ids, oldest first.
-    order: Vec<String>,
-    entries: HashMap<String, Vec<RunEntry>>,
-}
-
-impl InMemoryJournal {
-    /// An empty journal.
-    pub fn new() -> Self {
-        Self::default()
-    }
-}
-
-impl RunJournal for InMemoryJournal {
-    fn append<'a>(
+    /// Take run `run`'s lease for `ttl` as `owner` (the run need not exist
+    /// yet): a new token, larger than any before for the run.
+    /// [`JournalError::Leased`] while another holder's lease is live.
+    fn acquire<'a>(
         &'a self,
         run: &'a str,
-        seq: u64,
-        entry: &'a RunEntry,
-    ) -> BoxFuture<'a, Result<(), JournalError>> {
-        let mut guard = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        let Runs { order, entries } = &mut *guard;
-        let entries = entries.entry(run.to_owned()).or_default();
-        let result = if entries.len() as u64 == seq {
-            if seq == 0 {
-                order.push(run.to_owned());
-            }
-            entries.push(entry.clone());
-            Ok(())
-        } else if (entries.len() as u64) > seq {
-            Err(JournalError::Conflict {
-                run: run.to_owned(),
-                seq,
-            })
-        } else {
-            Err(JournalError::Store(format!(
-                "run \"{run}\" has {} entries; entry {seq} cannot follow",
-                entries.len()
-            )))
-        };
-        Box::pin(async move { result })
-    }
+        owner: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Lease, JournalError>>;
 
-    fn entries<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<Vec<RunEntry>, JournalError>> {
-        let guard = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        let result = guard
-            .entries
-            .get(run)
-            .cloned()
-            .ok_or_else(|| JournalError::NotFound(run.to_owned()));
-        Box::pin(async move { result })
-    }
+    /// Extend the lease `token` to `ttl` from now. [`JournalError::Fenced`]
+    /// when it is no longer the run's lease (taken over, or released); a
+    /// lease that expired without being taken over is extended again.
+    fn renew<'a>(
+        &'a self,
+        run: &'a str,
+        token: u64,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Lease, JournalError>>;
 
-    fn runs(&self) -> BoxFuture<'_, Result<Vec<String>, JournalError>> {
-        let order = self
-            .runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .order
-            .clone();
-        Box::pin(async move { Ok(order) })
-    }
+    /// Give up the lease `token`, so the run may be taken at once. A token
+    /// that is no longer the run's changes nothing.
+    fn release<'a>(&'a self, run: &'a str, token: u64) -> BoxFuture<'a, Result<(), JournalError>>;
 }
 
-/// Checks every [`RunJournal`] must pass: order, numbering, conflicts,
-/// unknown runs and listing. Call it from each implementation's tests, with
-/// a run id no other run in the journal has (`run` and `run` + `-b` are used).
-pub async fn check_journal(journal: &dyn RunJournal, run: &str) {
-    let run = run.to_owned();
-    let started = RunEntry::Started {
-        messages: vec![Message::user("hello")],
-        system: Some("Be brief.".into()),
-        at_ms: 1,
-    };
-    assert_eq!(
-        journal.entries(&run).await,
-        Err(JournalError::NotFound(run.clone()))
-    );
-    journal
-        .append(&run, 0, &started)
-        .await
-        .expect("first entry");
-    let call = RunEntry::CallStarted {
-        call_id: "c1".into(),
-        input: serde_json::json!({"path": "a \"quoted\" name"}),
-    };
-    journal.append(&run, 1, &call).await.expect("second entry");
-    assert_eq!(
-        journal.append(&run, 1, &call).await,
-        Err(JournalError::Conflict {
-            run: run.clone(),
-            seq: 1
-        })
-    );
-    let decided = RunEntry::Decided {
-        call_id: "c1".into(),
-        decision: Decision::Deny {
-            reason: "not today".into(),
-        },
-        remember: true,
-    };
-    assert!(
-        matches!(
-            journal.append(&run, 4, &decided).await,
-            Err(JournalError::Store(_))
-        ),
-        "an entry cannot skip a number"
-    );
-    journal
-        .append(&run, 2, &decided)
-        .await
-        .expect("third entry");
-    assert_eq!(
-        journal.entries(&run).await.expect("entries"),
-        vec![started, call, decided]
-    );
-    let other = format!("{run}-b");
-    let ended = RunEntry::Ended {
-        outcome: "final".into(),
-        detail: "done".into(),
-    };
-    journal
-        .append(&other, 0, &ended)
-        .await
-        .expect("another run");
-    let runs = journal.runs().await.expect("runs");
-    let at = |id: &str| runs.iter().position(|r| r == id).expect("listed");
-    assert!(at(&run) < at(&other), "oldest first: {runs:?}");
+/// Milliseconds since the Unix epoch, now (this machine's clock).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn the_in_memory_journal_passes_the_checks() {
-        check_journal(&InMemoryJournal::new(), "check").await;
-    }
 
     #[test]
     fn entries_read_as_json() {

@@ -17,6 +17,21 @@
 //!   remembered for the tool's later calls in the run;
 //! - a model error leaves the run resumable (the step is asked again).
 //!
+//! One process at a time carries a run out: the holder of its lease in the
+//! journal ([`RunJournal::acquire`]), renewed in the background while the
+//! run goes on and released when it stops. Resuming (or deciding on) a run
+//! whose lease another process holds is [`JournalError::Leased`], naming
+//! the holder and until when: a call still running there is never taken as
+//! interrupted. A holder that dies leaves its lease to expire
+//! ([`DurableRuns::lease_ttl`]); then the run may be taken over, and every
+//! write carries the lease's fencing token, so the old holder can append
+//! nothing after that ([`JournalError::Fenced`]).
+//!
+//! The stores seal each entry ([`JournalKey`]: an HMAC chained from entry
+//! to entry, under a key kept outside the database), so a journal changed
+//! behind agentry's back is refused on replay ([`JournalError::Tampered`])
+//! rather than carried out.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use agentry_core::agent::{Agent, Outcome, durable::{Decision, InMemoryJournal, decide}};
@@ -57,19 +72,27 @@
 //! # });
 //! ```
 
+mod check;
 mod journal;
+mod lease;
+mod memory;
 mod replay;
+mod seal;
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+pub use check::check_journal;
 pub use journal::{
-    Decision, InMemoryJournal, JournalError, RunEntry, RunJournal, Waiting, check_journal,
-    entry_from_json,
+    Decision, JournalError, Lease, RunEntry, RunJournal, Waiting, entry_from_json, now_ms,
 };
+pub use lease::{DEFAULT_LEASE_TTL, process_label};
+use lease::{Keeper, Leasing};
+pub use memory::InMemoryJournal;
 pub(crate) use replay::{OpenStep, Replay};
 pub use replay::{RunStatus, WaitingCall};
+pub use seal::{JournalKey, KEY_ENV, SEAL_LEN, SealedEntry, SealedHead};
 
 use futures_util::Stream;
 use serde::Serialize;
@@ -86,8 +109,11 @@ use crate::tool::ToolCall;
 pub(crate) struct Durable {
     journal: Arc<dyn RunJournal>,
     run: String,
+    /// The fencing token of this process's lease on the run.
+    token: u64,
     next: tokio::sync::Mutex<u64>,
-    failure: std::sync::Mutex<Option<JournalError>>,
+    /// Shared with the lease's [`Keeper`], which records a lost lease.
+    failure: Arc<Mutex<Option<JournalError>>>,
     /// Decisions on the open step's calls not yet carried out, by call id
     /// (models reuse call ids from step to step: each is used once).
     decisions: std::sync::Mutex<HashMap<String, Decision>>,
@@ -103,7 +129,11 @@ impl Durable {
         if let Some(error) = self.failure() {
             return Err(error);
         }
-        match self.journal.append(&self.run, *next, &entry).await {
+        match self
+            .journal
+            .append(&self.run, *next, &entry, self.token)
+            .await
+        {
             Ok(()) => {
                 *next += 1;
                 Ok(())
@@ -164,10 +194,18 @@ pub struct DurableRun {
 }
 
 /// Durable runs of one agent over one journal ([`Agent::durable`]).
+///
+/// A run is carried out under its lease ([`RunJournal::acquire`]): taken
+/// when it starts or resumes, renewed in the background every third of
+/// [`lease_ttl`](Self::lease_ttl), released when it stops. Resuming a run
+/// another process holds is [`JournalError::Leased`], so a call still
+/// running there is never taken as interrupted; a process that died leaves
+/// the run to others once its lease expires.
 #[derive(Clone)]
 pub struct DurableRuns {
     agent: Agent,
     journal: Arc<dyn RunJournal>,
+    leasing: Leasing,
 }
 
 impl Agent {
@@ -177,11 +215,27 @@ impl Agent {
         DurableRuns {
             agent: self.clone(),
             journal,
+            leasing: Leasing::default(),
         }
     }
 }
 
 impl DurableRuns {
+    /// How long a run's lease lasts unless renewed ([`DEFAULT_LEASE_TTL`]
+    /// by default): how long a run whose process died stays unavailable.
+    /// It is renewed every third of that while the run goes on.
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.leasing.ttl = ttl;
+        self
+    }
+
+    /// The label other processes see when they find a run this one holds
+    /// ([`process_label`] by default): never a secret.
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.leasing.owner = owner.into();
+        self
+    }
+
     /// Start a run on one task, under a new id.
     pub async fn start(&self, task: impl Into<String>) -> Result<DurableRun, JournalError> {
         self.start_messages(new_run_id(), vec![Message::user(task)])
@@ -195,8 +249,8 @@ impl DurableRuns {
         id: String,
         messages: Vec<Message>,
     ) -> Result<DurableRun, JournalError> {
-        let replay = self.begin(&id, messages).await?;
-        let outcome = self.go_on(&id, replay, None).await;
+        let (replay, lease) = self.begin(&id, messages).await?;
+        let outcome = self.go_on(&id, replay, lease, None).await;
         Ok(DurableRun {
             id,
             outcome,
@@ -214,7 +268,7 @@ impl DurableRuns {
     ) -> impl Stream<Item = AgentEvent> + Send + '_ {
         event_stream(move |sink| async move {
             match self.begin(&id, messages).await {
-                Ok(replay) => self.go_on(&id, replay, Some(sink)).await,
+                Ok((replay, lease)) => self.go_on(&id, replay, lease, Some(sink)).await,
                 Err(error) => failed(error),
             }
         })
@@ -222,12 +276,12 @@ impl DurableRuns {
 
     /// Go on with run `id` from the last thing its journal holds. A run
     /// that has ended comes back as it ended; one waiting for a decision
-    /// comes back waiting until every waiting call has one.
+    /// comes back waiting until every waiting call has one. A run another
+    /// process is carrying out is [`JournalError::Leased`].
     pub async fn resume(&self, id: &str) -> Result<DurableRun, JournalError> {
-        let replay = Replay::from_entries(self.journal.entries(id).await?);
-        let (outcome, already_ended) = match ended(&replay) {
-            Some(outcome) => (outcome, true),
-            None => (self.go_on(id, replay, None).await, false),
+        let (outcome, already_ended) = match self.take(id).await? {
+            Taken::Ended(outcome) => (outcome, true),
+            Taken::Leased(replay, lease) => (self.go_on(id, *replay, lease, None).await, false),
         };
         Ok(DurableRun {
             id: id.to_owned(),
@@ -239,50 +293,94 @@ impl DurableRuns {
     /// [`resume`](Self::resume) as a stream of [`AgentEvent`]s.
     pub fn stream_resume(&self, id: String) -> impl Stream<Item = AgentEvent> + Send + '_ {
         event_stream(move |sink| async move {
-            match self.journal.entries(&id).await {
-                Ok(entries) => {
-                    let replay = Replay::from_entries(entries);
-                    match ended(&replay) {
-                        Some(outcome) => outcome,
-                        None => self.go_on(&id, replay, Some(sink)).await,
-                    }
+            match self.take(&id).await {
+                Ok(Taken::Ended(outcome)) => outcome,
+                Ok(Taken::Leased(replay, lease)) => {
+                    self.go_on(&id, *replay, lease, Some(sink)).await
                 }
                 Err(error) => failed(error),
             }
         })
     }
 
-    /// Write a new run's first entry.
-    async fn begin(&self, id: &str, messages: Vec<Message>) -> Result<Replay, JournalError> {
+    /// Run `id` read back under its lease, or as it ended. An ended run
+    /// needs no lease: nothing more is written to it.
+    async fn take(&self, id: &str) -> Result<Taken, JournalError> {
+        let replay = Replay::from_entries(self.journal.entries(id).await?);
+        if let Some(outcome) = ended(&replay) {
+            return Ok(Taken::Ended(outcome));
+        }
+        let lease = self.leasing.acquire(self.journal.as_ref(), id).await?;
+        // Read again under the lease: the last holder may have written more.
+        let read = self.journal.entries(id).await.map(Replay::from_entries);
+        match read {
+            Ok(replay) => match ended(&replay) {
+                Some(outcome) => {
+                    self.journal.release(id, lease.token).await?;
+                    Ok(Taken::Ended(outcome))
+                }
+                None => Ok(Taken::Leased(Box::new(replay), lease)),
+            },
+            Err(error) => {
+                let _ = self.journal.release(id, lease.token).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Write a new run's first entry, under its lease.
+    async fn begin(
+        &self,
+        id: &str,
+        messages: Vec<Message>,
+    ) -> Result<(Replay, Lease), JournalError> {
         let system = self.agent.system().map(str::to_owned);
         let started = RunEntry::Started {
             messages: messages.clone(),
             system: system.clone(),
-            at_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
+            at_ms: now_ms(),
         };
-        self.journal
-            .append(id, 0, &started)
-            .await
-            .map_err(|error| match error {
+        let lease = self.leasing.acquire(self.journal.as_ref(), id).await?;
+        let written = self.journal.append(id, 0, &started, lease.token).await;
+        if let Err(error) = written {
+            let _ = self.journal.release(id, lease.token).await;
+            return Err(match error {
                 JournalError::Conflict { .. } => JournalError::Exists(id.to_owned()),
                 other => other,
-            })?;
-        Ok(Replay {
+            });
+        }
+        let replay = Replay {
             messages,
             system,
             entries: 1,
             ..Replay::default()
-        })
+        };
+        Ok((replay, lease))
     }
 
-    async fn go_on(&self, id: &str, mut replay: Replay, sink: Option<EventSink>) -> RunOutcome {
+    /// Carry the run on under `lease`, renewed meanwhile and released at
+    /// the end (also when this future is dropped).
+    async fn go_on(
+        &self,
+        id: &str,
+        mut replay: Replay,
+        lease: Lease,
+        sink: Option<EventSink>,
+    ) -> RunOutcome {
+        let failure = Arc::new(Mutex::new(None));
+        let keeper = Keeper::start(
+            self.journal.clone(),
+            id.to_owned(),
+            lease.token,
+            self.leasing.ttl,
+            failure.clone(),
+        );
         let durable = Durable {
             journal: self.journal.clone(),
             run: id.to_owned(),
+            token: lease.token,
             next: tokio::sync::Mutex::new(replay.entries),
-            failure: Default::default(),
+            failure,
             decisions: std::sync::Mutex::new(std::mem::take(&mut replay.decisions)),
             remembered: std::mem::take(&mut replay.remembered),
         };
@@ -294,10 +392,22 @@ impl DurableRuns {
         let mut frame = Frame::root(&agent);
         frame.spend.charge(replay.usage);
         frame.durable = Some(Arc::new(durable));
-        agent
+        let outcome = agent
             .resume_frame(agent.model.as_ref(), &frame, replay, sink)
-            .await
+            .await;
+        // Released before the outcome is seen: whoever it is shown to may
+        // decide on the run at once.
+        keeper.finish().await;
+        outcome
     }
+}
+
+/// A run read back for going on.
+enum Taken {
+    /// It had ended.
+    Ended(RunOutcome),
+    /// It goes on under this lease.
+    Leased(Box<Replay>, Lease),
 }
 
 /// The outcome of a run that has ended, read from its journal.
@@ -374,7 +484,9 @@ pub enum DecideError {
 
 /// Record a person's decision on a call of run `id` that waits for one;
 /// [`DurableRuns::resume`] then carries it out. With `remember`, the tool's
-/// later calls in this run get the same decision without stopping.
+/// later calls in this run get the same decision without stopping. The
+/// decision is written under the run's lease, taken for the moment
+/// ([`JournalError::Leased`] while another process holds it).
 pub async fn decide(
     journal: &dyn RunJournal,
     id: &str,
@@ -382,31 +494,44 @@ pub async fn decide(
     decision: Decision,
     remember: bool,
 ) -> Result<(), DecideError> {
-    let entries = journal.entries(id).await?;
-    let seq = entries.len() as u64;
-    let replay = Replay::from_entries(entries);
-    let waits = matches!(replay.status(), RunStatus::Waiting(calls)
-        if calls.iter().any(|waiting| waiting.call.id == call_id));
-    if !waits {
-        return Err(DecideError::NotWaiting {
-            run: id.to_owned(),
-            call: call_id.to_owned(),
-        });
-    }
-    let entry = RunEntry::Decided {
-        call_id: call_id.to_owned(),
-        decision,
-        remember,
+    let not_waiting = || DecideError::NotWaiting {
+        run: id.to_owned(),
+        call: call_id.to_owned(),
     };
-    journal.append(id, seq, &entry).await?;
-    Ok(())
+    let waits = |entries: Vec<RunEntry>| {
+        matches!(Replay::from_entries(entries).status(), RunStatus::Waiting(calls)
+            if calls.iter().any(|waiting| waiting.call.id == call_id))
+    };
+    // Refused without taking the lease when the call does not wait.
+    if !waits(journal.entries(id).await?) {
+        return Err(not_waiting());
+    }
+    let lease = Leasing::default().acquire(journal, id).await?;
+    let decided = async {
+        let entries = journal.entries(id).await?;
+        let seq = entries.len() as u64;
+        if !waits(entries) {
+            return Err(not_waiting());
+        }
+        let entry = RunEntry::Decided {
+            call_id: call_id.to_owned(),
+            decision,
+            remember,
+        };
+        journal.append(id, seq, &entry, lease.token).await?;
+        Ok(())
+    }
+    .await;
+    let released = journal.release(id, lease.token).await;
+    decided?;
+    Ok(released?)
 }
 
 /// A new run id: the time and a random part, so ids sort by start.
 fn new_run_id() -> String {
     use std::hash::{BuildHasher, Hasher};
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(nanos);
