@@ -175,6 +175,24 @@ pub struct ServerSection {
     pub max_running_per_key: Option<usize>,
     /// Requests one key may start per minute.
     pub requests_per_minute: Option<u32>,
+    /// `Host`s answered besides the loopback names and the address listened
+    /// on (`name`, `name:port`, an address, or `*` for any, with keys only).
+    #[serde(default)]
+    pub allow_hosts: Vec<Spanned<String>>,
+    /// Page origins admitted besides the server's own pages
+    /// (`https://name`, `http://name:port`, `http://name:*`).
+    #[serde(default)]
+    pub allow_origins: Vec<Spanned<String>>,
+    /// Seconds a request's head may take from its first byte.
+    pub header_read_timeout_secs: Option<u64>,
+    /// Seconds a connection may wait for a request's first byte.
+    pub idle_timeout_secs: Option<u64>,
+    /// Connections open at once.
+    pub max_connections: Option<usize>,
+    /// Connections open at once from one address.
+    pub max_connections_per_peer: Option<usize>,
+    /// Wrong API keys one address may send a minute.
+    pub failed_keys_per_minute: Option<u32>,
 }
 
 /// A loaded file: what it says, where it is, and its text (for messages
@@ -244,6 +262,31 @@ impl Loaded {
         if self.file.server.requests_per_minute == Some(0) {
             return Err(self.error_at_key("server.requests_per_minute", "must be at least 1"));
         }
+        let server = &self.file.server;
+        for (key, value) in [
+            (
+                "server.header_read_timeout_secs",
+                server.header_read_timeout_secs,
+            ),
+            ("server.idle_timeout_secs", server.idle_timeout_secs),
+            (
+                "server.max_connections",
+                server.max_connections.map(|n| n as u64),
+            ),
+            (
+                "server.max_connections_per_peer",
+                server.max_connections_per_peer.map(|n| n as u64),
+            ),
+            (
+                "server.failed_keys_per_minute",
+                server.failed_keys_per_minute.map(u64::from),
+            ),
+        ] {
+            if value == Some(0) {
+                return Err(self.error_at_key(key, "must be at least 1"));
+            }
+        }
+        self.server_sites()?;
         for grant in &self.file.grants.net {
             if let Err(error) = agentry::tool::NetGrant::parse(grant.get_ref()) {
                 return Err(self.error_at(grant.span(), "grants.net", &error.to_string()));
@@ -328,6 +371,38 @@ impl Loaded {
         let path = self.resolve(value.get_ref());
         path.canonicalize()
             .map_err(|e| self.error_at(value.span(), key, &format!("{}: {e}", path.display())))
+    }
+
+    /// The hosts and page origins `[server]` admits.
+    pub fn server_sites(
+        &self,
+    ) -> Result<
+        (
+            Vec<agentry_server::HostPattern>,
+            Vec<agentry_server::OriginPattern>,
+        ),
+        String,
+    > {
+        let server = &self.file.server;
+        let hosts = server
+            .allow_hosts
+            .iter()
+            .map(|host| {
+                host.get_ref()
+                    .parse()
+                    .map_err(|e| self.error_at(host.span(), "server.allow_hosts", &format!("{e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        let origins = server
+            .allow_origins
+            .iter()
+            .map(|origin| {
+                origin.get_ref().parse().map_err(|e| {
+                    self.error_at(origin.span(), "server.allow_origins", &format!("{e}"))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok((hosts, origins))
     }
 
     /// The API keys the file gives, written out or through `api_keys_env`.

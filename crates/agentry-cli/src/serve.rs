@@ -2,11 +2,15 @@
 //! sessions with memory (SQLite file by default, or PostgreSQL), streamed as
 //! server-sent events, and an OpenAI-compatible API. API keys come from
 //! `--api-keys` or `AGENTRY_API_KEYS`; without any, only loopback may listen.
+//! The server answers to the loopback names and its own address only
+//! (`--allow-host` widens), admits browsers' requests from its own pages only
+//! (`--allow-origin` widens), and bounds slow and idle connections.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use agentry_server::{AgentServer, ApiKeys};
+use agentry_server::{AgentServer, ApiKeys, HostPattern, OriginPattern};
 
 use crate::ModelArgs;
 use crate::definition::{AgentArgs, MemoryArgs};
@@ -40,6 +44,33 @@ pub struct ServeArgs {
     /// Requests one key may start per minute [default: no limit].
     #[arg(long)]
     requests_per_minute: Option<u32>,
+    /// Also answer to this `Host`: `name` or an address (any port),
+    /// `name:port`, or `*` for any (with API keys only). Repeatable; added to
+    /// the file's `server.allow_hosts`. Loopback names and the address
+    /// listened on are always answered.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<HostPattern>,
+    /// Also admit browsers' requests from pages of this origin
+    /// (`https://name`, `http://name:port`, `http://name:*`). Repeatable;
+    /// added to the file's `server.allow_origins`.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<OriginPattern>,
+    /// Seconds a request's head may take from its first byte [default: 10].
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    header_read_timeout_secs: Option<u64>,
+    /// Seconds a connection may wait for a request's first byte [default: 60].
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout_secs: Option<u64>,
+    /// Connections open at once [default: 512].
+    #[arg(long)]
+    max_connections: Option<usize>,
+    /// Connections open at once from one address [default: 128].
+    #[arg(long)]
+    max_connections_per_peer: Option<usize>,
+    /// Wrong API keys one address may send a minute before it is answered
+    /// 429 for the rest of the minute [default: 10].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    failed_keys_per_minute: Option<u32>,
 }
 
 /// Serve until SIGTERM or Ctrl-C; running turns finish first.
@@ -65,6 +96,24 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         return Err(format!(
             "refusing to listen on {listen} without API keys: set AGENTRY_API_KEYS (or --api-keys, or server.api_keys), or listen on 127.0.0.1"
         ));
+    }
+    let (mut hosts, mut origins) = loaded.server_sites()?;
+    hosts.extend(args.allow_hosts);
+    origins.extend(args.allow_origins);
+    if keys.is_empty() && hosts.iter().any(HostPattern::is_any) {
+        return Err(
+            "refusing to answer to any Host (`*`) without API keys: a web page could then call \
+             this server through a DNS name of its own; name the hosts, or set AGENTRY_API_KEYS"
+                .into(),
+        );
+    }
+    for (flag, value) in [
+        ("--max-connections", args.max_connections),
+        ("--max-connections-per-peer", args.max_connections_per_peer),
+    ] {
+        if value == Some(0) {
+            return Err(format!("{flag} must be at least 1"));
+        }
     }
     let choice = args.model.choose(&loaded);
     let model = crate::providers::chat_model(&choice).await?;
@@ -104,6 +153,37 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
     if let Some(rate) = args.requests_per_minute.or(section.requests_per_minute) {
         server = server.requests_per_minute(rate);
     }
+    let seconds = |flag: Option<u64>, key: Option<u64>, default: Duration| {
+        flag.or(key).map_or(default, Duration::from_secs)
+    };
+    server = server
+        .allow_hosts(hosts.clone())
+        .allow_origins(origins)
+        .header_read_timeout(seconds(
+            args.header_read_timeout_secs,
+            section.header_read_timeout_secs,
+            agentry_server::DEFAULT_HEADER_READ_TIMEOUT,
+        ))
+        .idle_timeout(seconds(
+            args.idle_timeout_secs,
+            section.idle_timeout_secs,
+            agentry_server::DEFAULT_IDLE_TIMEOUT,
+        ))
+        .max_connections(
+            args.max_connections
+                .or(section.max_connections)
+                .unwrap_or(agentry_server::DEFAULT_MAX_CONNECTIONS),
+        )
+        .max_connections_per_peer(
+            args.max_connections_per_peer
+                .or(section.max_connections_per_peer)
+                .unwrap_or(agentry_server::DEFAULT_MAX_CONNECTIONS_PER_PEER),
+        )
+        .failed_keys_per_minute(
+            args.failed_keys_per_minute
+                .or(section.failed_keys_per_minute)
+                .unwrap_or(agentry_server::DEFAULT_FAILED_KEYS_PER_MINUTE),
+        );
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("{listen}: {e}"))?;
@@ -114,6 +194,16 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         "API keys required".to_owned()
     };
     eprintln!("agentry serve: http://{address} ({auth})");
+    if !address.ip().is_loopback() && hosts.is_empty() {
+        let answered = match address.ip().is_unspecified() {
+            true => "loopback names".to_owned(),
+            false => format!("{address} and loopback names"),
+        };
+        eprintln!(
+            "agentry serve: answering to the Host {answered} only; \
+             add --allow-host NAME for each name clients use"
+        );
+    }
     server
         .serve(listener, shutdown_signal())
         .await

@@ -114,6 +114,157 @@ fn without_keys_only_loopback_may_listen() {
 }
 
 #[test]
+fn answering_any_host_without_keys_is_refused() {
+    let output = Command::new(AGENTRY)
+        .args(["serve", "--provider", "offline", "--allow-host", "*"])
+        .env_remove("AGENTRY_API_KEYS")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim(),
+        "error: refusing to answer to any Host (`*`) without API keys: a web page could then \
+         call this server through a DNS name of its own; name the hosts, or set AGENTRY_API_KEYS"
+    );
+}
+
+#[test]
+fn hosts_and_origins_that_do_not_parse_are_refused_where_written() {
+    let output = Command::new(AGENTRY)
+        .args(["serve", "--provider", "offline", "--allow-host", "a b"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.lines().next().unwrap(),
+        "error: invalid value 'a b' for '--allow-host <HOST>': `a b` is not a host (`name`, \
+         `name:port`, an IP address, `[v6]:port` or `*`)"
+    );
+    let dir = Dir::new("serve-sites");
+    let file = dir.0.join("agentry.toml");
+    std::fs::write(
+        &file,
+        "[server]\nallow_hosts = [\"agent.example\"]\nallow_origins = [\"null\"]\n",
+    )
+    .unwrap();
+    let output = Command::new(AGENTRY)
+        .args(["serve", "--provider", "offline", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim(),
+        format!(
+            "error: {}:3: server.allow_origins: `null` is not an origin (`http://name`, \
+             `https://name:port`, `http://name:*` or `*`)",
+            file.display()
+        )
+    );
+}
+
+/// One raw request on a new connection to `served`; its status and body.
+fn raw(served: &Served, head: &[&str]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let address = served.url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let request = format!("{}\r\nConnection: close\r\n\r\n", head.join("\r\n"));
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer.split_once("\r\n\r\n").unwrap().1.to_owned();
+    (status, body)
+}
+
+/// `--allow-host`, `--failed-keys-per-minute` and `--max-connections-per-peer`
+/// reach the server: a rebound name is refused and the told one answered,
+/// an address is throttled after its wrong keys, and slow connections past
+/// an address's room are closed.
+#[test]
+fn serve_answers_the_hosts_it_is_told_and_bounds_what_an_address_may_do() {
+    if !models_present(false) {
+        return;
+    }
+    let (served, _dir) = serve(
+        "hosts",
+        &[
+            "--provider",
+            "offline",
+            "--allow-host",
+            "agent.example",
+            "--failed-keys-per-minute",
+            "2",
+            "--max-connections-per-peer",
+            "4",
+        ],
+    );
+    let key = "Authorization: Bearer test-key-1";
+    // Seven slow connections, then a request: the four oldest make room.
+    let mut slow: Vec<std::net::TcpStream> = (0..7)
+        .map(|_| {
+            use std::io::Write;
+            let address = served.url.trim_start_matches("http://");
+            let mut stream = std::net::TcpStream::connect(address).unwrap();
+            stream.write_all(b"GET /v1/models HTTP/1.1\r\nHo").unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            stream
+        })
+        .collect();
+    let (status, _) = raw(
+        &served,
+        &["GET /v1/models HTTP/1.1", "Host: localhost", key],
+    );
+    assert_eq!(status, 200, "served beside the slow connections");
+    for (index, stream) in slow.iter_mut().take(4).enumerate() {
+        use std::io::Read;
+        let mut byte = [0u8; 1];
+        let read = stream.read(&mut byte);
+        assert!(
+            matches!(read, Ok(0))
+                || read.is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+            "slow connection {index} was closed"
+        );
+    }
+    drop(slow);
+    let (status, body) = raw(
+        &served,
+        &["GET /v1/models HTTP/1.1", "Host: evil.example", key],
+    );
+    assert_eq!(status, 403, "{body}");
+    let refused: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(refused["error"]["code"], "forbidden");
+    let (status, _) = raw(
+        &served,
+        &["GET /v1/models HTTP/1.1", "Host: agent.example", key],
+    );
+    assert_eq!(status, 200);
+    for guess in [
+        "Authorization: Bearer guess-1",
+        "Authorization: Bearer guess-2",
+    ] {
+        let (status, _) = raw(
+            &served,
+            &["GET /v1/models HTTP/1.1", "Host: localhost", guess],
+        );
+        assert_eq!(status, 401);
+    }
+    let (status, body) = raw(
+        &served,
+        &["GET /v1/models HTTP/1.1", "Host: localhost", key],
+    );
+    assert_eq!(status, 429, "{body}");
+    let throttled: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(throttled["error"]["code"], "too_many_failed_keys");
+}
+
+#[test]
 fn sigterm_during_a_turn_finishes_the_turn_then_exits() {
     if !models_present(true) {
         return;

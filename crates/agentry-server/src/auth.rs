@@ -6,13 +6,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
+use crate::failed_keys::FailedKeys;
 
 /// Who is calling: the id of their key (never the key itself).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -74,24 +75,50 @@ impl ApiKeys {
     }
 }
 
-/// Middleware: find the caller's key, or answer 401. The principal goes into
-/// the request's extensions for the handlers.
+/// The keys, and the wrong keys counted by address (when the address is
+/// known: [`AgentServer::serve`](crate::AgentServer::serve) and axum's
+/// `into_make_service_with_connect_info` tell it).
+#[derive(Clone)]
+pub(crate) struct KeyCheck {
+    pub(crate) keys: ApiKeys,
+    pub(crate) failed: Option<Arc<FailedKeys>>,
+}
+
+/// Middleware: find the caller's key, or answer 401 (429 to an address
+/// that sent too many wrong keys). The principal goes into the request's
+/// extensions for the handlers.
 pub(crate) async fn require_key(
-    State(keys): State<ApiKeys>,
+    State(check): State<KeyCheck>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let principal = if keys.is_empty() {
+    let principal = if check.keys.is_empty() {
         Principal { id: "local".into() }
     } else {
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<std::net::SocketAddr>>()
+            .map(|ConnectInfo(address)| address.ip());
+        let failed = check.failed.as_deref().zip(peer);
+        if let Some((failed, peer)) = failed
+            && let Some(wait) = failed.throttled(peer)
+        {
+            return ApiError::too_many_failed_keys(failed.limit(), wait).into_response();
+        }
         let given = request
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "))
             .map(str::trim);
-        match given.and_then(|key| keys.check(key)) {
-            Some(principal) => principal.clone(),
+        match given.map(|key| check.keys.check(key)) {
+            Some(Some(principal)) => principal.clone(),
+            Some(None) => {
+                if let Some((failed, peer)) = failed {
+                    failed.record(peer);
+                }
+                return ApiError::unauthorized().into_response();
+            }
             None => return ApiError::unauthorized().into_response(),
         }
     };

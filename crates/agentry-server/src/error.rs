@@ -64,6 +64,12 @@ impl ApiError {
         )
     }
 
+    /// 403: this caller may not call at all (a `Host` or page origin the
+    /// server does not answer to, a page of another site changing something).
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
     /// 404: nothing here for this key.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
@@ -73,6 +79,15 @@ impl ApiError {
     /// waits, a run another process is running).
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    /// 415: a body of the wrong content type.
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            message,
+        )
     }
 
     /// 422: JSON of the wrong shape.
@@ -105,6 +120,39 @@ impl ApiError {
         }
     }
 
+    /// 429: `failures` wrong API keys came from this caller's address in
+    /// the last minute; no key of theirs is checked for `wait`.
+    pub fn too_many_failed_keys(failures: u32, wait: std::time::Duration) -> Self {
+        let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+        Self {
+            retry_after_secs: Some(seconds),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_failed_keys",
+                format!(
+                    "{failures} wrong API keys came from your address within a minute; \
+                     no key is checked from it for {seconds} s"
+                ),
+            )
+        }
+    }
+
+    /// 429: this address already has `limit` connections open, each with a
+    /// request in flight.
+    pub fn too_many_connections(limit: usize) -> Self {
+        Self {
+            retry_after_secs: Some(1),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_connections",
+                format!(
+                    "your address already has {limit} connections open, each with a request \
+                     running; wait for one to finish"
+                ),
+            )
+        }
+    }
+
     /// 500: the server failed (a store error); nothing the client can fix.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
@@ -113,6 +161,7 @@ impl ApiError {
     fn kind(&self) -> &'static str {
         match self.status {
             StatusCode::UNAUTHORIZED => "authentication_error",
+            StatusCode::FORBIDDEN => "permission_error",
             StatusCode::NOT_FOUND => "not_found_error",
             StatusCode::TOO_MANY_REQUESTS => "rate_limit_error",
             status if status.is_server_error() => "server_error",
@@ -162,9 +211,7 @@ impl From<axum::extract::rejection::JsonRejection> for ApiError {
         use axum::extract::rejection::JsonRejection as R;
         let message = rejection.body_text();
         match rejection {
-            R::MissingJsonContentType(_) => Self::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+            R::MissingJsonContentType(_) => Self::unsupported_media_type(
                 "send the body as JSON with `Content-Type: application/json`",
             ),
             R::BytesRejection(_) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {

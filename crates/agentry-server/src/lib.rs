@@ -9,6 +9,15 @@
 //! [`AgentServer::durable_runs`], turns that wait for a person's approval of
 //! a destructive call (`/v1/runs/{id}`, `/v1/runs/{id}/approvals`).
 //!
+//! It answers to the loopback names only unless told others
+//! ([`AgentServer::allow_hosts`]), so a web page cannot reach it by
+//! rebinding a DNS name of its own to 127.0.0.1; browsers' requests from
+//! other pages than its own are refused ([`AgentServer::allow_origins`]);
+//! slow and idle connections are closed and their number bounded, in all and
+//! per address ([`AgentServer::max_connections_per_peer`]); and an address
+//! that sends wrong API keys is throttled
+//! ([`AgentServer::failed_keys_per_minute`]).
+//!
 //! ```
 //! use std::sync::Arc;
 //! use agentry_core::agent::Agent;
@@ -45,8 +54,10 @@
 
 mod auth;
 mod checked;
+mod connections;
 mod driven;
 mod error;
+mod failed_keys;
 mod limits;
 mod metrics;
 mod openai;
@@ -54,6 +65,7 @@ mod openapi;
 mod page;
 mod runs;
 mod sessions;
+mod sites;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,11 +91,24 @@ pub use sessions::{
     AttachmentBody, MessagesResponse, RecallBody, RunWaiting, StoredMessage, ToolCallRecord,
     TurnRequest, TurnResponse,
 };
+pub use sites::{HostPattern, OriginPattern, PatternError};
 
 /// Largest request body unless told otherwise: 1 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
 /// Requests one key may have running at once unless told otherwise.
 pub const DEFAULT_MAX_RUNNING_PER_KEY: usize = 8;
+/// How long a request's head (line and headers) may take from its first
+/// byte unless told otherwise.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection may wait for a request's first byte (a new one,
+/// or a kept-alive one after its last answer) unless told otherwise.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Connections open at once unless told otherwise.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Connections open at once from one address unless told otherwise.
+pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 128;
+/// Wrong API keys one address may send a minute unless told otherwise.
+pub const DEFAULT_FAILED_KEYS_PER_MINUTE: u32 = 10;
 
 /// What every handler shares, behind one `Arc`: axum clones the state for
 /// every request (and every route's handler for every connection).
@@ -118,6 +143,9 @@ pub struct AgentServer {
     max_running_per_key: usize,
     requests_per_minute: Option<u32>,
     runs: Option<Arc<dyn RunJournal>>,
+    sites: sites::Sites,
+    connections: connections::ConnectionLimits,
+    failed_keys_per_minute: u32,
 }
 
 impl std::fmt::Debug for AgentServer {
@@ -128,6 +156,9 @@ impl std::fmt::Debug for AgentServer {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_running_per_key", &self.max_running_per_key)
             .field("requests_per_minute", &self.requests_per_minute)
+            .field("sites", &self.sites)
+            .field("connections", &self.connections)
+            .field("failed_keys_per_minute", &self.failed_keys_per_minute)
             .finish()
     }
 }
@@ -146,6 +177,14 @@ impl AgentServer {
             max_running_per_key: DEFAULT_MAX_RUNNING_PER_KEY,
             requests_per_minute: None,
             runs: None,
+            sites: sites::Sites::default(),
+            connections: connections::ConnectionLimits {
+                header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+                idle_timeout: DEFAULT_IDLE_TIMEOUT,
+                max_connections: DEFAULT_MAX_CONNECTIONS,
+                max_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
+            },
+            failed_keys_per_minute: DEFAULT_FAILED_KEYS_PER_MINUTE,
         }
     }
 
@@ -185,7 +224,67 @@ impl AgentServer {
         self
     }
 
-    /// The HTTP API as an axum router.
+    /// Also answer to these `Host`s. A server answers to the loopback names
+    /// (`localhost`, `127.0.0.1`, `[::1]`, any port) and, from
+    /// [`serve`](Self::serve), the address it listens on; any other `Host`
+    /// is refused (403), so a page whose name was rebound to this machine
+    /// cannot call it.
+    pub fn allow_hosts(mut self, hosts: impl IntoIterator<Item = HostPattern>) -> Self {
+        self.sites.add_hosts(hosts);
+        self
+    }
+
+    /// Also admit requests from pages of these origins. A browser's request
+    /// is admitted from the server's own pages only (its `Origin` naming the
+    /// `Host` it calls), others are refused (403).
+    pub fn allow_origins(mut self, origins: impl IntoIterator<Item = OriginPattern>) -> Self {
+        self.sites.add_origins(origins);
+        self
+    }
+
+    /// How long a request's head may take from its first byte (the
+    /// connection is closed beyond).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.connections.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may wait for a request's first byte, new or
+    /// kept alive (closed beyond). A request in flight, a stream of events
+    /// included, is never timed out.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.connections.idle_timeout = timeout;
+        self
+    }
+
+    /// Connections open at once (at least 1). Past this, the connection
+    /// that has waited longest without a request is closed to make room,
+    /// or, when every one has a request running, the new one waits.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.connections.max_connections = connections.max(1);
+        self
+    }
+
+    /// Connections open at once from one address (at least 1). Past this,
+    /// that address's connection that has waited longest without a request
+    /// is closed to make room, or, when every one has a request running, the
+    /// new one is answered 429.
+    pub fn max_connections_per_peer(mut self, connections: usize) -> Self {
+        self.connections.max_per_peer = connections.max(1);
+        self
+    }
+
+    /// Wrong API keys one address may send a minute (at least 1); beyond,
+    /// its requests are answered 429 with `Retry-After`, their keys
+    /// unchecked, until the minute is over.
+    pub fn failed_keys_per_minute(mut self, failures: u32) -> Self {
+        self.failed_keys_per_minute = failures.max(1);
+        self
+    }
+
+    /// The HTTP API as an axum router. Mounted elsewhere, wrong keys are
+    /// counted by address only when the requests carry
+    /// `ConnectInfo<SocketAddr>` (axum's `into_make_service_with_connect_info`).
     pub fn router(self) -> Router {
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -195,6 +294,8 @@ impl AgentServer {
         if let Some(journal) = &self.runs {
             turn = turn.durable_runs(journal.clone());
         }
+        let mut admitted = self.sites;
+        admitted.keyed = !self.keys.is_empty();
         let app = Arc::new(Shared {
             name: self.name,
             agent: Arc::new(self.agent),
@@ -219,7 +320,15 @@ impl AgentServer {
                 app.limits.clone(),
                 limits::rate_limit,
             ))
-            .route_layer(middleware::from_fn_with_state(self.keys, auth::require_key));
+            .route_layer(middleware::from_fn_with_state(
+                auth::KeyCheck {
+                    keys: self.keys,
+                    failed: Some(Arc::new(failed_keys::FailedKeys::new(
+                        self.failed_keys_per_minute,
+                    ))),
+                },
+                auth::require_key,
+            ));
         let request_id = HeaderName::from_static("x-request-id");
         // Written once: axum clones every route's handler for each
         // connection, so the handler holds shared bytes, not a JSON tree.
@@ -243,6 +352,7 @@ impl AgentServer {
             .fallback(|| async { ApiError::not_found("no such route") })
             .with_state(app)
             .layer(DefaultBodyLimit::max(self.max_body_bytes))
+            .layer(middleware::from_fn_with_state(Arc::new(admitted), sites::check))
             .layer(PropagateRequestIdLayer::new(request_id.clone()))
             .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
                 let id = request
@@ -256,22 +366,19 @@ impl AgentServer {
     }
 
     /// Serve on `listener` until `shutdown` completes; running requests
-    /// (streams included) are finished first.
+    /// (streams included) are finished first. The address it listens on is
+    /// one more `Host` it answers to (unless it is `0.0.0.0` or `[::]`).
     pub async fn serve(
-        self,
+        mut self,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        use axum::serve::ListenerExt;
-        // Each streamed event goes out at once, not held back for Nagle's algorithm.
-        let listener = listener.tap_io(|stream| {
-            if let Err(error) = stream.set_nodelay(true) {
-                tracing::warn!(%error, "could not set TCP_NODELAY");
-            }
-        });
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await
+        let address = listener.local_addr()?;
+        if !address.ip().is_unspecified() {
+            self.sites.add_hosts([HostPattern::address(address)]);
+        }
+        let limits = self.connections;
+        connections::serve(listener, self.router(), limits, shutdown).await
     }
 }
 

@@ -1,5 +1,6 @@
-//! What an operator sees: Prometheus metrics that count what happened, and
-//! a per-key rate limit that answers 429 with `Retry-After`.
+//! What an operator sees: Prometheus metrics that count what happened, a
+//! per-key rate limit that answers 429 with `Retry-After`, and an address
+//! throttled after too many wrong keys.
 
 mod support;
 
@@ -127,5 +128,45 @@ async fn a_key_over_its_rate_gets_429_with_retry_after_and_others_are_served() {
     for path in ["/healthz", "/"] {
         let response = server.get(path, None).await;
         assert_eq!(response.status(), 200, "{path}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_address_sending_wrong_keys_is_throttled_even_with_a_right_one() {
+    let server = support::serve(DripModel::new("hi", 1), |s| s.failed_keys_per_minute(3)).await;
+    let get = |key: Option<&'static str>| server.get("/v1/models", key);
+    // No key at all is no guess: not counted.
+    for _ in 0..5 {
+        assert_eq!(get(None).await.status(), 401);
+    }
+    assert_eq!(get(Some("alice-key")).await.status(), 200);
+    for guess in ["guess-1", "guess-2", "guess-3"] {
+        assert_eq!(get(Some(guess)).await.status(), 401, "{guess}");
+    }
+    // The right key now waits too, or a guess would show when it hit.
+    let refused = get(Some("alice-key")).await;
+    assert_eq!(refused.status(), 429);
+    let wait: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (1..=60).contains(&wait),
+        "the rest of the minute, not {wait}"
+    );
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"error": {
+            "message": format!("3 wrong API keys came from your address within a minute; no key is checked from it for {wait} s"),
+            "type": "rate_limit_error",
+            "code": "too_many_failed_keys",
+        }})
+    );
+    assert_eq!(get(Some("guess-4")).await.status(), 429);
+    // Health checks and the page need no key and are not held back.
+    for path in ["/healthz", "/"] {
+        assert_eq!(server.get(path, None).await.status(), 200, "{path}");
     }
 }
