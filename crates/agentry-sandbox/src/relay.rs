@@ -125,6 +125,12 @@ fn connect_for(
         return Err(libc::EPERM);
     }
     let [fd, pointer, length, ..] = notice.data.args;
+    // Only a socket is connected: another descriptor (the answer's, say)
+    // is not replaced.
+    let target = std::fs::read_link(format!("/proc/{}/fd/{fd}", notice.pid));
+    if !target.is_ok_and(|target| target.to_string_lossy().starts_with("socket:")) {
+        return Err(libc::ENOTSOCK);
+    }
     let mut address = [0u8; 128];
     let length = (length as usize).min(address.len());
     let memory =

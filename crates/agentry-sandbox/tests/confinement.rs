@@ -99,6 +99,24 @@ fn attempt(action: &str, arg: &str, ctx: &ToolContext) -> Result<Value, String> 
             .map_err(|e| e.to_string()),
         "write" => text(std::fs::write(arg, "written in the sandbox")),
         "connect" => text(std::net::TcpStream::connect(arg).map(drop)),
+        "connect_stdout" => {
+            // connect(2) on a descriptor that is no socket (stdout).
+            let address: std::net::SocketAddrV4 = arg.parse().unwrap();
+            let raw = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: address.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*address.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            let length = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            // SAFETY: connect reads the address struct passed.
+            match unsafe { libc::connect(1, (&raw as *const libc::sockaddr_in).cast(), length) } {
+                0 => Ok(json!("connected stdout")),
+                _ => Err(std::io::Error::last_os_error().to_string()),
+            }
+        }
         "fetch" => {
             use std::io::Read;
             let mut answer = String::new();
@@ -633,6 +651,14 @@ async fn names_through_the_relay(sandbox: &Sandbox) {
             resolved.join(", ")
         )
     );
+    // `std` resolving the name itself (from /etc/hosts) gets no further:
+    // the connect to the address it found is checked as one.
+    let tool = networked("named", only_name);
+    let by_std = try_net(sandbox, tool, only_name, "fetch", &target).await;
+    assert_eq!(
+        error(&by_std),
+        refused_net("named", &by_name, NOT_PERMITTED)
+    );
     let fetched = try_net(
         sandbox,
         networked("named", &both),
@@ -671,6 +697,17 @@ async fn granted_network(sandbox: &Sandbox) {
         fetched.output,
         json!("hello from the listener"),
         "{fetched:?}"
+    );
+    // Only a socket is connected: the relay does not replace stdout.
+    let stdout = ToolCall::new(
+        "s",
+        "online",
+        json!({"action": "connect_stdout", "arg": format!("127.0.0.1:{port}")}),
+    );
+    let stdout = gated_dispatch(&toolbox, stdout, &grants, &ctx).await;
+    assert_eq!(
+        error(&stdout),
+        "tool \"online\" failed: Socket operation on non-socket (os error 88)"
     );
     // Another port of the same host: the relay refuses the connection.
     let other = TcpListener::bind("127.0.0.1:0").unwrap();
