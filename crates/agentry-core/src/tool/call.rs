@@ -140,25 +140,26 @@ fn cut_output(output: &Value, max: usize) -> Option<String> {
 /// at most `max` (`None` as soon as the bound passes it).
 fn text_bound(value: &Value, max: usize) -> Option<usize> {
     let mut bound = 0usize;
-    let mut stack = vec![value];
-    while let Some(value) = stack.pop() {
+    // Only containers need the stack: a lone scalar costs no allocation.
+    let mut stack = Vec::new();
+    let mut next = Some(value);
+    while let Some(value) = next.take().or_else(|| stack.pop()) {
         // A string's every byte may become a six-byte `\u00XX` escape.
         let string = |text: &str| 2 + 6 * text.len();
         bound += match value {
             Value::Null | Value::Bool(_) => 5,
             Value::Number(_) => 24,
             Value::String(text) => string(text),
-            Value::Array(items) => {
-                stack.extend(items);
-                2 + items.len()
-            }
-            Value::Object(map) => {
-                stack.extend(map.values());
-                2 + map.keys().map(|key| string(key) + 2).sum::<usize>()
-            }
+            Value::Array(items) => 2 + items.len(),
+            Value::Object(map) => 2 + map.keys().map(|key| string(key) + 2).sum::<usize>(),
         };
         if bound > max {
             return None;
+        }
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
         }
     }
     Some(bound)
