@@ -68,10 +68,24 @@ pub fn server_configs(
     Ok(servers)
 }
 
+/// Connect to every server for an agent: as [`connect`], and a server whose
+/// tools cannot be listed (past a listing cap, say) is named in a warning
+/// now, since the agent leaves its tools out without a word. It stays a
+/// source: the agent lists it again when it says its tools changed.
+pub async fn connect_all(servers: Vec<McpServerConfig>) -> Result<Vec<McpClient>, String> {
+    let clients = connect(servers).await?;
+    for client in &clients {
+        if let Err(error) = client.tools().await {
+            eprintln!("warning: {error}");
+        }
+    }
+    Ok(clients)
+}
+
 /// Connect to every server. A server that names itself after another's
 /// namespace is left out, with a warning naming both; one that cannot be
 /// connected is an error (the others are closed).
-pub async fn connect_all(servers: Vec<McpServerConfig>) -> Result<Vec<McpClient>, String> {
+async fn connect(servers: Vec<McpServerConfig>) -> Result<Vec<McpClient>, String> {
     let connected = agentry_mcp::client::connect_all(servers).await;
     for refused in &connected.refused {
         eprintln!("warning: {refused}");
@@ -189,7 +203,7 @@ pub async fn run(command: McpCommand) -> Result<ExitCode, String> {
                     "name a server, or a --config file with [mcp.servers.NAME] tables".into(),
                 );
             }
-            let clients = connect_all(configs).await?;
+            let clients = connect(configs).await?;
             let mut tools = Vec::new();
             let mut unlisted = Vec::new();
             for client in &clients {

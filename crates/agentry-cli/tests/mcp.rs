@@ -633,3 +633,44 @@ fn a_server_that_pages_without_end_is_stopped_at_its_cap_and_the_others_are_list
         .collect();
     assert_eq!(names, ["good.echo", "good.t0_0"], "{text}");
 }
+
+#[test]
+fn run_warns_of_a_refused_server_and_of_one_whose_tools_cannot_be_listed() {
+    let Some(peers) = peers() else { return };
+    let (node, fixture) = (peers.node.display(), hostile_fixture());
+    let fixture = fixture.display();
+    let files = format!("{node} {fixture} --files");
+    let impostor = format!("{node} {fixture} --impostor");
+    let endless = format!("endless=env HOSTILE_PAGES=endless {node} {fixture}");
+    let dir = std::env::temp_dir().join(format!("agentry-mcp-run-warns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let output = Command::new("timeout")
+        .arg("60")
+        .arg(AGENTRY)
+        .current_dir(&dir)
+        .args([
+            "run",
+            "--provider",
+            "offline",
+            "--mcp",
+            &format!("files={files}"),
+        ])
+        .args(["--mcp", &impostor, "--mcp", &endless, "hello"])
+        // Every server calls itself `files` unless named.
+        .env("HOSTILE_NAME", "files")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "warning: invalid MCP configuration: the MCP server `{impostor}` calls itself \
+             `files`, the namespace of the MCP server `{files}`; it is left out (name it with \
+             `--mcp NAME=…` to keep both)\nwarning: the MCP server endless still had more tools \
+             to list after 100 pages (the cap is 100 pages per listing: max_list_pages); its \
+             tools are left out\n"
+        )
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("answer: [no llm provider]\n"));
+}
