@@ -321,6 +321,11 @@ impl Sites {
         if matches!(uri.path(), "/healthz" | "/readyz") {
             return Ok(());
         }
+        if headers.get_all(header::HOST).iter().nth(1).is_some() {
+            return Err(ApiError::bad_request(
+                "the request names more than one `Host`",
+            ));
+        }
         let named = headers
             .get(header::HOST)
             .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
@@ -476,6 +481,12 @@ mod tests {
         ok("GET", "/healthz", &[("host", "evil.example")]);
         refused("GET", "/", &[("host", "evil.example:8080")], "forbidden");
         refused("GET", "/", &[], "bad_request");
+        refused(
+            "GET",
+            "/",
+            &[("host", "localhost"), ("host", "evil.example")],
+            "bad_request",
+        );
         refused(
             "GET",
             "http://evil.example/",

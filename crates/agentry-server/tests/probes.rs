@@ -290,6 +290,40 @@ async fn hosts_and_origins_it_is_told_are_answered_and_no_others() {
         403,
         "a key does not widen it"
     );
+    let twice = exchange(
+        &server,
+        &[
+            "GET /v1/models HTTP/1.1",
+            "Host: localhost",
+            "Host: evil.example",
+            key,
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(twice.status, 400);
+    assert_eq!(
+        twice.json(),
+        error(
+            "the request names more than one `Host`",
+            "invalid_request_error",
+            "bad_request"
+        )
+    );
+    let absolute = exchange(
+        &server,
+        &[
+            "GET http://evil.example/v1/models HTTP/1.1",
+            "Host: localhost",
+            key,
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(
+        absolute.status, 403,
+        "an absolute target names its own host"
+    );
     let own = format!("Host: {}", address(&server));
     // A page served as https://agent.example by a proxy in front.
     let proxied = exchange(
