@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::OpenApiError;
-use crate::yaml::Refusal;
+use crate::yaml::{self, Aliases, Refusal};
 
 /// Keywords whose values are data (examples, constants), never rewritten.
 const DATA_KEYWORDS: [&str; 5] = ["example", "examples", "enum", "const", "default"];
@@ -34,11 +34,10 @@ pub const MAX_DEFS: usize = 32;
 /// Most bytes of component schemas one tool's schema takes into `$defs`.
 pub const MAX_DEFS_BYTES: usize = 16 * 1024;
 
-/// Most YAML nodes aliases may add to a specification: a YAML text may make
-/// at most this many nodes more than twice its length in bytes (each use of
-/// an alias counted again), which no text without aliases reaches. Real
-/// specifications that use anchors stay far below; an alias bomb (nested,
-/// or one wide anchor used many times) is refused before it is read.
+/// Most YAML nodes aliases may add to a specification, each use counting its
+/// anchor's whole node. Real specifications that use anchors stay far below;
+/// an alias bomb (nested, or one wide anchor used many times) is refused
+/// before it is read.
 pub const MAX_YAML_ALIAS_NODES: usize = 100_000;
 
 /// The component schemas one tool's schema gathers, within [`MAX_DEFS`]
@@ -60,6 +59,30 @@ fn left_open(name: &str) -> Value {
     json!({"description": format!("A {name} (its schema is too large to include)")})
 }
 
+/// Refuse a YAML text whose aliases add more than [`MAX_YAML_ALIAS_NODES`]
+/// nodes. A text the event parser does not read is counted through
+/// `serde_yaml_ng` instead, all its nodes against twice its length in bytes
+/// plus the same number: no text without aliases makes that many.
+fn aliases_within_budget(text: &str) -> Result<(), OpenApiError> {
+    let over = || {
+        OpenApiError::Parse(format!(
+            "its YAML aliases expand to more than {MAX_YAML_ALIAS_NODES} nodes; refused before reading it"
+        ))
+    };
+    match yaml::alias_nodes_within(text, MAX_YAML_ALIAS_NODES) {
+        Aliases::Within => Ok(()),
+        Aliases::Over => Err(over()),
+        Aliases::Unread => {
+            let budget = MAX_YAML_ALIAS_NODES.saturating_add(text.len().saturating_mul(2));
+            match yaml::within_budget(text, budget) {
+                Ok(()) => Ok(()),
+                Err(Refusal::OverBudget) => Err(over()),
+                Err(Refusal::Parse(error)) => Err(OpenApiError::Parse(error.to_string())),
+            }
+        }
+    }
+}
+
 /// A parsed specification.
 #[derive(Debug)]
 pub(crate) struct Spec {
@@ -78,24 +101,9 @@ impl Spec {
                 if trimmed.starts_with('{') || trimmed.starts_with('[') {
                     return Err(OpenApiError::Parse(json_error.to_string()));
                 }
-                let budget = MAX_YAML_ALIAS_NODES.saturating_add(text.len().saturating_mul(2));
                 // An alias starts with `*`: a text without one has none to count.
-                let counted = if text.contains('*') {
-                    crate::yaml::within_budget(text, budget)
-                } else {
-                    Ok(())
-                };
-                match counted {
-                    Ok(()) => {}
-                    Err(Refusal::Parse(error)) => {
-                        return Err(OpenApiError::Parse(error.to_string()));
-                    }
-                    Err(Refusal::OverBudget) => {
-                        return Err(OpenApiError::Parse(format!(
-                            "YAML aliases expand it to more than {budget} nodes (twice its {} bytes plus {MAX_YAML_ALIAS_NODES}); refused before reading it",
-                            text.len()
-                        )));
-                    }
+                if text.contains('*') {
+                    aliases_within_budget(text)?;
                 }
                 serde_yaml_ng::from_str(text).map_err(|e| OpenApiError::Parse(e.to_string()))?
             }

@@ -270,14 +270,9 @@ fn a_yaml_alias_bomb_in_a_specification_is_refused_before_it_is_read() {
         vec!["*a"; 10_000].join(","),
     );
     for text in [nested, wide] {
-        let budget = 100_000 + 2 * text.len();
-        let read = read_in_time(text.clone());
         assert_eq!(
-            read,
-            OpenApiError::Parse(format!(
-                "YAML aliases expand it to more than {budget} nodes (twice its {} bytes plus 100000); refused before reading it",
-                text.len()
-            ))
+            read_in_time(text).to_string(),
+            "the specification does not parse: its YAML aliases expand to more than 100000 nodes; refused before reading it"
         );
     }
     // Anchors within reason still read.
