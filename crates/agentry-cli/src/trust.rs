@@ -17,7 +17,9 @@
 //!   reader and `read_skill` read there);
 //! - `agent.mcp_trusted = true` (MCP servers' read-only tools, `--mcp` ones
 //!   too, would run without approval);
-//! - `server.listen` on an address other than loopback;
+//! - `server.listen` on an address other than loopback, and any
+//!   `server.allow_hosts` or `server.allow_origins` (other names and web
+//!   pages could reach the server from a browser);
 //! - `memory.store` in a PostgreSQL database (the conversations go there).
 //!
 //! The records are kept in `$AGENTRY_TRUST_FILE`, else
@@ -95,6 +97,15 @@ pub fn powers(loaded: &Loaded) -> Vec<String> {
         && !listen.ip().is_loopback()
     {
         powers.push(format!("listen on {listen}, beyond this machine"));
+    }
+    for host in &file.server.allow_hosts {
+        powers.push(format!("answer requests for the host {}", host.get_ref()));
+    }
+    for origin in &file.server.allow_origins {
+        powers.push(format!(
+            "let pages from {} use the server",
+            origin.get_ref()
+        ));
     }
     if let Some(store) = &file.memory.store
         && crate::definition::is_postgres(store.get_ref())
@@ -336,6 +347,7 @@ mod tests {
         let text = "[agent]\ndir = \"/\"\nmcp_trusted = true\n\
              [grants]\nfs_read = [\"/etc\"]\nfs_write = [\"out\"]\nnet = [\"example.com\"]\n\
              env = [\"HOME\"]\n[server]\nlisten = \"0.0.0.0:8080\"\n\
+             allow_hosts = [\"agent.example\"]\nallow_origins = [\"https://app.example\"]\n\
              [memory]\nstore = \"postgres://me:secret@db.example:5432/agentry\"\n\
              [mcp.servers.files]\ncommand = \"sh -c 'touch x'\"\n\
              [mcp.servers.remote]\nurl = \"https://mcp.example/mcp\"\nbearer_env = \"TOKEN\"\n\
@@ -353,6 +365,8 @@ mod tests {
                 "let the file reader read /",
                 "believe every MCP server's tool annotations (their read-only tools run without approval)",
                 "listen on 0.0.0.0:8080, beyond this machine",
+                "answer requests for the host agent.example",
+                "let pages from https://app.example use the server",
                 "keep chat sessions in the PostgreSQL database at db.example:5432/agentry",
             ]
         );
