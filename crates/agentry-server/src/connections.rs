@@ -5,8 +5,10 @@
 //!   after its last answer) may wait `idle_timeout` for the request's first
 //!   byte, and from that byte `header_read_timeout` for the whole head
 //!   (request line and headers); past either it is closed.
-//! - Once a request is in flight nothing times the connection out: a
-//!   server-sent event stream waits as long as the model takes.
+//! - A request's body may pause `idle_timeout` between pieces; past that
+//!   the connection is closed. Once the body is read nothing times the
+//!   connection out: a server-sent event stream waits as long as the model
+//!   takes.
 //! - At most `max_connections` are open, and `max_per_peer` from one
 //!   address. A new connection past either makes room by closing the one
 //!   (of that address, or of all) that has waited longest without a request
@@ -50,12 +52,14 @@ pub(crate) struct ConnectionLimits {
 }
 
 /// Where one connection is: how many requests it has in flight, since when
-/// it has waited for the next, and when that request's first byte came.
+/// it has waited for the next, when that request's first byte came, and,
+/// while a request's body is being read, when a piece of it last came.
 #[derive(Debug)]
 struct Phase {
     in_flight: usize,
     waiting_since: Instant,
     first_byte: Option<Instant>,
+    body_moved: Option<Instant>,
 }
 
 /// One open connection, as the table and its watch see it.
@@ -82,7 +86,7 @@ impl Conn {
     fn deadline(&self, limits: &ConnectionLimits) -> Option<Instant> {
         let phase = self.phase();
         if phase.in_flight > 0 {
-            return None;
+            return phase.body_moved.map(|at| at + limits.idle_timeout);
         }
         Some(match phase.first_byte {
             Some(first) => first + limits.header_read_timeout,
@@ -98,6 +102,13 @@ impl Conn {
             drop(phase);
             self.changed.notify_one();
         }
+    }
+
+    /// A piece of a request's body came (`Some(now)`), or it is all read
+    /// or dropped (`None`).
+    fn body(&self, moved: Option<Instant>) {
+        self.phase().body_moved = moved;
+        self.changed.notify_one();
     }
 
     /// Since when it has waited without a request in flight, if it has.
@@ -116,6 +127,7 @@ impl InFlight {
             let mut phase = conn.phase();
             phase.in_flight += 1;
             phase.first_byte = None;
+            phase.body_moved = None;
         }
         conn.changed.notify_one();
         Self(conn)
@@ -201,6 +213,7 @@ impl Table {
                 in_flight: 0,
                 waiting_since: Instant::now(),
                 first_byte: None,
+                body_moved: None,
             }),
             changed: Notify::new(),
             evict: Notify::new(),
@@ -459,8 +472,20 @@ impl hyper::service::Service<Request<Incoming>> for PerRequest {
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
-    fn call(&self, mut request: Request<Incoming>) -> Self::Future {
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
         let in_flight = InFlight::start(self.conn.clone());
+        let conn = self.conn.clone();
+        let mut request = request.map(|body| {
+            let reading = !http_body::Body::is_end_stream(&body);
+            if reading {
+                conn.body(Some(Instant::now()));
+            }
+            Upload {
+                body,
+                conn,
+                reading,
+            }
+        });
         request.extensions_mut().insert(ConnectInfo(self.peer));
         let router = self.router.clone();
         Box::pin(async move {
@@ -490,6 +515,55 @@ impl http_body::Body for Held {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A request's body, telling its connection's watch when pieces come and
+/// when it is all read (or dropped unread).
+struct Upload {
+    body: Incoming,
+    conn: Arc<Conn>,
+    reading: bool,
+}
+
+impl Upload {
+    fn done(&mut self) {
+        if std::mem::take(&mut self.reading) {
+            self.conn.body(None);
+        }
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+impl http_body::Body for Upload {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(_))) if self.body.is_end_stream() => self.done(),
+            Poll::Ready(Some(Ok(_))) if self.reading => self.conn.body(Some(Instant::now())),
+            Poll::Ready(None | Some(Err(_))) => self.done(),
+            _ => {}
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {

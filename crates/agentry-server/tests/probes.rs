@@ -470,6 +470,26 @@ async fn a_half_sent_head_a_silent_connection_and_an_idle_one_are_closed() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_request_body_that_stops_coming_is_closed() {
+    let server = support::serve(DripModel::new("Hi.", 0), |s| {
+        s.header_read_timeout(Duration::from_secs(1))
+            .idle_timeout(Duration::from_secs(1))
+    })
+    .await;
+    let mut stream = TcpStream::connect(address(&server)).await.unwrap();
+    stream
+        .write_all(
+            b"POST /v1/sessions/s/turns HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \
+              alice-key\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n\
+              {\"text\": ",
+        )
+        .await
+        .unwrap();
+    assert!(closed(&mut stream).await, "a stalled body is closed");
+    assert!(server.store.is_empty(), "no turn ran");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_quiet_event_stream_outlives_the_timeouts() {
     // Each piece comes 1.5 s after the last: longer than either timeout.
     let server = support::serve(DripModel::new("slow quiet reply", 1500), |s| {
