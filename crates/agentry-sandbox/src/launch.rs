@@ -189,6 +189,10 @@ impl Sandbox {
     }
 }
 
+/// The name of the threads that answer children's network requests (as
+/// `/proc/PID/task/TID/comm` shows it).
+pub(crate) const RELAY_THREAD: &str = "sandbox-relay";
+
 /// Write the call's line to the child; the socket, back in blocking mode.
 async fn write_call(relay: UnixStream, line: &[u8]) -> std::io::Result<UnixStream> {
     relay.set_nonblocking(true)?;
@@ -205,7 +209,7 @@ fn serve_network(relay: UnixStream, capabilities: agentry_core::tool::Capabiliti
     #[cfg(target_os = "linux")]
     {
         let spawned = std::thread::Builder::new()
-            .name("agentry-sandbox-relay".into())
+            .name(RELAY_THREAD.into())
             .spawn(move || crate::relay::serve(relay, capabilities));
         // Without the thread the child's connects fail: its listener is
         // never taken, and the child refuses to run the call.

@@ -362,6 +362,10 @@ async fn run_all() {
             Box::pin(names_through_the_relay(&sandbox)),
         ),
         (
+            "the relay's threads end with their children",
+            Box::pin(relays_end()),
+        ),
+        (
             "#[tool(sandbox)] and refusals without a sandbox",
             Box::pin(macro_and_refusal(&sandbox)),
         ),
@@ -676,6 +680,31 @@ async fn names_through_the_relay(sandbox: &Sandbox) {
         error(&ungranted),
         format!("tool \"named\" failed: TCP to {other} is not granted to this tool")
     );
+}
+
+/// How many of this process's threads answer children's network requests
+/// (the relay names them `sandbox-relay`).
+fn relay_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|name| name.trim() == "sandbox-relay")
+        })
+        .count()
+}
+
+async fn relays_end() {
+    // Every networked call above has answered; its child exits, and the
+    // thread that answered its connects ends (within 5 s, or it hangs).
+    for _ in 0..50 {
+        if relay_threads() == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{} relay threads outlived their children", relay_threads());
 }
 
 async fn granted_network(sandbox: &Sandbox) {
