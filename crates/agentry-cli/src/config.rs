@@ -185,7 +185,8 @@ pub struct ServerSection {
     pub allow_origins: Vec<Spanned<String>>,
     /// Seconds a request's head may take from its first byte.
     pub header_read_timeout_secs: Option<u64>,
-    /// Seconds a connection may wait for a request's first byte.
+    /// Seconds a connection may wait for a request's first byte, or for
+    /// the next piece of its body.
     pub idle_timeout_secs: Option<u64>,
     /// Connections open at once.
     pub max_connections: Option<usize>,

@@ -58,7 +58,8 @@ pub struct ServeArgs {
     /// Seconds a request's head may take from its first byte [default: 10].
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     header_read_timeout_secs: Option<u64>,
-    /// Seconds a connection may wait for a request's first byte [default: 60].
+    /// Seconds a connection may wait for a request's first byte, or for the
+    /// next piece of its body [default: 60].
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     idle_timeout_secs: Option<u64>,
     /// Connections open at once [default: 512].

@@ -101,7 +101,8 @@ pub const DEFAULT_MAX_RUNNING_PER_KEY: usize = 8;
 /// byte unless told otherwise.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a connection may wait for a request's first byte (a new one,
-/// or a kept-alive one after its last answer) unless told otherwise.
+/// or a kept-alive one after its last answer), or for the next piece of a
+/// request's body, unless told otherwise.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Connections open at once unless told otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
@@ -250,8 +251,9 @@ impl AgentServer {
     }
 
     /// How long a connection may wait for a request's first byte, new or
-    /// kept alive (closed beyond). A request in flight, a stream of events
-    /// included, is never timed out.
+    /// kept alive, and for each next piece of a request's body (closed
+    /// beyond). Once the body is read a request is never timed out, a stream
+    /// of events included.
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.connections.idle_timeout = timeout;
         self
