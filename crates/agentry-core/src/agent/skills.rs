@@ -115,13 +115,19 @@ impl RunTools {
 
     /// Add tools (ones whose names are taken are skipped: the agent's own
     /// win); `exempt` ones may run whatever the allow-list says.
+    ///
+    /// One tool that cannot join (a name given twice in `tools`, a wire name
+    /// another tool already has) is left out alone: the others still join,
+    /// so one hostile source cannot hide every other source's tools.
     pub(super) fn add(&mut self, tools: Vec<Tool>, exempt: bool) {
+        let mut seen = HashSet::new();
         let new: Vec<Tool> = tools
             .into_iter()
             .filter(|tool| {
-                let taken = self.toolbox.find_by_name(&tool.name).is_some();
+                let taken = self.toolbox.find_by_name(&tool.name).is_some()
+                    || !seen.insert(tool.name.clone());
                 if taken {
-                    tracing::warn!(tool = %tool.name, "a tool with this name exists; the skill's is not added");
+                    tracing::warn!(tool = %tool.name, "a tool with this name exists; this one is not added");
                 }
                 !taken
             })
@@ -129,17 +135,31 @@ impl RunTools {
         if new.is_empty() {
             return;
         }
-        match self.toolbox.with_tools(new.iter().cloned()) {
+        let added = match self.toolbox.with_tools(new.iter().cloned()) {
             Ok(toolbox) => {
                 self.toolbox = toolbox;
-                let mut advertised = self.advertised.as_ref().clone();
-                advertised.extend(new.iter().map(Tool::schema));
-                self.advertised = Arc::new(advertised);
-                if exempt {
-                    self.exempt.extend(new.into_iter().map(|tool| tool.name));
-                }
+                new
             }
-            Err(error) => tracing::warn!(%error, "skill tools could not be added"),
+            // Rare (a wire-name clash): find the tools that cannot join, one by one.
+            Err(_) => new
+                .into_iter()
+                .filter(|tool| match self.toolbox.with_tools([tool.clone()]) {
+                    Ok(toolbox) => {
+                        self.toolbox = toolbox;
+                        true
+                    }
+                    Err(error) => {
+                        tracing::warn!(tool = %tool.name, %error, "a tool could not be added");
+                        false
+                    }
+                })
+                .collect(),
+        };
+        let mut advertised = self.advertised.as_ref().clone();
+        advertised.extend(added.iter().map(Tool::schema));
+        self.advertised = Arc::new(advertised);
+        if exempt {
+            self.exempt.extend(added.into_iter().map(|tool| tool.name));
         }
     }
 
