@@ -14,7 +14,7 @@ use crate::sessions::{
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "agentry", description = "An agentry agent over HTTP: chat sessions with memory, durable runs that wait for approval, and an OpenAI-compatible API."),
+    info(title = "agentry", description = "An agentry agent over HTTP: chat sessions with memory, durable runs that wait for approval, and an OpenAI-compatible API. Every route but /healthz and /readyz answers 403 (`forbidden`) to a Host the server does not answer to and to a browser's request from a page of another origin, or one that changes something cross-site; without API keys, a POST that is not `application/json` is answered 415."),
     paths(
         crate::sessions::post_turn,
         crate::sessions::get_messages,
