@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agentry_core::agent::Agent;
-use agentry_store::SqliteStore;
+use agentry_core::agent::durable::RunJournal;
+use agentry_store::{PgStore, SqliteStore};
 use serde_json::{Value, json};
 
 async fn durable_server(
@@ -344,23 +345,61 @@ fn paying_model() -> agentry_core::model::ScriptedModel {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_being_carried_out_is_a_409_naming_its_holder_on_every_server() {
     let db = temp_db("leased");
+    let journals: [Arc<dyn RunJournal>; 2] = [
+        Arc::new(SqliteStore::open(&db).unwrap()),
+        Arc::new(SqliteStore::open(&db).unwrap()),
+    ];
+    leased_run_race(journals, "s5").await;
+}
+
+/// The same race with two servers on one PostgreSQL, each with its own
+/// pool (`AGENTRY_POSTGRES_URL`; skipped loudly without it).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_being_carried_out_is_a_409_on_two_servers_sharing_postgres() {
+    let url = match std::env::var("AGENTRY_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ => {
+            if std::env::var("AGENTRY_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                panic!("AGENTRY_POSTGRES_URL is not set and AGENTRY_REQUIRE_POSTGRES=1");
+            }
+            eprintln!(
+                "\n*** SKIPPED: set AGENTRY_POSTGRES_URL (scripts/postgres start DIR prints one) to run the PostgreSQL server race ***\n"
+            );
+            return;
+        }
+    };
+    let journals: [Arc<dyn RunJournal>; 2] = [
+        Arc::new(PgStore::connect(&url, 2).await.unwrap()),
+        Arc::new(PgStore::connect(&url, 2).await.unwrap()),
+    ];
+    let session = format!(
+        "pg{}-{}",
+        std::process::id(),
+        agentry_core::agent::durable::now_ms()
+    );
+    leased_run_race(journals, &session).await;
+}
+
+/// A turn in `session` pays on the first server while 16 requests race.
+async fn leased_run_race(journals: [Arc<dyn RunJournal>; 2], session: &str) {
     let effects = Arc::new(AtomicUsize::new(0));
     let (began, mut started) = tokio::sync::mpsc::unbounded_channel();
     let go = Arc::new(tokio::sync::Notify::new());
-    let serve = |began, go| {
+    let serve = |began, go, journal: Arc<dyn RunJournal>| {
         let agent = Agent::builder(paying_model())
             .tool(held_pay(effects.clone(), began, go))
             .build()
             .unwrap();
-        let journal = Arc::new(SqliteStore::open(&db).unwrap());
         support::serve_agent(agent, |server| server.durable_runs(journal))
     };
-    let first = serve(began.clone(), go.clone()).await;
-    let second = serve(began, go.clone()).await;
+    let [here, there] = journals;
+    let first = serve(began.clone(), go.clone(), here).await;
+    let second = serve(began, go.clone(), there).await;
+    let run = format!("{session}~m5");
     let turn = tokio::spawn({
-        let (http, url) = (first.http.clone(), first.url.clone());
+        let (http, url, session) = (first.http.clone(), first.url.clone(), session.to_owned());
         async move {
-            http.post(format!("{url}/v1/sessions/s5/turns"))
+            http.post(format!("{url}/v1/sessions/{session}/turns"))
                 .bearer_auth("alice-key")
                 .json(&json!({"text": "pay 3", "payload": {"message_id": "m5"}}))
                 .send()
@@ -384,12 +423,12 @@ async fn a_run_being_carried_out_is_a_409_naming_its_holder_on_every_server() {
     let mut racing = Vec::new();
     for n in 0..16 {
         let server = if n % 2 == 0 { &first } else { &second };
-        let (http, url) = (server.http.clone(), server.url.clone());
+        let (http, url, run) = (server.http.clone(), server.url.clone(), run.clone());
         racing.push(tokio::spawn(async move {
             let request = if n % 4 < 2 {
-                http.post(format!("{url}/v1/runs/s5~m5/resume"))
+                http.post(format!("{url}/v1/runs/{run}/resume"))
             } else {
-                http.post(format!("{url}/v1/runs/s5~m5/approvals"))
+                http.post(format!("{url}/v1/runs/{run}/approvals"))
                     .json(&json!({"call_id": "c1", "decision": "approve"}))
             };
             let response = request.bearer_auth("alice-key").send().await.unwrap();
@@ -415,7 +454,7 @@ async fn a_run_being_carried_out_is_a_409_naming_its_holder_on_every_server() {
         );
         if n % 4 < 2 {
             let opening =
-                format!("run \"s5~m5\" is being run by {holder} (its lease lasts until 20");
+                format!("run \"{run}\" is being run by {holder} (its lease lasts until 20");
             assert!(message.starts_with(&opening), "{message}");
             assert!(
                 message.ends_with("and is renewed while it runs); try again once it stops"),
@@ -425,11 +464,13 @@ async fn a_run_being_carried_out_is_a_409_naming_its_holder_on_every_server() {
         } else {
             assert_eq!(
                 message,
-                "call \"c1\" of run \"s5~m5\" is not waiting for a decision"
+                format!("call \"c1\" of run \"{run}\" is not waiting for a decision")
             );
         }
     }
-    let shown = second.get_json("/v1/runs/s5~m5", "alice-key").await;
+    let shown = second
+        .get_json(&format!("/v1/runs/{run}"), "alice-key")
+        .await;
     assert_eq!(
         shown["status"], "incomplete",
         "never shown as interrupted: {shown}"
@@ -439,7 +480,7 @@ async fn a_run_being_carried_out_is_a_409_naming_its_holder_on_every_server() {
     assert_eq!(answer["ok"], true, "{answer}");
     assert_eq!(answer["text"], "Paid.");
     assert_eq!(effects.load(Ordering::SeqCst), 1, "paid once");
-    let (status, done) = post(&second, "/v1/runs/s5~m5/resume", None).await;
+    let (status, done) = post(&second, &format!("/v1/runs/{run}/resume"), None).await;
     assert_eq!((status, done["answer"].as_str()), (200, Some("Paid.")));
     assert_eq!(effects.load(Ordering::SeqCst), 1);
 }

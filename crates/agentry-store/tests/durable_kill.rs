@@ -437,11 +437,14 @@ async fn killed_at_random_moments_with_racing_resumers_each_pay_runs_once() {
         .unwrap_or(6);
     let root = std::env::temp_dir().join(format!("agentry-durable-race-{}", std::process::id()));
     // How long an uninterrupted run takes: kills fall within it.
-    let dir = root.join("timing");
-    fresh(&dir);
-    let began = std::time::Instant::now();
-    child(&dir, None).expect("the uninterrupted run finishes");
-    let span = began.elapsed().as_micros() as u64;
+    let mut span = u64::MAX;
+    for timing in 0..2 {
+        let dir = root.join(format!("timing-{timing}"));
+        fresh(&dir);
+        let began = std::time::Instant::now();
+        child(&dir, None).expect("the uninterrupted run finishes");
+        span = span.min(began.elapsed().as_micros() as u64);
+    }
     let mut seed = std::env::var("AGENTRY_KILL_SEED")
         .ok()
         .and_then(|n| n.parse().ok())
