@@ -26,8 +26,8 @@ pub(crate) fn own_network() -> Result<(), String> {
     }
     let through_user = std::io::Error::last_os_error();
     Err(format!(
-        "no network namespace of its own could be made ({direct}; in a user namespace: \
-         {through_user})"
+        "no network namespace could be made for it: {direct}; in a user namespace: \
+         {through_user}"
     ))
 }
 

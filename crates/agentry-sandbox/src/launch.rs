@@ -222,9 +222,11 @@ fn serve_network(relay: UnixStream, capabilities: agentry_core::tool::Capabiliti
 /// A tool's own error, with what the sandbox allows added when the error
 /// is a refusal, so the model knows the limit was the sandbox's.
 fn explain_refusal(message: String, capabilities: &agentry_core::tool::Capabilities) -> String {
+    // A call the child did not run says why itself.
     let refused = ["Permission denied", "Operation not permitted"]
         .iter()
-        .any(|text| message.contains(text));
+        .any(|text| message.contains(text))
+        && !message.contains("\" was not run: ");
     if !refused {
         return message;
     }

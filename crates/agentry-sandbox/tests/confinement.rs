@@ -309,6 +309,13 @@ async fn run_all() {
         eprintln!("\n*** SKIPPED: the sandbox tests need Landlock and seccomp: {message} ***\n");
         return;
     }
+    // Run where no network namespace can be made (see `without_a_namespace`):
+    // only that check.
+    if std::env::var("AGENTRY_SANDBOX_EXPECT_NO_NETNS").as_deref() == Ok("1") {
+        without_a_namespace(&sandbox).await;
+        println!("test a Net call without a network namespace is refused ... ok");
+        return;
+    }
 
     let checks: Vec<(&str, LocalBoxFuture<'_, ()>)> = vec![
         (
@@ -705,6 +712,41 @@ async fn relays_end() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("{} relay threads outlived their children", relay_threads());
+}
+
+/// Where no network namespace can be made (not root, no user namespaces),
+/// a call with a Net grant is refused unless `allow_unconfined`. Run so:
+///
+/// ```text
+/// unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_user_namespaces &&
+///   setpriv --bounding-set=-all --inh-caps=-all --ambient-caps=-all --reuid=0 \
+///   env AGENTRY_SANDBOX_EXPECT_NO_NETNS=1 target/debug/deps/confinement-HASH'
+/// ```
+async fn without_a_namespace(sandbox: &Sandbox) {
+    let port = greeter("hello without a namespace");
+    let grant = format!("http://127.0.0.1:{port}");
+    let address = format!("127.0.0.1:{port}");
+    let grants = std::slice::from_ref(&grant);
+    let refused = try_net(sandbox, online(port), grants, "fetch", &address).await;
+    assert_eq!(
+        error(&refused),
+        "tool \"online\" was not run: it could not be confined (no network namespace could be \
+         made for it: Operation not permitted (os error 1); in a user namespace: No space left \
+         on device (os error 28)); Sandbox::allow_unconfined(true) runs such calls anyway"
+    );
+    // Allowed to run unconfined, its connects still go through the relay.
+    let unconfined = Sandbox::new().allow_unconfined(true);
+    let fetched = try_net(&unconfined, online(port), grants, "fetch", &address).await;
+    assert_eq!(
+        fetched.output,
+        json!("hello without a namespace"),
+        "{fetched:?}"
+    );
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    let elsewhere = other.local_addr().unwrap().to_string();
+    let closed = try_net(&unconfined, online(port), grants, "connect", &elsewhere).await;
+    assert_eq!(error(&closed), refused_net("online", &grant, NOT_PERMITTED));
+    accepted_nothing(&other);
 }
 
 async fn granted_network(sandbox: &Sandbox) {
