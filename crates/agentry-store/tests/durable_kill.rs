@@ -506,7 +506,7 @@ async fn killed_at_random_moments_with_racing_resumers_each_pay_runs_once() {
         }
     }
     println!(
-        "{rounds} rounds: {killed} killed mid-run, each resumed by 3 racing processes; \
+        "{rounds} rounds: {killed} killed (SIGKILL) before they exited, each round resumed by 3 racing processes; \
          {decided} decisions on interrupted pay calls; {lapsed} rounds of lapsed leases; \
          every pay ran exactly once"
     );
