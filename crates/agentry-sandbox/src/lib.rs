@@ -23,7 +23,7 @@
 //!   that reach into other processes or change the system (`ptrace`,
 //!   `mount`, `bpf`, io_uring, memfd, x32 numbers, …). Refused calls fail
 //!   with "Operation not permitted".
-//! - **resource limits**: memory (address space), CPU time, file size and
+//! - **resource limits**: memory (address space), CPU time, the size of each file and
 //!   open files ([`Limits`]); every Linux capability is dropped first, so a
 //!   program run as root cannot raise them again. Descriptors the parent
 //!   left open are closed.
@@ -111,7 +111,11 @@ pub struct Limits {
     /// CPU time, in seconds. Default 30.
     pub cpu_seconds: u64,
     /// Largest file the call may write, in bytes (a write past it fails
-    /// with "File too large"). Default 64 MiB.
+    /// with "File too large"). Default 64 MiB. It bounds each file, not
+    /// the total over all files a call writes: for a total cap, grant
+    /// `FsWrite` on a size-limited filesystem (a tmpfs with `size=`, a
+    /// project quota), where a write past it fails with "No space left on
+    /// device".
     pub file_bytes: u64,
     /// Most files open at once. Default 256.
     pub open_files: u64,
