@@ -1,0 +1,303 @@
+//! The network checks: a call with a `Net` grant reaches only what its
+//! grants name, by TCP, through the sandbox's relay; no UDP; names are
+//! checked after DNS; the relay's threads end with their children.
+
+use super::*;
+
+/// A listener on 127.0.0.1 that answers each connection with `greeting`,
+/// on a thread; its port.
+fn greeter(greeting: &'static str) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.write_all(greeting.as_bytes());
+        }
+    });
+    port
+}
+
+/// A call of the tool `name` to try `action` with `arg`, granted `grants`.
+async fn try_net(
+    sandbox: &Sandbox,
+    tool: Tool,
+    grants: &[String],
+    action: &str,
+    arg: &str,
+) -> ToolResult {
+    let name = tool.name.clone();
+    let toolbox = Toolbox::for_agent([tool]).unwrap();
+    let ctx = ToolContext::new().with_sandbox(Arc::new(sandbox.clone()));
+    let grants: Capabilities = grants.iter().map(Capability::net).collect();
+    let call = ToolCall::new("n", name, json!({"action": action, "arg": arg}));
+    gated_dispatch(&toolbox, call, &grants, &ctx).await
+}
+
+/// The error of a tool with Net grants that the sandbox refused.
+fn refused_net(tool: &str, grants: &str, error: &str) -> String {
+    format!(
+        "tool \"{tool}\" failed: {error} (the tool runs in a sandbox: it may read nothing, \
+         write nothing; network: TCP to {grants} only, no UDP; it may not start programs)"
+    )
+}
+
+/// Nothing connected to `listener` (checked without waiting).
+fn accepted_nothing(listener: &TcpListener) {
+    listener.set_nonblocking(true).unwrap();
+    let accepted = listener.accept();
+    assert_eq!(
+        accepted.map(|_| ()).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "no connection arrived"
+    );
+}
+
+pub(super) async fn network_namespace(sandbox: &Sandbox) {
+    // A grant for another host on the listener's own port: the host is
+    // what counts, not the port.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let grant = format!("http://api.example.com:{}", address.port());
+    let tool = networked("elsewhere", std::slice::from_ref(&grant));
+    let result = try_net(
+        sandbox,
+        tool,
+        std::slice::from_ref(&grant),
+        "connect",
+        &address.to_string(),
+    )
+    .await;
+    assert_eq!(
+        error(&result),
+        refused_net("elsewhere", &grant, NOT_PERMITTED)
+    );
+    accepted_nothing(&listener);
+}
+
+pub(super) async fn no_loopback_for_any_host(sandbox: &Sandbox) {
+    // `*` (here on any port) is for public hosts: never loopback.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let any = "https://*:*".to_owned();
+    let tool = networked("anywhere", std::slice::from_ref(&any));
+    let result = try_net(
+        sandbox,
+        tool,
+        std::slice::from_ref(&any),
+        "connect",
+        &address.to_string(),
+    )
+    .await;
+    assert_eq!(error(&result), refused_net("anywhere", &any, NOT_PERMITTED));
+    accepted_nothing(&listener);
+}
+
+pub(super) async fn no_udp(sandbox: &Sandbox) {
+    let receiver = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let address = receiver.local_addr().unwrap().to_string();
+    // Even a grant that names the address and port (for TCP).
+    let port = receiver.local_addr().unwrap().port();
+    let grant = format!("http://127.0.0.1:{port}");
+    let sent = try_net(
+        sandbox,
+        online(port),
+        std::slice::from_ref(&grant),
+        "udp_send",
+        &address,
+    )
+    .await;
+    assert_eq!(error(&sent), refused_net("online", &grant, NOT_PERMITTED));
+    receiver.set_nonblocking(true).unwrap();
+    let mut buffer = [0u8; 64];
+    assert_eq!(
+        receiver.recv_from(&mut buffer).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "nothing was received"
+    );
+}
+
+pub(super) async fn no_udp_bind(sandbox: &Sandbox) {
+    let grant = "http://127.0.0.1:8080".to_owned();
+    let bound = try_net(
+        sandbox,
+        online(8080),
+        std::slice::from_ref(&grant),
+        "udp_bind",
+        "127.0.0.1:0",
+    )
+    .await;
+    assert_eq!(error(&bound), refused_net("online", &grant, NOT_PERMITTED));
+}
+
+pub(super) async fn names_through_the_relay(sandbox: &Sandbox) {
+    use std::net::ToSocketAddrs;
+    let port = greeter("hello by name");
+    let by_name = format!("http://localhost:{port}");
+    let by_address = format!("http://127.0.0.1:{port}");
+    let target = format!("localhost:{port}");
+    let both = [by_name.clone(), by_address.clone()];
+    // A granted name that resolves to loopback: refused after DNS, as the
+    // HTTP client refuses it, unless the address is granted too.
+    let resolved: Vec<String> = target
+        .to_socket_addrs()
+        .unwrap()
+        .map(|address| address.ip().to_string())
+        .collect();
+    let only_name = std::slice::from_ref(&by_name);
+    let tool = networked("named", only_name);
+    let refused = try_net(sandbox, tool, only_name, "fetch_by_name", &target).await;
+    assert_eq!(
+        error(&refused),
+        format!(
+            "tool \"named\" failed: localhost resolves to {}, which is not a public address; \
+             grant the address itself to reach it",
+            resolved.join(", ")
+        )
+    );
+    // `std` resolving the name itself (from /etc/hosts) gets no further:
+    // the connect to the address it found is checked as one.
+    let tool = networked("named", only_name);
+    let by_std = try_net(sandbox, tool, only_name, "fetch", &target).await;
+    assert_eq!(
+        error(&by_std),
+        refused_net("named", &by_name, NOT_PERMITTED)
+    );
+    let fetched = try_net(
+        sandbox,
+        networked("named", &both),
+        &both,
+        "fetch_by_name",
+        &target,
+    )
+    .await;
+    assert_eq!(fetched.output, json!("hello by name"), "{fetched:?}");
+    // A name no grant covers.
+    let other = format!("localhost:{}", port.wrapping_add(1).max(1));
+    let tool = networked("named", &both);
+    let ungranted = try_net(sandbox, tool, &both, "fetch_by_name", &other).await;
+    assert_eq!(
+        error(&ungranted),
+        format!("tool \"named\" failed: TCP to {other} is not granted to this tool")
+    );
+}
+
+/// How many of this process's threads answer children's network requests
+/// (the relay names them `sandbox-relay`).
+fn relay_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|name| name.trim() == "sandbox-relay")
+        })
+        .count()
+}
+
+pub(super) async fn relays_end() {
+    // Every networked call above has answered; its child exits, and the
+    // thread that answered its connects ends (within 5 s, or it hangs).
+    for _ in 0..50 {
+        if relay_threads() == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{} relay threads outlived their children", relay_threads());
+}
+
+/// Where no network namespace can be made (not root, no user namespaces),
+/// a call with a Net grant is refused unless `allow_unconfined`. Run so:
+///
+/// ```text
+/// unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_user_namespaces &&
+///   setpriv --bounding-set=-all --inh-caps=-all --ambient-caps=-all --reuid=0 \
+///   env AGENTRY_SANDBOX_EXPECT_NO_NETNS=1 target/debug/deps/confinement-HASH'
+/// ```
+pub(super) async fn without_a_namespace(sandbox: &Sandbox) {
+    let port = greeter("hello without a namespace");
+    let grant = format!("http://127.0.0.1:{port}");
+    let address = format!("127.0.0.1:{port}");
+    let grants = std::slice::from_ref(&grant);
+    let refused = try_net(sandbox, online(port), grants, "fetch", &address).await;
+    assert_eq!(
+        error(&refused),
+        "tool \"online\" was not run: it could not be confined (no network namespace could be \
+         made for it: Operation not permitted (os error 1); in a user namespace: No space left \
+         on device (os error 28)); Sandbox::allow_unconfined(true) runs such calls anyway"
+    );
+    // Allowed to run unconfined, its connects still go through the relay.
+    let unconfined = Sandbox::new().allow_unconfined(true);
+    let fetched = try_net(&unconfined, online(port), grants, "fetch", &address).await;
+    assert_eq!(
+        fetched.output,
+        json!("hello without a namespace"),
+        "{fetched:?}"
+    );
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    let elsewhere = other.local_addr().unwrap().to_string();
+    let closed = try_net(&unconfined, online(port), grants, "connect", &elsewhere).await;
+    assert_eq!(error(&closed), refused_net("online", &grant, NOT_PERMITTED));
+    accepted_nothing(&other);
+}
+
+pub(super) async fn granted_network(sandbox: &Sandbox) {
+    let port = greeter("hello from the listener");
+    let toolbox = Toolbox::for_agent([online(port)]).unwrap();
+    let ctx = ToolContext::new().with_sandbox(Arc::new(sandbox.clone()));
+    let grants = Capabilities::from([Capability::net(format!("http://127.0.0.1:{port}"))]);
+    let call = |arg: String| ToolCall::new("n", "online", json!({"action": "connect", "arg": arg}));
+    let open = gated_dispatch(&toolbox, call(format!("127.0.0.1:{port}")), &grants, &ctx).await;
+    assert_eq!(open.output, json!("done"), "{open:?}");
+    // The relay's socket carries the conversation both ways.
+    let fetch = ToolCall::new(
+        "f",
+        "online",
+        json!({"action": "fetch", "arg": format!("127.0.0.1:{port}")}),
+    );
+    let fetched = gated_dispatch(&toolbox, fetch, &grants, &ctx).await;
+    assert_eq!(
+        fetched.output,
+        json!("hello from the listener"),
+        "{fetched:?}"
+    );
+    // Only a socket is connected: the relay does not replace stdout.
+    let stdout = ToolCall::new(
+        "s",
+        "online",
+        json!({"action": "connect_stdout", "arg": format!("127.0.0.1:{port}")}),
+    );
+    let stdout = gated_dispatch(&toolbox, stdout, &grants, &ctx).await;
+    assert_eq!(
+        error(&stdout),
+        "tool \"online\" failed: Socket operation on non-socket (os error 88)"
+    );
+    // Another port of the same host: the relay refuses the connection.
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_port = other.local_addr().unwrap().port();
+    let closed = gated_dispatch(
+        &toolbox,
+        call(format!("127.0.0.1:{other_port}")),
+        &grants,
+        &ctx,
+    )
+    .await;
+    let refused = |error: &str| refused_net("online", &format!("http://127.0.0.1:{port}"), error);
+    assert_eq!(error(&closed), refused(NOT_PERMITTED));
+    accepted_nothing(&other);
+    // A Net grant is for IP: a Unix socket (a session bus, a container
+    // engine) stays out of reach.
+    let path = std::env::temp_dir().join(format!("agentry-sandbox-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let unix = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let call = ToolCall::new(
+        "u",
+        "online",
+        json!({"action": "unix", "arg": path.to_str().unwrap()}),
+    );
+    let result = gated_dispatch(&toolbox, call, &grants, &ctx).await;
+    assert_eq!(error(&result), refused(NOT_PERMITTED));
+    unix.set_nonblocking(true).unwrap();
+    assert!(unix.accept().is_err(), "no connection arrived");
+    let _ = std::fs::remove_file(&path);
+}
