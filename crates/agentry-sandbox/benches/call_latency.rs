@@ -1,9 +1,10 @@
 //! What a sandboxed call costs: one tool call that reads a small file
 //! inside its grant, dispatched in this process (no sandbox), in a cold
 //! child (started for the call), in a warm child (started ahead of it),
-//! a call that fetches the note over TCP from a granted listener on
-//! 127.0.0.1 (a `Net` grant: its own network namespace and the relay), and,
-//! as the peer, in a child started under bubblewrap (`bwrap` with
+//! in a warm child that fetches the note over TCP from a listener on
+//! 127.0.0.1 granted by address (a `Net` grant: the call gets its own
+//! network namespace and its connect goes through the relay), and, as the
+//! peer, in a child started under bubblewrap (`bwrap` with
 //! every namespace unshared) that runs the same handler.
 //!
 //! ```text
