@@ -83,10 +83,11 @@ pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
                 println!("no durable runs");
             }
             for id in runs {
-                let status = durable::status(journal.as_ref(), &id)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                println!("{id}  {}", status_line(&status));
+                // A run that fails its integrity check is listed, refused.
+                match durable::status(journal.as_ref(), &id).await {
+                    Ok(status) => println!("{id}  {}", status_line(&status)),
+                    Err(error) => println!("{id}  refused: {error}"),
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
