@@ -723,9 +723,15 @@ async fn a_resumed_durable_run_loads_what_search_first_loaded() {
             tokens: Usage::new(10, 5),
         },
     ];
+    let ttl = std::time::Duration::from_secs(60);
+    let lease = journal.acquire("r", "stopped", ttl).await.unwrap();
     for (seq, entry) in entries.iter().enumerate() {
-        journal.append("r", seq as u64, entry).await.unwrap();
+        journal
+            .append("r", seq as u64, entry, lease.token)
+            .await
+            .unwrap();
     }
+    journal.release("r", lease.token).await.unwrap();
     let finds = Arc::new(Finds(vec!["billing.lookup_invoice"], Default::default()));
     let agent = Agent::builder(ScriptedModel::new().reply(done()))
         .groups(groups())
