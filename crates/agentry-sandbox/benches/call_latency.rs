@@ -3,7 +3,9 @@
 //! child (started for the call), in a warm child (started ahead of it),
 //! in a warm child that fetches the note over TCP from a listener on
 //! 127.0.0.1 granted by address (a `Net` grant: the call gets its own
-//! network namespace and its connect goes through the relay), and, as the
+//! network namespace and its connect goes through the relay), in a warm
+//! child that writes one file inside an `FsWrite` grant (its open for
+//! writing is counted by the parent), and, as the
 //! peer, in a child started under bubblewrap (`bwrap` with
 //! every namespace unshared) that runs the same handler.
 //!
@@ -49,6 +51,23 @@ fn read_note(dir: &Path) -> Tool {
         .with_name("read_note")
 }
 
+/// Write a short note to a file under `dir` (granted for writing).
+fn write_note(dir: &Path) -> Tool {
+    function("write_note")
+        .description("Write a note.")
+        .arg::<String>("path", "the note's path")
+        .capability(Capability::fs_write(dir))
+        .sandboxed()
+        .handler(|write: Read| {
+            std::fs::write(write.path, "a short note")
+                .map(|()| "a short note".to_owned())
+                .map_err(|e| e.to_string())
+        })
+        .build()
+        .expect("a valid tool")
+        .with_name("write_note")
+}
+
 #[derive(Deserialize)]
 struct Fetch {
     address: String,
@@ -88,7 +107,13 @@ fn note_server() -> u16 {
 }
 
 fn main() {
-    agentry_sandbox::serve_if_child(|| vec![read_note(Path::new("/")), fetch_note(0)]);
+    agentry_sandbox::serve_if_child(|| {
+        vec![
+            read_note(Path::new("/")),
+            fetch_note(0),
+            write_note(Path::new("/")),
+        ]
+    });
     if let Some(path) = std::env::var_os(BWRAP_CHILD) {
         let text = std::fs::read_to_string(path).expect("the note");
         println!("{}", json!(text));
@@ -151,6 +176,19 @@ fn main() {
             "agentry sandbox, warm child (2 kept)",
             time(toolbox, warm.clone()).await,
         );
+        let written = dir.join("written.txt");
+        let write = ToolCall::new("w", "write_note", json!({"path": written}));
+        let write_grants = Capabilities::from([Capability::fs_write(&dir)]);
+        let writer = Toolbox::for_agent([write_note(&dir)]).unwrap();
+        let mut times = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            tokio::time::sleep(PAUSE).await;
+            let started = Instant::now();
+            let result = gated_dispatch(&writer, write.clone(), &write_grants, &warm).await;
+            times.push(started.elapsed());
+            assert_eq!(result.output, json!("a short note"), "{result:?}");
+        }
+        report("agentry sandbox, warm child, writes one file", times);
         let port = note_server();
         let address = format!("127.0.0.1:{port}");
         let fetch = ToolCall::new("f", "fetch_note", json!({"address": address}));
