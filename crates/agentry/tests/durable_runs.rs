@@ -985,3 +985,64 @@ async fn a_dead_holders_lease_expires_and_its_token_is_fenced() {
     );
     assert_eq!(effects.load(Ordering::SeqCst), 0);
 }
+
+/// A run whose lease was taken over while its call ran (its process was
+/// thought dead) writes nothing more: the call's result is refused with
+/// the old token, and the run stops with the fenced error instead of
+/// going on to its next step.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_whose_lease_was_taken_over_writes_nothing_more_and_stops() {
+    let journal = Arc::new(InMemoryJournal::new());
+    let effects = Arc::new(AtomicUsize::new(0));
+    let go = Arc::new(tokio::sync::Notify::new());
+    let (began, mut started) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let pay = {
+        let (effects, go) = (effects.clone(), go.clone());
+        function("pay")
+            .arg::<u64>("amount", "how much")
+            .handler(move |a: Amount, _context: agentry::tool::ToolContext| {
+                let (effects, go, began) = (effects.clone(), go.clone(), began.clone());
+                async move {
+                    let _ = began.send(());
+                    go.notified().await;
+                    effects.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, String>(format!("paid {}", a.amount))
+                }
+            })
+            .build()
+            .unwrap()
+            .with_name("pay")
+    };
+    let live = Agent::builder(pay_then_answer())
+        .tool(pay)
+        .build()
+        .unwrap()
+        .durable(journal.clone());
+    let id = "taken-over".to_owned();
+    let running = tokio::spawn({
+        let id = id.clone();
+        async move { live.start_messages(id, vec![Message::user("pay 3")]).await }
+    });
+    started.recv().await.expect("pay began");
+    // Its lease (the run's first, token 1) ends; another process takes it.
+    journal.release(&id, 1).await.unwrap();
+    let thief = journal.acquire(&id, "other", LONG).await.unwrap();
+    assert_eq!(thief.token, 2);
+    let before = journal.entries(&id).await.unwrap();
+    go.notify_one();
+    let stopped = running.await.unwrap().unwrap();
+    assert_eq!(
+        stopped.outcome.outcome,
+        Outcome::JournalFailed(JournalError::Fenced { run: id.clone() })
+    );
+    assert_eq!(
+        journal.entries(&id).await.unwrap(),
+        before,
+        "nothing more written"
+    );
+    assert_eq!(
+        effects.load(Ordering::SeqCst),
+        1,
+        "the call in flight finished once"
+    );
+}
