@@ -171,10 +171,15 @@ fn run(runtime: &tokio::runtime::Runtime, toolbox: &Toolbox, request: Request) -
             ));
         }
     };
-    // Its connects go to the parent, wherever seccomp is in force.
-    if networked
+    // Its connects, and its opens for writing, go to the parent, wherever
+    // seccomp is in force.
+    let notified = isolate::Notified {
+        connects: networked,
+        writes: !request.capabilities.dirs(true).is_empty(),
+    };
+    if (notified.connects || notified.writes)
         && enforcement != Enforcement::None
-        && let Err(error) = relay_connects()
+        && let Err(error) = relay_notifications(notified)
     {
         return Response::Error(format!(
             "tool \"{name}\" was not run: the sandbox could not confine it: {error}"
@@ -235,13 +240,14 @@ fn keep_relay() {
     }
 }
 
-/// Hand this process's connects to the parent over the relay.
-fn relay_connects() -> Result<(), String> {
+/// Hand this process's connects or opens for writing (`notified`) to the
+/// parent over the relay.
+fn relay_notifications(notified: isolate::Notified) -> Result<(), String> {
     let relay = crate::net::relay().ok_or("the sandbox's relay is missing")?;
     let relay = relay
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    isolate::relay_connects(relay.as_fd())
+    isolate::relay_notifications(relay.as_fd(), notified)
 }
 
 /// How many threads this process has (from `/proc/self/stat`); `None`

@@ -1,9 +1,10 @@
 //! Confining the child process, once and for good, before it runs a call:
 //! resource limits, then Landlock (files, TCP binds, signals and abstract
 //! sockets), then seccomp (no new programs or processes, no sockets unless
-//! a `Net` grant, and then TCP ones only; none of the system calls a tool
-//! has no business making). The network namespace and the relay of
-//! connects are [`isolate`](crate::isolate)'s. Each applies to this thread and every thread it starts later,
+//! a `Net` grant, and then TCP ones only; nothing that grows a file without
+//! opening it; none of the system calls a tool has no business making).
+//! The network namespace and the relay of connects and opens for writing
+//! are [`isolate`](crate::isolate)'s. Each applies to this thread and every thread it starts later,
 //! so it runs while the child has one thread.
 
 use std::collections::BTreeMap;
@@ -340,6 +341,9 @@ const REFUSED: &[libc::c_long] = &[
     libc::SYS_mount_setattr,
     libc::SYS_personality,
     libc::SYS_process_madvise,
+    // A path's truncate grows a file without opening it for writing, which
+    // is what the files written count (ftruncate needs such an open).
+    libc::SYS_truncate,
 ];
 
 /// System calls refused when they name another process (a nonzero pid in
@@ -396,6 +400,18 @@ fn seccomp_filters(capabilities: &Capabilities) -> Result<(), String> {
         libc::SYS_clone,
         vec![SeccompRule::new(vec![new_process]).map_err(failed)?],
     );
+    // A rename that leaves a whiteout makes a name no count sees.
+    let whiteout = SeccompCondition::new(
+        4,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::MaskedEq(u64::from(libc::RENAME_WHITEOUT)),
+        u64::from(libc::RENAME_WHITEOUT),
+    )
+    .map_err(failed)?;
+    refused.insert(
+        libc::SYS_renameat2,
+        vec![SeccompRule::new(vec![whiteout]).map_err(failed)?],
+    );
     let deny: BpfProgram = SeccompFilter::new(
         refused,
         SeccompAction::Allow,
@@ -405,12 +421,34 @@ fn seccomp_filters(capabilities: &Capabilities) -> Result<(), String> {
     .map_err(failed)?
     .try_into()
     .map_err(failed)?;
-    // clone3 passes its flags in memory a filter cannot read: it answers
-    // "not implemented", and the C library falls back to clone for threads.
-    let clone3: BpfProgram = SeccompFilter::new(
-        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+    // clone3 and openat2 pass their flags in memory a filter cannot read:
+    // they answer "not implemented", and the C library falls back to clone
+    // for threads and to openat (whose opens for writing are counted).
+    let not_implemented: BpfProgram = SeccompFilter::new(
+        BTreeMap::from([
+            (libc::SYS_clone3, Vec::new()),
+            (libc::SYS_openat2, Vec::new()),
+        ]),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(failed)?
+    .try_into()
+    .map_err(failed)?;
+    // fallocate with a mode (FALLOC_FL_KEEP_SIZE and the rest) allocates
+    // past a file's end or moves its end, unseen by the file-size limit;
+    // mode 0 is checked against it. "Not supported", as a filesystem
+    // without the mode answers.
+    let with_a_mode =
+        SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, 0).map_err(failed)?;
+    let not_supported: BpfProgram = SeccompFilter::new(
+        BTreeMap::from([(
+            libc::SYS_fallocate,
+            vec![SeccompRule::new(vec![with_a_mode]).map_err(failed)?],
+        )]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EOPNOTSUPP as u32),
         arch,
     )
     .map_err(failed)?
@@ -419,7 +457,8 @@ fn seccomp_filters(capabilities: &Capabilities) -> Result<(), String> {
     #[cfg(target_arch = "x86_64")]
     seccompiler::apply_filter(&no_x32()).map_err(failed)?;
     seccompiler::apply_filter(&deny).map_err(failed)?;
-    seccompiler::apply_filter(&clone3).map_err(failed)?;
+    seccompiler::apply_filter(&not_implemented).map_err(failed)?;
+    seccompiler::apply_filter(&not_supported).map_err(failed)?;
     Ok(())
 }
 

@@ -114,15 +114,18 @@ impl Sandbox {
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
         let networked = capabilities.net_grants().next().is_some();
+        let writes = !capabilities.dirs(true).is_empty();
         // A child that died while warm shows it when the call is written.
         // Once the call is on its way, the pool is topped up while the
         // child works, not before, so a warm call never waits for a start.
         let sent = async {
             let written = write_call(relay, &line).await.map(|relay| {
                 // With a Net grant the child's connects come back on the
-                // same socket; without one it is closed.
-                if networked {
-                    serve_network(relay, capabilities.clone());
+                // same socket, with an FsWrite grant its opens for
+                // writing; without either it is closed.
+                if networked || writes {
+                    let files = writes.then_some(self.inner.limits.files_written);
+                    serve_relay(relay, capabilities.clone(), files);
                 }
             });
             self.refill();
@@ -138,7 +141,9 @@ impl Sandbox {
             // leaves the zombie to the runtime to reap.
             return match response {
                 Response::Ok(output) => Ok(output),
-                Response::Error(message) => Err(explain_refusal(message, &capabilities)),
+                Response::Error(message) => {
+                    Err(explain_refusal(message, &capabilities, &self.inner.limits))
+                }
             };
         }
         let status = child
@@ -203,25 +208,45 @@ async fn write_call(relay: UnixStream, line: &[u8]) -> std::io::Result<UnixStrea
     Ok(relay)
 }
 
-/// Answer the child's network requests on a thread of their own, until
+/// Answer the child's network requests, and count its opens for writing
+/// when `files` says how many it may make, on a thread of their own, until
 /// the child goes away (see [`relay`](crate::relay)).
-fn serve_network(relay: UnixStream, capabilities: agentry_core::tool::Capabilities) {
+fn serve_relay(
+    relay: UnixStream,
+    capabilities: agentry_core::tool::Capabilities,
+    files: Option<u64>,
+) {
     #[cfg(target_os = "linux")]
     {
+        let quota = files.map(crate::quota::FileQuota::new);
         let spawned = std::thread::Builder::new()
             .name(RELAY_THREAD.into())
-            .spawn(move || crate::relay::serve(relay, capabilities));
-        // Without the thread the child's connects fail: its listener is
-        // never taken, and the child refuses to run the call.
+            .spawn(move || crate::relay::serve(relay, capabilities, quota));
+        // Without the thread the child's connects and writes fail: its
+        // listener is never taken, and the child refuses to run the call.
         drop(spawned);
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = (relay, capabilities);
+    let _ = (relay, capabilities, files);
 }
 
 /// A tool's own error, with what the sandbox allows added when the error
 /// is a refusal, so the model knows the limit was the sandbox's.
-fn explain_refusal(message: String, capabilities: &agentry_core::tool::Capabilities) -> String {
+fn explain_refusal(
+    message: String,
+    capabilities: &agentry_core::tool::Capabilities,
+    limits: &crate::Limits,
+) -> String {
+    // The count of files written ran out (only a call that may write is
+    // counted).
+    if message.contains(QUOTA_ERROR) && !capabilities.dirs(true).is_empty() {
+        return format!(
+            "{message} (a sandboxed call may create or open for writing {} files, each of at \
+             most {})",
+            limits.files_written,
+            size(limits.file_bytes)
+        );
+    }
     // A call the child did not run says why itself.
     let refused = ["Permission denied", "Operation not permitted"]
         .iter()
@@ -254,6 +279,20 @@ fn explain_refusal(message: String, capabilities: &agentry_core::tool::Capabilit
         list(capabilities.dirs(false)),
         list(capabilities.dirs(true)),
     )
+}
+
+/// How the count of files written running out reads in a tool's error.
+const QUOTA_ERROR: &str = "Disk quota exceeded (os error 122)";
+
+/// `bytes` in the largest binary unit that divides it.
+fn size(bytes: u64) -> String {
+    match bytes {
+        0 => "0 bytes".to_owned(),
+        b if b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
 }
 
 /// The largest answer read from a child, in bytes: past it the child's

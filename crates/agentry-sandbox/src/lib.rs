@@ -21,12 +21,21 @@
 //!   a file's mode, owner or extended attributes (which Landlock does not
 //!   cover), set another process's limits or priority, or make system calls
 //!   that reach into other processes or change the system (`ptrace`,
-//!   `mount`, `bpf`, io_uring, memfd, x32 numbers, …). Refused calls fail
-//!   with "Operation not permitted".
-//! - **resource limits**: memory (address space), CPU time, the size of each file and
-//!   open files ([`Limits`]); every Linux capability is dropped first, so a
-//!   program run as root cannot raise them again. Descriptors the parent
-//!   left open are closed.
+//!   `mount`, `bpf`, io_uring, memfd, x32 numbers, …), or grow a file
+//!   without opening it (a path's `truncate`). Refused calls fail with
+//!   "Operation not permitted" (`fallocate` past a file's end: "Operation
+//!   not supported"; `openat2`, whose flags a filter cannot read: "Function
+//!   not implemented", and the C library falls back to `openat`).
+//! - **resource limits**: memory (address space), CPU time, the size of
+//!   each file and open files ([`Limits`]); every Linux capability is
+//!   dropped first, so a program run as root cannot raise them again.
+//!   Descriptors the parent left open are closed.
+//! - **files written**: in a call with an `FsWrite` grant, each open for
+//!   writing and each name made (a directory, a link) stops in a seccomp
+//!   filter and is counted by the parent, which lets it go on while the
+//!   call has files left ([`Limits::files_written`]) and answers "Disk
+//!   quota exceeded" after; with the size of each file capped, a call
+//!   leaves at most [`Limits::total_written_bytes`] on disk.
 //!
 //! This holds whatever the tool's code does: `std::fs`, `std::net` and
 //! `std::process` are confined, not only the capability handles on
@@ -86,6 +95,8 @@ mod launch;
 mod net;
 mod protocol;
 #[cfg(target_os = "linux")]
+mod quota;
+#[cfg(target_os = "linux")]
 mod relay;
 mod wire;
 
@@ -111,14 +122,37 @@ pub struct Limits {
     /// CPU time, in seconds. Default 30.
     pub cpu_seconds: u64,
     /// Largest file the call may write, in bytes (a write past it fails
-    /// with "File too large"). Default 64 MiB. It bounds each file, not
-    /// the total over all files a call writes: for a total cap, grant
+    /// with "File too large"). Default 16 MiB. With
+    /// [`files_written`](Self::files_written) it bounds the total a call
+    /// writes: [`total_written_bytes`](Self::total_written_bytes).
+    pub file_bytes: u64,
+    /// Most files the call may create or open for writing, in a call with
+    /// an `FsWrite` grant: each open with write access, `O_CREAT` or
+    /// `O_TRUNC` counts one (even of a file counted before, or one that
+    /// then fails), and so does each directory, link, symbolic link or
+    /// device node it makes; past it they fail with "Disk quota exceeded".
+    /// Reads are not counted. Default 32.
+    pub files_written: u64,
+    /// Most files open at once. Default 256.
+    pub open_files: u64,
+}
+
+impl Limits {
+    /// The most bytes a call can leave in files:
+    /// [`files_written`](Self::files_written) ×
+    /// [`file_bytes`](Self::file_bytes) (by default 32 × 16 MiB = 512
+    /// MiB), plus the filesystem's own record of the names it made (an
+    /// entry in a directory, a block for a directory or a long symbolic
+    /// link, each counted among the files). Whatever grows a file needs it
+    /// open for writing, or is refused (a path's `truncate`, `fallocate`
+    /// past a file's end). Enforced where the kernel confines the call
+    /// fully or partly (not when it runs unconfined); a smaller cap: grant
     /// `FsWrite` on a size-limited filesystem (a tmpfs with `size=`, a
     /// project quota), where a write past it fails with "No space left on
     /// device".
-    pub file_bytes: u64,
-    /// Most files open at once. Default 256.
-    pub open_files: u64,
+    pub fn total_written_bytes(&self) -> u64 {
+        self.files_written.saturating_mul(self.file_bytes)
+    }
 }
 
 impl Default for Limits {
@@ -126,7 +160,8 @@ impl Default for Limits {
         Self {
             memory_bytes: 1 << 30,
             cpu_seconds: 30,
-            file_bytes: 64 << 20,
+            file_bytes: 16 << 20,
+            files_written: 32,
             open_files: 256,
         }
     }

@@ -1,10 +1,11 @@
-//! The parent's side of a call's network: a thread that answers the child
-//! over the relay socket. The child's `connect` calls stop in its seccomp
-//! filter and come here as notifications; each is checked against the
-//! call's `Net` grants ([`net::dial`]), connected from the parent's own
+//! The parent's side of a call's network and files: a thread that answers
+//! the child over the relay socket. The child's `connect` calls stop in its
+//! seccomp filter and come here as notifications; each is checked against
+//! the call's `Net` grants ([`net::dial`]), connected from the parent's own
 //! network, and the connected socket is put in place of the tool's
 //! (`SECCOMP_IOCTL_NOTIF_ADDFD`). A connect refused answers "Operation not
-//! permitted" and nothing is dialled.
+//! permitted" and nothing is dialled. Its opens for writing come here the
+//! same way, and are counted ([`FileQuota`]).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -15,10 +16,12 @@ use agentry_core::tool::Capabilities;
 
 use crate::net::{self, DialError};
 use crate::protocol::{RelayReply, RelayRequest};
+use crate::quota::FileQuota;
 use crate::wire;
 
-/// Answer the child at the other end of `socket` until it goes away.
-pub(crate) fn serve(socket: UnixStream, capabilities: Capabilities) {
+/// Answer the child at the other end of `socket` until it goes away;
+/// `quota` counts its opens for writing (a call with an `FsWrite` grant).
+pub(crate) fn serve(socket: UnixStream, capabilities: Capabilities, mut quota: Option<FileQuota>) {
     let mut listener: Option<OwnedFd> = None;
     loop {
         let mut polled = [
@@ -42,7 +45,7 @@ pub(crate) fn serve(socket: UnixStream, capabilities: Capabilities) {
         }
         if let Some(fd) = &listener {
             if polled[1].revents & libc::POLLIN != 0 {
-                answer_connect(fd.as_fd(), &capabilities);
+                answer(fd.as_fd(), &capabilities, quota.as_mut());
             } else if polled[1].revents != 0 {
                 listener = None; // the child is gone
             }
@@ -84,9 +87,10 @@ pub(crate) fn serve(socket: UnixStream, capabilities: Capabilities) {
     }
 }
 
-/// Take one notification from `listener` and answer it: the tool's socket
-/// connected where the grants allow, or an error number.
-fn answer_connect(listener: BorrowedFd<'_>, capabilities: &Capabilities) {
+/// Take one notification from `listener` and answer it: an open for
+/// writing goes on while `quota` has files left; a connect has the tool's
+/// socket connected where the grants allow; otherwise an error number.
+fn answer(listener: BorrowedFd<'_>, capabilities: &Capabilities, quota: Option<&mut FileQuota>) {
     // SAFETY: seccomp_notif is plain data; RECV wants it zeroed.
     let mut notice: libc::seccomp_notif = unsafe { std::mem::zeroed() };
     // SAFETY: RECV writes the struct passed.
@@ -100,18 +104,45 @@ fn answer_connect(listener: BorrowedFd<'_>, capabilities: &Capabilities) {
     {
         return; // the task died, or was interrupted: nothing waits for an answer
     }
-    let mut reply = libc::seccomp_notif_resp {
-        id: notice.id,
-        val: 0,
-        error: 0,
-        flags: 0,
+    let reply = match quota {
+        Some(quota) if FileQuota::counts(notice.data.nr) => quota.answer(notice.id),
+        _ => {
+            let mut reply = libc::seccomp_notif_resp {
+                id: notice.id,
+                val: 0,
+                error: 0,
+                flags: 0,
+            };
+            if let Err(errno) = connect_for(&notice, listener, capabilities) {
+                reply.error = -errno;
+            }
+            reply
+        }
     };
-    if let Err(errno) = connect_for(&notice, listener, capabilities) {
-        reply.error = -errno;
-    }
     // SAFETY: SEND reads the struct passed; a task that died meanwhile
     // answers ENOENT, which leaves nothing to do.
-    unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &reply) };
+    let sent = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &reply) };
+    if sent != 0
+        && reply.flags != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
+    {
+        // A kernel without SECCOMP_USER_NOTIF_FLAG_CONTINUE (before 5.5;
+        // it has no Landlock either, and the child relays nothing where
+        // Landlock is missing): refuse rather than leave the tool waiting.
+        let refused = libc::seccomp_notif_resp {
+            flags: 0,
+            error: -libc::EDQUOT,
+            ..reply
+        };
+        // SAFETY: as above.
+        unsafe {
+            libc::ioctl(
+                listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_SEND,
+                &refused,
+            )
+        };
+    }
 }
 
 /// Dial what the notified `connect` asks for and put the socket in place

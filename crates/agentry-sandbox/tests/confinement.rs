@@ -2,7 +2,8 @@
 //! `/etc/passwd`, open a TCP socket, write outside its grant, start a
 //! shell, allocate 10 GB, spin past its CPU time, write a file past its
 //! size limit, raise its own limits, change a file's mode, limit its
-//! parent, reach a Unix socket with a Net grant; and does what it may
+//! parent, reach a Unix socket with a Net grant, write more files than a
+//! call may or grow one without opening it; and does what it may
 //! (read and write inside its grant, start a thread, print) normally. Each
 //! outcome is checked exactly.
 //!
@@ -28,6 +29,8 @@ use futures_util::future::LocalBoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+#[path = "confinement/files.rs"]
+mod files;
 #[path = "confinement/network.rs"]
 mod network;
 use network::{
@@ -81,7 +84,7 @@ fn networked(name: &str, grants: &[String]) -> Tool {
 /// The tools of the network checks, as the child serves them (it needs
 /// only their names and handlers).
 fn network_tools() -> Vec<Tool> {
-    ["elsewhere", "anywhere", "named"]
+    ["elsewhere", "anywhere", "named", "fetch_and_write"]
         .into_iter()
         .map(|name| networked(name, &[]))
         .collect()
@@ -223,7 +226,9 @@ fn attempt(action: &str, arg: &str, ctx: &ToolContext) -> Result<Value, String> 
             Ok(json!("woke"))
         }
         "panic" => panic!("the tool gave up"),
-        other => Err(format!("unknown action {other}")),
+        other => {
+            files::attempt(other, arg).unwrap_or_else(|| Err(format!("unknown action {other}")))
+        }
     }
 }
 
@@ -291,7 +296,8 @@ async fn run_all() {
     let limits = Limits {
         memory_bytes: 512 << 20,
         cpu_seconds: 1,
-        file_bytes: 1 << 20,
+        file_bytes: files::FILE_BYTES,
+        files_written: files::FILES_WRITTEN,
         open_files: 64,
     };
     let sandbox = Sandbox::new().limits(limits);
@@ -341,6 +347,26 @@ async fn run_all() {
         (
             "memory, CPU and file size are limited",
             Box::pin(limits_hold(&world)),
+        ),
+        (
+            "a call writes at most its count of files",
+            Box::pin(files::files_are_counted(&world)),
+        ),
+        (
+            "directories and links count as files written",
+            Box::pin(files::names_are_counted(&world)),
+        ),
+        (
+            "reads are not counted",
+            Box::pin(files::reads_are_not_counted(&world)),
+        ),
+        (
+            "no file grows or is made without a counted open",
+            Box::pin(files::no_growth_without_a_counted_open(&world)),
+        ),
+        (
+            "a call with Net and FsWrite grants: relayed and counted",
+            Box::pin(files::relayed_and_counted(&world, &sandbox)),
         ),
         (
             "no raised limits, no file modes, no other process's limits",

@@ -6,7 +6,7 @@ use super::*;
 
 /// A listener on 127.0.0.1 that answers each connection with `greeting`,
 /// on a thread; its port.
-fn greeter(greeting: &'static str) -> u16 {
+pub(super) fn greeter(greeting: &'static str) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
