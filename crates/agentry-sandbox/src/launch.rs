@@ -241,8 +241,8 @@ fn explain_refusal(
     // counted).
     if message.contains(QUOTA_ERROR) && !capabilities.dirs(true).is_empty() {
         return format!(
-            "{message} (a sandboxed call may create or open for writing {} files, each of at \
-             most {})",
+            "{message} (a sandboxed call may create, rename or open for writing {} files, each \
+             of at most {})",
             limits.files_written,
             size(limits.file_bytes)
         );

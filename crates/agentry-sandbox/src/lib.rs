@@ -31,7 +31,7 @@
 //!   dropped first, so a program run as root cannot raise them again.
 //!   Descriptors the parent left open are closed.
 //! - **files written**: in a call with an `FsWrite` grant, each open for
-//!   writing and each name made (a directory, a link) stops in a seccomp
+//!   writing and each name made or renamed (a directory, a link) stops in a seccomp
 //!   filter and is counted by the parent, which lets it go on while the
 //!   call has files left ([`Limits::files_written`]) and answers "Disk
 //!   quota exceeded" after; with the size of each file capped, a call
@@ -130,8 +130,9 @@ pub struct Limits {
     /// an `FsWrite` grant: each open with write access, `O_CREAT` or
     /// `O_TRUNC` counts one (even of a file counted before, or one that
     /// then fails), and so does each directory, link, symbolic link or
-    /// device node it makes; past it they fail with "Disk quota exceeded".
-    /// Reads are not counted. Default 32.
+    /// device node it makes and each rename (a file written to a temporary
+    /// name and renamed counts two); past it they fail with "Disk quota
+    /// exceeded". Reads are not counted. Default 32.
     pub files_written: u64,
     /// Most files open at once. Default 256.
     pub open_files: u64,
@@ -141,9 +142,9 @@ impl Limits {
     /// The most bytes a call can leave in files:
     /// [`files_written`](Self::files_written) ×
     /// [`file_bytes`](Self::file_bytes) (by default 32 × 16 MiB = 512
-    /// MiB), plus the filesystem's own record of the names it made (an
-    /// entry in a directory, a block for a directory or a long symbolic
-    /// link, each counted among the files). Whatever grows a file needs it
+    /// MiB), plus the filesystem's own record of the names it made or
+    /// moved (an entry in a directory, a block for a directory or a long
+    /// symbolic link, each counted among the files). Whatever grows a file needs it
     /// open for writing, or is refused (a path's `truncate`, `fallocate`
     /// past a file's end). Enforced where the kernel confines the call
     /// fully or partly (not when it runs unconfined); a smaller cap: grant

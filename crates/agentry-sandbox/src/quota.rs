@@ -2,7 +2,8 @@
 //! (`RLIMIT_FSIZE`); the parent counts them. In a call with an `FsWrite`
 //! grant, every system call that opens a file for writing (write access,
 //! `O_CREAT` or `O_TRUNC` in its flags) or makes a name (a directory, a
-//! link, a symbolic link, a device node) stops in the child's seccomp
+//! link, a symbolic link, a device node) or renames one stops in the
+//! child's seccomp
 //! filter and waits for the parent, which counts it: while the call has
 //! files left it lets the system call go on
 //! (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`); after, it answers "Disk quota
@@ -34,13 +35,19 @@ pub(crate) const OPENS: &[(libc::c_long, u8)] = &[
     (libc::SYS_open, 1),
 ];
 
-/// The system calls that make a file for writing or a name, whatever
-/// their arguments: each counts.
+/// The system calls that make a file for writing or a name, or put a name
+/// in a directory, whatever their arguments: each counts. A rename counts
+/// too: it adds no bytes to a file, but it puts a name in a directory
+/// (perhaps another), and a directory's listing keeps the room its names
+/// once took, so renames repeated without a count would grow directories
+/// without a bound.
 pub(crate) const MAKERS: &[libc::c_long] = &[
     libc::SYS_mkdirat,
     libc::SYS_symlinkat,
     libc::SYS_linkat,
     libc::SYS_mknodat,
+    libc::SYS_renameat,
+    libc::SYS_renameat2,
     #[cfg(target_arch = "x86_64")]
     libc::SYS_creat,
     #[cfg(target_arch = "x86_64")]
@@ -51,6 +58,8 @@ pub(crate) const MAKERS: &[libc::c_long] = &[
     libc::SYS_link,
     #[cfg(target_arch = "x86_64")]
     libc::SYS_mknod,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_rename,
 ];
 
 /// What a call has left to write: the parent's count, one per call.
@@ -115,6 +124,7 @@ mod tests {
     fn counts_opens_and_names_only() {
         assert!(FileQuota::counts(libc::SYS_openat as i32));
         assert!(FileQuota::counts(libc::SYS_mkdirat as i32));
+        assert!(FileQuota::counts(libc::SYS_renameat2 as i32));
         assert!(!FileQuota::counts(libc::SYS_connect as i32));
         assert!(!FileQuota::counts(libc::SYS_write as i32));
     }

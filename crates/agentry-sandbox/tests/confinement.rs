@@ -353,7 +353,7 @@ async fn run_all() {
             Box::pin(files::files_are_counted(&world)),
         ),
         (
-            "directories and links count as files written",
+            "directories, links and renames count as files written",
             Box::pin(files::names_are_counted(&world)),
         ),
         (

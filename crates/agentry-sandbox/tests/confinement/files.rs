@@ -1,6 +1,6 @@
 //! The checks of what a call leaves on disk: each file is capped by the
 //! file-size limit, and the files a call may create or open for writing
-//! are counted (by the parent, answering a seccomp notification for each),
+//! (and the names it makes or renames) are counted (by the parent, answering a seccomp notification for each),
 //! so the total is at most `files_written × file_bytes`. What could grow a
 //! file or make one without such an open is refused: `openat2` (its flags
 //! lie in memory), a path's `truncate`, `fallocate` past the end of a file,
@@ -32,14 +32,16 @@ pub(super) fn attempt(action: &str, arg: &str) -> Option<Result<Value, String>> 
                 .map_err(|e| format!("file {i}: {e}"))
             })
             .map(|()| json!(format!("wrote {TRIES} files"))),
-        // Directories, symbolic links and hard links, until one fails.
+        // Directories, symbolic links, hard links and renames (of the
+        // last link), until one fails.
         "names" => (0..TRIES)
             .try_for_each(|i| {
                 let name = dir.join(format!("name-{i}"));
-                match i % 3 {
+                match i % 4 {
                     0 => std::fs::create_dir(&name),
                     1 => std::os::unix::fs::symlink("notes.txt", &name),
-                    _ => std::fs::hard_link(dir.join("notes.txt"), &name),
+                    2 => std::fs::hard_link(dir.join("notes.txt"), &name),
+                    _ => std::fs::rename(dir.join(format!("name-{}", i - 1)), &name),
                 }
                 .map_err(|e| format!("name {i}: {e}"))
             })
@@ -156,7 +158,7 @@ fn fresh_dir(world: &World, name: &str) -> PathBuf {
 fn quota_spent(what: &str) -> String {
     format!(
         "tool \"probe\" failed: {what}: Disk quota exceeded (os error 122) (a sandboxed call \
-         may create or open for writing {FILES_WRITTEN} files, each of at most 1 MiB)"
+         may create, rename or open for writing {FILES_WRITTEN} files, each of at most 1 MiB)"
     )
 }
 
@@ -200,8 +202,19 @@ pub(super) async fn names_are_counted(world: &World) {
     let dir = fresh_dir(world, "names");
     let names = world.call("names", dir.to_str().unwrap()).await;
     assert_eq!(error(&names), quota_spent(&format!("name {FILES_WRITTEN}")));
+    // name-2 and name-6 were renamed to name-3 and name-7; the ninth
+    // (a directory) was not made.
     let (_, made) = files_in(&dir);
-    assert_eq!(made.len() as u64, 1 + FILES_WRITTEN, "{made:?}");
+    let expected = [
+        "name-0",
+        "name-1",
+        "name-3",
+        "name-4",
+        "name-5",
+        "name-7",
+        "notes.txt",
+    ];
+    assert_eq!(made, expected);
 }
 
 pub(super) async fn reads_are_not_counted(world: &World) {
