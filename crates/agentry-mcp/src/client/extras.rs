@@ -24,6 +24,13 @@ pub(crate) async fn prompts(
         .await?;
     Ok(listed
         .into_iter()
+        .filter(|prompt| {
+            let plain = super::shown_plainly(&prompt.name);
+            if !plain {
+                client.leave_out("prompt", &prompt.name);
+            }
+            plain
+        })
         .map(|prompt| {
             let arguments = prompt.arguments.unwrap_or_default();
             let properties: Map<String, Value> = arguments
@@ -127,6 +134,10 @@ pub(crate) async fn templates(
         })
         .await?;
     for template in templates {
+        if !super::shown_plainly(&template.name) {
+            client.leave_out("resource template", &template.name);
+            continue;
+        }
         let variables = variables(&template.uri_template);
         let properties: Map<String, Value> = variables
             .iter()

@@ -145,6 +145,10 @@ impl McpClient {
             allow.is_none_or(|allow| allow.iter().any(|a| a == name))
         };
         for remote in listed.into_iter().filter(|remote| allowed(&remote.name)) {
+            if !shown_plainly(&remote.name) {
+                self.leave_out("tool", &remote.name);
+                continue;
+            }
             match self.tool(remote) {
                 Ok(tool) => tools.push(tool),
                 Err(error) => {
@@ -172,6 +176,20 @@ impl McpClient {
             first
         });
         Ok(tools)
+    }
+
+    /// Say (on `tracing`, escaped) that a `what` (tool, prompt, template)
+    /// named `name`, which holds a control or format character, is left out:
+    /// shown on a terminal, such a name could rewrite what is on the screen
+    /// (an approval prompt, a listing).
+    pub(crate) fn leave_out(&self, what: &str, name: &str) {
+        tracing::warn!(
+            server = %escaped(self.name()),
+            name = %escaped(name),
+            "the MCP server {} lists a {what} whose name holds control or format characters, {}; it is left out",
+            escaped(self.name()),
+            escaped(name),
+        );
     }
 
     /// Every page of one listing of `what` (`list_page` fetching a page),
@@ -436,6 +454,36 @@ fn namespace(name: &str) -> String {
     if name.is_empty() { "mcp".into() } else { name }
 }
 
+/// Whether `name` holds no character that could change what a terminal
+/// shows: no control character (C0, DEL, C1: escape sequences, carriage
+/// returns, newlines) and no Unicode format character that reorders or hides
+/// text (zero-width U+200B–U+200F, line and paragraph separators and bidi
+/// embeddings U+2028–U+202E, word joiners and bidi isolates U+2060–U+2069,
+/// U+FEFF).
+pub fn shown_plainly(name: &str) -> bool {
+    !name.chars().any(unprintable)
+}
+
+/// A control or format character ([`shown_plainly`]).
+fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// `text` with each control or format character written as Rust escapes it
+/// (`\u{1b}`, `\r`, `\n`), so that it shows as it is on a terminal.
+pub fn escaped(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        if unprintable(c) {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
+}
+
 impl ToolSource for McpClient {
     fn name(&self) -> &str {
         McpClient::name(self)
@@ -452,6 +500,26 @@ impl ToolSource for McpClient {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn names_with_control_or_format_characters_are_not_shown_plainly() {
+        assert!(super::shown_plainly("read_file"));
+        assert!(super::shown_plainly("lire_le_fichier_é"));
+        for name in [
+            "zap\u{1b}[2K\r",
+            "a\nb",
+            "a\u{9b}b",
+            "a\u{202e}b",
+            "a\u{200b}b",
+            "a\u{2066}b",
+        ] {
+            assert!(!super::shown_plainly(name), "{name:?}");
+        }
+        assert_eq!(
+            super::escaped("zap\u{1b}[2K\rapprove\u{202e}é"),
+            "zap\\u{1b}[2K\\rapprove\\u{202e}é"
+        );
+    }
+
     #[test]
     fn server_names_become_namespaces() {
         assert_eq!(super::namespace("mcp-servers/everything"), "everything");

@@ -4,8 +4,8 @@
 //! tool names would make an agent's tool list unusable. Such a server is
 //! refused alone; the others are kept.
 
-use super::McpClient;
 use super::config::{McpServerConfig, McpTransport};
+use super::{McpClient, namespace};
 use crate::McpError;
 
 /// The servers a set of configurations gave: the clients connected, an
@@ -26,6 +26,9 @@ pub struct Connected {
 /// taken first, whatever their order: a later server named the same as an
 /// earlier one is refused without being started, and a server that names
 /// itself after a taken namespace is refused (and closed) once connected.
+/// Names are compared in the form a server's own name takes as a namespace
+/// (lower case, `-` for anything but letters and digits): `GitHub` and
+/// `github` are one namespace, as are `my_files` and `my-files`.
 pub async fn connect_all(configs: Vec<McpServerConfig>) -> Connected {
     let mut slots: Vec<Option<McpClient>> = configs.iter().map(|_| None).collect();
     let (mut refused, mut failed) = (Vec::new(), Vec::new());
@@ -37,14 +40,15 @@ pub async fn connect_all(configs: Vec<McpServerConfig>) -> Connected {
         .partition(|(_, config)| !config.name.is_empty());
     for (place, config) in named {
         let what = describe(&config.transport);
-        if let Some((_, holder)) = taken.iter().find(|(name, _)| *name == config.name) {
+        let normal = namespace(&config.name);
+        if let Some((_, holder)) = taken.iter().find(|(name, _)| *name == normal) {
             refused.push(McpError::Config(format!(
                 "two MCP servers are named `{}`: {holder} and {what}; the second is left out",
                 config.name
             )));
             continue;
         }
-        taken.push((config.name.clone(), what.clone()));
+        taken.push((normal, what.clone()));
         match McpClient::connect(config).await {
             Ok(client) => slots[place] = Some(client),
             Err(error) => failed.push((what, error)),
