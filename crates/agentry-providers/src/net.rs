@@ -316,7 +316,7 @@ impl Resolve for GuardedResolver {
             let allowed: Vec<SocketAddr> = resolved
                 .iter()
                 .copied()
-                .filter(|address| capabilities.allows_address(address.ip()))
+                .filter(|address| capabilities.allows_address_for(&host, address.ip()))
                 .collect();
             if allowed.is_empty() {
                 let addresses = resolved.iter().map(SocketAddr::ip).collect();

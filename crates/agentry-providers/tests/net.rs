@@ -91,7 +91,13 @@ async fn a_wildcard_never_reaches_loopback_or_link_local_addresses() {
 async fn a_granted_name_that_resolves_to_loopback_is_refused_after_dns() {
     let server = serve(vec![Reply::Text("internal".into())]).await;
     let url = format!("http://localhost:{}/admin", server.port);
-    for grants in [vec!["http://*:*"], vec!["http://localhost:*"]] {
+    // A grant for one port of the address opens no other port to a name.
+    for grants in [
+        vec!["http://*:*"],
+        vec!["http://localhost:*"],
+        vec!["http://localhost:*", "http://127.0.0.1:1"],
+        vec!["http://*:*", "http://127.0.0.1:1", "https://127.0.0.1:*"],
+    ] {
         let error = client(&grants).get(&url).await.unwrap_err();
         let NetError::AddressRefused { host, addresses } = &error else {
             panic!("{grants:?}: {error}");

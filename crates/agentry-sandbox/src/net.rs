@@ -139,7 +139,7 @@ pub(crate) fn granted(capabilities: &Capabilities, host: &str, port: u16) -> boo
 }
 
 /// Connect to `host:port` as `capabilities` allow: the grant first, then
-/// every address the host resolves to ([`Capabilities::allows_address`]),
+/// every address the host resolves to ([`Capabilities::allows_address_on`]),
 /// the first allowed one that accepts.
 pub(crate) fn dial(
     capabilities: &Capabilities,
@@ -159,7 +159,7 @@ pub(crate) fn dial(
         .collect();
     let (allowed, refused): (Vec<SocketAddr>, Vec<SocketAddr>) = resolved
         .into_iter()
-        .partition(|address| capabilities.allows_address(address.ip()));
+        .partition(|address| capabilities.allows_address_on(None, address.ip(), port));
     if allowed.is_empty() {
         return Err(DialError::AddressRefused {
             host: host.to_owned(),

@@ -211,17 +211,77 @@ impl Capabilities {
 
     /// True when a request to `scheme://host:port` is allowed (`host` a name or
     /// an address). A name may still resolve to an address that is refused:
-    /// see [`allows_address`](Self::allows_address).
+    /// see [`allows_address_on`](Self::allows_address_on).
     pub fn allows_net(&self, scheme: &str, host: &str, port: u16) -> bool {
         self.net_grants()
             .any(|grant| grant.allows(scheme, host, port))
     }
 
-    /// True when connecting to `address` is allowed once a granted name
-    /// resolved to it: it is public, or a grant names it.
-    pub fn allows_address(&self, address: IpAddr) -> bool {
+    /// True when `address`, which a granted name resolved to, may be dialled
+    /// on `port` (over `scheme`, or either scheme when `None`): it is public,
+    /// or a grant names the address itself with that port and scheme. A grant
+    /// for one port of an address never opens its other ports to a name.
+    ///
+    /// ```
+    /// use agentry_core::tool::{Capabilities, Capability};
+    ///
+    /// let grants = Capabilities::from_iter([
+    ///     Capability::Net("http://localhost:*".into()),
+    ///     Capability::Net("http://127.0.0.1:8080".into()),
+    /// ]);
+    /// let loopback = "127.0.0.1".parse().unwrap();
+    /// assert!(grants.allows_address_on(Some("http"), loopback, 8080));
+    /// assert!(!grants.allows_address_on(Some("http"), loopback, 22), "not that port");
+    /// assert!(!grants.allows_address_on(Some("https"), loopback, 8080), "not that scheme");
+    /// assert!(grants.allows_address_on(None, "93.184.215.14".parse().unwrap(), 22), "public");
+    /// ```
+    pub fn allows_address_on(&self, scheme: Option<&str>, address: IpAddr, port: u16) -> bool {
         super::net_grant::is_public(address)
-            || self.net_grants().any(|grant| grant.names_address(address))
+            || self.net_grants().any(|grant| {
+                grant.names_address(address)
+                    && grant.port.is_none_or(|granted| granted == port)
+                    && scheme.is_none_or(|scheme| grant.scheme.eq_ignore_ascii_case(scheme))
+            })
+    }
+
+    /// True when `address` may be dialled for the name `host` whatever port
+    /// and scheme the request used, for a resolver that is not told them:
+    /// it is public, or for every grant that lets `host` through, a grant
+    /// naming the address covers the same scheme and ports
+    /// ([`allows_address_on`](Self::allows_address_on) when the port is known).
+    ///
+    /// ```
+    /// use agentry_core::tool::{Capabilities, Capability};
+    ///
+    /// let loopback = "127.0.0.1".parse().unwrap();
+    /// let narrow = Capabilities::from_iter([
+    ///     Capability::Net("http://localhost:*".into()),
+    ///     Capability::Net("http://127.0.0.1:8080".into()),
+    /// ]);
+    /// assert!(!narrow.allows_address_for("localhost", loopback), "localhost:22 would pass");
+    /// let whole = Capabilities::from_iter([
+    ///     Capability::Net("http://localhost:8080".into()),
+    ///     Capability::Net("http://127.0.0.1:8080".into()),
+    /// ]);
+    /// assert!(whole.allows_address_for("localhost", loopback));
+    /// ```
+    pub fn allows_address_for(&self, host: &str, address: IpAddr) -> bool {
+        if super::net_grant::is_public(address) {
+            return true;
+        }
+        let grants: Vec<NetGrant> = self.net_grants().collect();
+        let mut letting = grants
+            .iter()
+            .filter(|grant| grant.allows(grant.scheme, host, grant.port.unwrap_or(1)))
+            .peekable();
+        letting.peek().is_some()
+            && letting.all(|name| {
+                grants.iter().any(|named| {
+                    named.names_address(address)
+                        && named.scheme == name.scheme
+                        && (named.port.is_none() || named.port == name.port)
+                })
+            })
     }
 
     /// The first malformed capability, if any: a `Net` grant that does not read.
