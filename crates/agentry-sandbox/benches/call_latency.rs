@@ -5,7 +5,8 @@
 //! 127.0.0.1 granted by address (a `Net` grant: the call gets its own
 //! network namespace and its connect goes through the relay), in a warm
 //! child that writes one file inside an `FsWrite` grant (its open for
-//! writing is counted by the parent), and, as the
+//! writing is counted by the parent), the time one open for writing takes
+//! inside such a call (30 opens a call, timed by the tool), and, as the
 //! peer, in a child started under bubblewrap (`bwrap` with
 //! every namespace unshared) that runs the same handler.
 //!
@@ -68,6 +69,30 @@ fn write_note(dir: &Path) -> Tool {
         .with_name("write_note")
 }
 
+/// How many files [`open_many`] opens for writing in a call.
+const OPENS: u32 = 30;
+
+/// Open [`OPENS`] files under `dir` for writing (granted); the time each
+/// open took on average, in nanoseconds, timed inside the call.
+fn open_many(dir: &Path) -> Tool {
+    function("open_many")
+        .description("Open files for writing.")
+        .arg::<String>("path", "the directory")
+        .capability(Capability::fs_write(dir))
+        .sandboxed()
+        .handler(|open: Read| {
+            let dir = PathBuf::from(open.path);
+            let started = Instant::now();
+            for i in 0..OPENS {
+                std::fs::File::create(dir.join(format!("many-{i}"))).map_err(|e| e.to_string())?;
+            }
+            Ok::<_, String>(started.elapsed().as_nanos() as u64 / u64::from(OPENS))
+        })
+        .build()
+        .expect("a valid tool")
+        .with_name("open_many")
+}
+
 #[derive(Deserialize)]
 struct Fetch {
     address: String,
@@ -112,6 +137,7 @@ fn main() {
             read_note(Path::new("/")),
             fetch_note(0),
             write_note(Path::new("/")),
+            open_many(Path::new("/")),
         ]
     });
     if let Some(path) = std::env::var_os(BWRAP_CHILD) {
@@ -189,6 +215,19 @@ fn main() {
             assert_eq!(result.output, json!("a short note"), "{result:?}");
         }
         report("agentry sandbox, warm child, writes one file", times);
+        let opener = Toolbox::for_agent([open_many(&dir)]).unwrap();
+        let open = ToolCall::new("o", "open_many", json!({"path": dir}));
+        let mut times = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            tokio::time::sleep(PAUSE).await;
+            let result = gated_dispatch(&opener, open.clone(), &write_grants, &warm).await;
+            let nanos = result
+                .output
+                .as_u64()
+                .unwrap_or_else(|| panic!("{result:?}"));
+            times.push(Duration::from_nanos(nanos));
+        }
+        report("one open for writing, inside such a call", times);
         let port = note_server();
         let address = format!("127.0.0.1:{port}");
         let fetch = ToolCall::new("f", "fetch_note", json!({"address": address}));
