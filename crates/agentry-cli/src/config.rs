@@ -287,6 +287,7 @@ impl Loaded {
                 return Err(self.error_at_key(key, "must be at least 1"));
             }
         }
+        self.plain_names()?;
         self.server_sites()?;
         for grant in &self.file.grants.net {
             if let Err(error) = agentry::tool::NetGrant::parse(grant.get_ref()) {
@@ -315,6 +316,64 @@ impl Loaded {
                     "memory.ranking.recency_half_life_secs",
                     "must be at least 1",
                 ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Names and other words of the file that are shown or stored as they
+    /// are (the agent's name goes into every memory record) hold no control
+    /// or format character: a newline in a name stored in a file could make
+    /// a line of its own there, an escape sequence shown on a terminal could
+    /// rewrite what is on the screen.
+    fn plain_names(&self) -> Result<(), String> {
+        let refused = |value: &str| {
+            format!(
+                "must hold no control or format characters (it is \"{}\")",
+                agentry_mcp::client::escaped(value)
+            )
+        };
+        let file = &self.file;
+        for (key, value) in [
+            ("name", file.name.as_deref()),
+            ("model.name", file.model.name.as_deref()),
+            (
+                "memory.embedding_model",
+                file.memory.embedding_model.as_deref(),
+            ),
+        ] {
+            if let Some(value) = value
+                && !agentry_mcp::client::shown_plainly(value)
+            {
+                return Err(self.error_at_key(key, &refused(value)));
+            }
+        }
+        for variable in &file.grants.env {
+            if !agentry_mcp::client::shown_plainly(variable) {
+                return Err(self.error_at_key("grants.env", &refused(variable)));
+            }
+        }
+        let spanned = [
+            ("memory.store", file.memory.store.iter().collect::<Vec<_>>()),
+            (
+                "server.api_keys_env",
+                file.server.api_keys_env.iter().collect(),
+            ),
+            ("grants.net", file.grants.net.iter().collect()),
+            (
+                "server.allow_hosts",
+                file.server.allow_hosts.iter().collect(),
+            ),
+            (
+                "server.allow_origins",
+                file.server.allow_origins.iter().collect(),
+            ),
+        ];
+        for (key, values) in spanned {
+            for value in values {
+                if !agentry_mcp::client::shown_plainly(value.get_ref()) {
+                    return Err(self.error_at(value.span(), key, &refused(value.get_ref())));
+                }
             }
         }
         Ok(())
@@ -527,6 +586,26 @@ mod tests {
         assert_eq!(loaded.file.server.requests_per_minute, Some(60));
         let servers = agentry_mcp::client::servers_from_toml(example).unwrap();
         assert_eq!(servers.len(), 1);
+    }
+
+    #[test]
+    fn a_name_with_control_or_format_characters_is_refused_with_its_key_and_line() {
+        assert_eq!(
+            parse("name = \"helper\\nssh-ed25519 AAAA attacker@evil\\n\"\n").unwrap_err(),
+            r#"conf/agentry.toml:1: name: must hold no control or format characters (it is "helper\nssh-ed25519 AAAA attacker@evil\n")"#
+        );
+        assert_eq!(
+            parse("[model]\nprovider = \"offline\"\nname = \"m\\u001b[2K\"\n").unwrap_err(),
+            r#"conf/agentry.toml:3: model.name: must hold no control or format characters (it is "m\u{1b}[2K")"#
+        );
+        assert_eq!(
+            parse("[memory]\n\nstore = \"a\\u202eb.db\"\n").unwrap_err(),
+            r#"conf/agentry.toml:3: memory.store: must hold no control or format characters (it is "a\u{202e}b.db")"#
+        );
+        assert_eq!(
+            parse("[grants]\nenv = [\"HOME\", \"X\\rY\"]\n").unwrap_err(),
+            r#"conf/agentry.toml:2: grants.env: must hold no control or format characters (it is "X\rY")"#
+        );
     }
 
     #[test]

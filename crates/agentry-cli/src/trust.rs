@@ -6,8 +6,17 @@
 //! the file revokes the trust. A file named with `--config` is trusted: the
 //! user chose it.
 //!
-//! What needs trust (everything else, the model, the prompt, limits, a
-//! SQLite memory file, runs without):
+//! Trust is for the file where it was found: the record's key is the
+//! canonical directory it was found in and the file's name, the name itself
+//! not followed, so that a symlink to a trusted file elsewhere is a file of
+//! its own (its MCP servers would start in the link's directory), trusted
+//! only once trusted as such. A path that is not UTF-8 cannot be recorded.
+//! Every string of the file that is shown (commands, URLs, paths, names) is
+//! shown with its control and format characters escaped, so that the file
+//! cannot rewrite the listing on a terminal.
+//!
+//! What needs trust (everything else, the local model, the prompt, limits,
+//! a SQLite memory file in the file's folder, runs without):
 //! - an MCP server (`[mcp.servers.NAME]`): a `command` is a process started,
 //!   a `url` a server the agent's tools come from (and `bearer_env` a secret
 //!   sent to it);
@@ -20,11 +29,18 @@
 //! - `server.listen` on an address other than loopback, and any
 //!   `server.allow_hosts` or `server.allow_origins` (other names and web
 //!   pages could reach the server from a browser);
-//! - `memory.store` in a PostgreSQL database (the conversations go there).
+//! - `memory.store` in a PostgreSQL database (the conversations go there),
+//!   or a SQLite file outside the file's folder (it would be created or
+//!   written there, wherever that is); the default `agentry.db` too where a
+//!   symlink takes it outside;
+//! - `model.provider` or `memory.embedder` of a remote service (OpenAI,
+//!   Anthropic): the conversations would leave the machine, sent with the
+//!   user's key.
 //!
 //! The records are kept in `$AGENTRY_TRUST_FILE`, else
 //! `trusted.json` in agentry's folder of the user's data directory
-//! (`~/.local/share/agentry/` on Linux), written with mode 0600.
+//! (`~/.local/share/agentry/` on Linux), written with mode 0600; a store
+//! that others may write (group or world) is refused.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,7 +49,11 @@ use std::process::ExitCode;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::{DEFAULT_FILE, Loaded};
+use agentry_mcp::client::escaped;
+
+use crate::ProviderKind;
+use crate::config::{DEFAULT_FILE, EmbedderKind, Loaded};
+use crate::definition::DEFAULT_STORE;
 
 /// The variable that names the trust store instead of the default one.
 pub const TRUST_FILE_VAR: &str = "AGENTRY_TRUST_FILE";
@@ -52,40 +72,44 @@ pub struct TrustArgs {
     list: bool,
 }
 
-/// What `loaded` would start or grant, one line each; empty when it needs
-/// no trust.
+/// What `loaded` would start or grant, one line each, its strings escaped
+/// ([`escaped`]); empty when it needs no trust.
 pub fn powers(loaded: &Loaded) -> Vec<String> {
     let mut powers = mcp_servers(loaded);
     let file = &loaded.file;
     let grants = &file.grants;
     for dir in &grants.fs_read {
         let dir = loaded.resolve(dir.get_ref());
-        powers.push(format!("let tools read {}", dir.display()));
+        powers.push(format!("let tools read {}", shown(&dir)));
     }
     for dir in &grants.fs_write {
         let dir = loaded.resolve(dir.get_ref());
-        powers.push(format!("let tools write {}", dir.display()));
+        powers.push(format!("let tools write {}", shown(&dir)));
     }
     for host in &grants.net {
-        powers.push(format!("let tools reach {}", host.get_ref()));
+        powers.push(format!("let tools reach {}", escaped(host.get_ref())));
     }
     for variable in &grants.env {
-        powers.push(format!("let tools read ${variable}"));
+        powers.push(format!("let tools read ${}", escaped(variable)));
     }
+    let home = loaded
+        .path
+        .as_deref()
+        .and_then(Path::parent)
+        .map(canonical_dir);
     let outside = |value: &toml::Spanned<PathBuf>| {
         let path = loaded.resolve(value.get_ref());
-        let home = loaded.path.as_deref().and_then(Path::parent);
-        let inside = match (path.canonicalize(), home.map(canonical_dir)) {
+        let inside = match (path.canonicalize(), &home) {
             (Ok(path), Some(Ok(home))) => path.starts_with(home),
             _ => false,
         };
         (!inside).then_some(path)
     };
     if let Some(dir) = file.agent.dir.as_ref().and_then(outside) {
-        powers.push(format!("let the file reader read {}", dir.display()));
+        powers.push(format!("let the file reader read {}", shown(&dir)));
     }
     if let Some(dir) = file.agent.skills.as_ref().and_then(outside) {
-        powers.push(format!("load Agent Skills from {}", dir.display()));
+        powers.push(format!("load Agent Skills from {}", shown(&dir)));
     }
     if file.agent.mcp_trusted == Some(true) {
         powers.push(
@@ -99,25 +123,94 @@ pub fn powers(loaded: &Loaded) -> Vec<String> {
         powers.push(format!("listen on {listen}, beyond this machine"));
     }
     for host in &file.server.allow_hosts {
-        powers.push(format!("answer requests for the host {}", host.get_ref()));
+        powers.push(format!(
+            "answer requests for the host {}",
+            escaped(host.get_ref())
+        ));
     }
     for origin in &file.server.allow_origins {
         powers.push(format!(
             "let pages from {} use the server",
-            origin.get_ref()
+            escaped(origin.get_ref())
         ));
     }
-    if let Some(store) = &file.memory.store
-        && crate::definition::is_postgres(store.get_ref())
+    let store = file
+        .memory
+        .store
+        .as_ref()
+        .map(|store| store.get_ref().as_str());
+    if let Some(store) = store
+        && crate::definition::is_postgres(store)
     {
         // The address without the credentials.
-        let host = store.get_ref().rsplit('@').next().unwrap_or_default();
+        let host = store.rsplit('@').next().unwrap_or_default();
         let host = host.split("://").last().unwrap_or_default();
         powers.push(format!(
-            "keep chat sessions in the PostgreSQL database at {host}"
+            "keep chat sessions in the PostgreSQL database at {}",
+            escaped(host)
         ));
+    } else {
+        let path = loaded.resolve(Path::new(store.unwrap_or(DEFAULT_STORE)));
+        if let Some(place) = sqlite_outside(&path, &home) {
+            powers.push(format!(
+                "keep chat sessions in the SQLite file {}, outside its folder",
+                shown(&place)
+            ));
+        }
+    }
+    match file.model.provider {
+        Some(ProviderKind::Openai) => powers.push(
+            "send the conversations to an OpenAI-compatible service ($OPENAI_BASE_URL, else \
+             OpenAI), with your $OPENAI_API_KEY"
+                .into(),
+        ),
+        Some(ProviderKind::Anthropic) => {
+            powers.push("send the conversations to Anthropic, with your $ANTHROPIC_API_KEY".into())
+        }
+        Some(ProviderKind::Local | ProviderKind::Offline) | None => {}
+    }
+    if file.memory.embedder == Some(EmbedderKind::Openai) {
+        powers.push(
+            "send what is remembered to an OpenAI-compatible embeddings service \
+             ($OPENAI_BASE_URL, else OpenAI), with your $OPENAI_API_KEY"
+                .into(),
+        );
     }
     powers
+}
+
+/// Where the SQLite file at `path` (resolved against the file's folder)
+/// would be created or written, if that is not inside `home`, the file's
+/// folder, canonical: a file or symlink there is followed to where it leads
+/// (a dangling symlink counts as outside: SQLite would create its target);
+/// a file not there yet is placed in its folder, canonical.
+fn sqlite_outside(path: &Path, home: &Option<std::io::Result<PathBuf>>) -> Option<PathBuf> {
+    let Some(Ok(home)) = home else {
+        return Some(path.to_owned());
+    };
+    let place = match path.canonicalize() {
+        Ok(place) => place,
+        Err(_) if path.symlink_metadata().is_ok() => {
+            // A dangling symlink: where it leads.
+            let target = std::fs::read_link(path).unwrap_or_default();
+            return Some(path.parent().unwrap_or(Path::new("")).join(target));
+        }
+        Err(_) => {
+            let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+                return Some(path.to_owned());
+            };
+            match canonical_dir(dir) {
+                Ok(dir) => dir.join(name),
+                Err(_) => return Some(path.to_owned()),
+            }
+        }
+    };
+    (!place.starts_with(home)).then_some(place)
+}
+
+/// A path as shown to the user: its control and format characters escaped.
+fn shown(path: &Path) -> String {
+    escaped(&path.display().to_string())
 }
 
 /// The `[mcp.servers.NAME]` tables, one line each.
@@ -134,7 +227,8 @@ fn mcp_servers(loaded: &Loaded) -> Vec<String> {
     servers
         .iter()
         .map(|(name, server)| {
-            let text = |key: &str| server.get(key).and_then(toml::Value::as_str);
+            let text = |key: &str| server.get(key).and_then(toml::Value::as_str).map(escaped);
+            let name = escaped(name);
             let mut line = match (text("command"), text("url")) {
                 (Some(command), _) => format!("start the MCP server `{name}`: `{command}`"),
                 (None, Some(url)) => format!("use the MCP server `{name}` at {url}"),
@@ -158,22 +252,30 @@ pub fn check(loaded: &Loaded) -> Result<(), String> {
     if powers.is_empty() {
         return Ok(());
     }
-    let path = canonical(loaded.path.as_deref().unwrap_or(Path::new(DEFAULT_FILE)))?;
-    let store = Store::load()?;
+    let path = where_found(loaded.path.as_deref().unwrap_or(Path::new(DEFAULT_FILE)))?;
     let listed = list(&powers);
     let name = DEFAULT_FILE;
-    match store.files.get(&key(&path)) {
+    let Some(key) = path.to_str() else {
+        return Err(format!(
+            "{} was found in the current directory and is not trusted; it would:\n{listed}\
+             Nothing was started. Its path is not UTF-8, so it cannot be trusted with \
+             `agentry trust`; if you trust it, name it: `--config {name}`.",
+            shown(&path)
+        ));
+    };
+    let store = Store::load()?;
+    match store.files.get(key) {
         Some(hash) if *hash == sha256(&loaded.text) => Ok(()),
         Some(_) => Err(format!(
             "{} changed since you trusted it; it would:\n{listed}Nothing was started. If you \
              trust it as it is now, run `agentry trust` again (or name it: `--config {name}`).",
-            path.display()
+            shown(&path)
         )),
         None => Err(format!(
             "{} was found in the current directory and is not trusted; it would:\n{listed}\
              Nothing was started. If you trust it, run `agentry trust` (or name it: \
              `--config {name}`).",
-            path.display()
+            shown(&path)
         )),
     }
 }
@@ -189,34 +291,45 @@ pub fn run(args: TrustArgs) -> Result<ExitCode, String> {
                 Ok(_) => " (changed since: not trusted)",
                 Err(_) => " (missing)",
             };
-            println!("{path}{state}");
+            println!("{}{state}", escaped(path));
         }
         return Ok(ExitCode::SUCCESS);
     }
     if args.revoke {
-        let path = canonical(&args.path).or_else(|_| {
-            std::path::absolute(&args.path).map_err(|e| format!("{}: {e}", args.path.display()))
+        let path = where_found(&args.path).or_else(|_| {
+            std::path::absolute(&args.path).map_err(|e| format!("{}: {e}", shown(&args.path)))
         })?;
-        if store.files.remove(&key(&path)).is_some() {
+        if path
+            .to_str()
+            .is_some_and(|key| store.files.remove(key).is_some())
+        {
             store.save()?;
-            println!("{} is no longer trusted", path.display());
+            println!("{} is no longer trusted", shown(&path));
         } else {
-            println!("{} was not trusted", path.display());
+            println!("{} was not trusted", shown(&path));
         }
         return Ok(ExitCode::SUCCESS);
     }
     let loaded = Loaded::read(&args.path)?;
-    let path = canonical(&args.path)?;
+    let path = where_found(&args.path)?;
     let powers = powers(&loaded);
     if powers.is_empty() {
         println!(
             "{} starts nothing and grants nothing: it runs without trust",
-            path.display()
+            shown(&path)
         );
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{} would:\n{}", path.display(), list(&powers));
-    store.files.insert(key(&path), sha256(&loaded.text));
+    let Some(key) = path.to_str() else {
+        return Err(format!(
+            "{}: its path is not UTF-8, so it cannot be recorded as trusted; if you trust \
+             it, name it: `--config {}`",
+            shown(&path),
+            shown(&args.path)
+        ));
+    };
+    print!("{} would:\n{}", shown(&path), list(&powers));
+    store.files.insert(key.to_owned(), sha256(&loaded.text));
     store.save()?;
     println!(
         "trusted as it is now; after an edit, run `agentry trust` again ({})",
@@ -233,9 +346,17 @@ fn list(powers: &[String]) -> String {
         .collect()
 }
 
-fn canonical(path: &Path) -> Result<PathBuf, String> {
-    path.canonicalize()
-        .map_err(|e| format!("{}: {e}", path.display()))
+/// The file at `path` as trust knows it: the canonical directory it is in,
+/// and its own name, not followed (a symlink is a file of its own: what it
+/// starts would start in the link's directory, not its target's).
+fn where_found(path: &Path) -> Result<PathBuf, String> {
+    let failed = |e: std::io::Error| format!("{}: {e}", shown(path));
+    path.symlink_metadata().map_err(failed)?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| format!("{}: not a file", shown(path)))?;
+    let dir = canonical_dir(path.parent().unwrap_or(Path::new(""))).map_err(failed)?;
+    Ok(dir.join(name))
 }
 
 /// A file's directory, canonical (`""`, the parent of a bare name, is `.`).
@@ -245,10 +366,6 @@ fn canonical_dir(dir: &Path) -> std::io::Result<PathBuf> {
     } else {
         dir.canonicalize()
     }
-}
-
-fn key(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
 }
 
 fn sha256(text: &str) -> String {
@@ -279,9 +396,25 @@ impl Store {
             })
     }
 
-    /// The records (none when the file does not exist yet).
+    /// The records (none when the file does not exist yet). A store that
+    /// its group or others may write is refused: whoever can write it can
+    /// trust any file.
     fn load() -> Result<Self, String> {
         let location = Self::location()?;
+        #[cfg(unix)]
+        if let Ok(metadata) = std::fs::metadata(&location) {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = metadata.permissions().mode() & 0o777;
+            if mode & 0o022 != 0 {
+                return Err(format!(
+                    "{} may be written by others (mode {mode:o}), so it is not used: anyone \
+                     who can write it can trust any file; make it private with `chmod 600 {}` \
+                     if its records are yours",
+                    shown(&location),
+                    shown(&location)
+                ));
+            }
+        }
         match std::fs::read_to_string(&location) {
             Ok(text) => {
                 serde_json::from_str(&text).map_err(|e| format!("{}: {e}", location.display()))
@@ -336,7 +469,7 @@ mod tests {
     #[test]
     fn the_starter_file_and_plain_settings_need_no_trust() {
         assert_eq!(powers_of(crate::config::STARTER), Vec::<String>::new());
-        let plain = "[model]\nprovider = \"openai\"\nname = \"gpt\"\n[agent]\nsystem = \"hi\"\n\
+        let plain = "[model]\nprovider = \"local\"\nname = \"qwen\"\n[agent]\nsystem = \"hi\"\n\
                      dir = \".\"\nmax_steps = 3\n[memory]\nstore = \"sessions.db\"\n\
                      [server]\nlisten = \"127.0.0.1:9\"\napi_keys = [\"k\"]\n";
         assert_eq!(powers_of(plain), Vec::<String>::new());
@@ -349,6 +482,7 @@ mod tests {
              env = [\"HOME\"]\n[server]\nlisten = \"0.0.0.0:8080\"\n\
              allow_hosts = [\"agent.example\"]\nallow_origins = [\"https://app.example\"]\n\
              [memory]\nstore = \"postgres://me:secret@db.example:5432/agentry\"\n\
+             embedder = \"openai\"\n[model]\nprovider = \"anthropic\"\n\
              [mcp.servers.files]\ncommand = \"sh -c 'touch x'\"\n\
              [mcp.servers.remote]\nurl = \"https://mcp.example/mcp\"\nbearer_env = \"TOKEN\"\n\
              trusted = true\n";
@@ -368,6 +502,51 @@ mod tests {
                 "answer requests for the host agent.example",
                 "let pages from https://app.example use the server",
                 "keep chat sessions in the PostgreSQL database at db.example:5432/agentry",
+                "send the conversations to Anthropic, with your $ANTHROPIC_API_KEY",
+                "send what is remembered to an OpenAI-compatible embeddings service \
+                 ($OPENAI_BASE_URL, else OpenAI), with your $OPENAI_API_KEY",
+            ]
+        );
+        assert_eq!(
+            powers_of("[model]\nprovider = \"openai\"\n"),
+            [
+                "send the conversations to an OpenAI-compatible service ($OPENAI_BASE_URL, \
+                 else OpenAI), with your $OPENAI_API_KEY"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_sqlite_store_outside_the_files_folder_needs_trust() {
+        let parent = Path::new("..").canonicalize().unwrap();
+        assert_eq!(
+            powers_of("[memory]\nstore = \"../elsewhere.db\"\n"),
+            [format!(
+                "keep chat sessions in the SQLite file {}, outside its folder",
+                parent.join("elsewhere.db").display()
+            )]
+        );
+        assert_eq!(
+            powers_of("[memory]\nstore = \"/no/such/dir/x.db\"\n"),
+            ["keep chat sessions in the SQLite file /no/such/dir/x.db, outside its folder"]
+        );
+        assert_eq!(
+            powers_of("[memory]\nstore = \"./in.db\"\n"),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn the_files_strings_are_shown_escaped() {
+        let text = "[mcp.servers.docs]\ncommand = \"sh -c 'touch x' \\\"\\u001b[2K\\r  - start \
+                    the MCP server `docs`: `npx docs\\\"\"\n\
+                    [grants]\nnet = [\"example.com\"]\nfs_read = [\"a\\u202eb\"]\n";
+        assert_eq!(
+            powers_of(text),
+            [
+                r#"start the MCP server `docs`: `sh -c 'touch x' "\u{1b}[2K\r  - start the MCP server `docs`: `npx docs"`"#,
+                r"let tools read a\u{202e}b",
+                "let tools reach example.com",
             ]
         );
     }
