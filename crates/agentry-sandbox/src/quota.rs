@@ -46,8 +46,13 @@ pub(crate) const MAKERS: &[libc::c_long] = &[
     libc::SYS_symlinkat,
     libc::SYS_linkat,
     libc::SYS_mknodat,
-    libc::SYS_renameat,
     libc::SYS_renameat2,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_renameat,
+    // renameat: arm64 has it (`__ARCH_WANT_RENAMEAT`), the libc crate does
+    // not name it.
+    #[cfg(target_arch = "aarch64")]
+    38,
     #[cfg(target_arch = "x86_64")]
     libc::SYS_creat,
     #[cfg(target_arch = "x86_64")]
