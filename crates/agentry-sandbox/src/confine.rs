@@ -346,6 +346,24 @@ const REFUSED: &[libc::c_long] = &[
     libc::SYS_truncate,
 ];
 
+/// The ioctls that reserve or free a file's space as `fallocate` with a
+/// mode does (`FS_IOC_RESVSP` = `_IOW('X', 40, struct space_resv)`, its
+/// 64-bit twin, their unreserving pair, `FS_IOC_ZERO_RANGE`), and XFS's
+/// older `ALLOCSP`/`FREESP` ones, which set a file's size: the kernel reads
+/// the request number as 32 bits.
+#[cfg(target_os = "linux")]
+const RESERVE_SPACE: [u32; 9] = [
+    0x4030_5828, // FS_IOC_RESVSP
+    0x4030_5829, // FS_IOC_UNRESVSP
+    0x4030_582a, // FS_IOC_RESVSP64
+    0x4030_582b, // FS_IOC_UNRESVSP64
+    0x4030_5839, // FS_IOC_ZERO_RANGE
+    0x4030_580a, // XFS_IOC_ALLOCSP
+    0x4030_580b, // XFS_IOC_FREESP
+    0x4030_5824, // XFS_IOC_ALLOCSP64
+    0x4030_5825, // XFS_IOC_FREESP64
+];
+
 /// System calls refused when they name another process (a nonzero pid in
 /// argument `.1`): limits, priorities and CPU placement of others.
 #[cfg(target_os = "linux")]
@@ -438,15 +456,31 @@ fn seccomp_filters(capabilities: &Capabilities) -> Result<(), String> {
     .map_err(failed)?;
     // fallocate with a mode (FALLOC_FL_KEEP_SIZE and the rest) allocates
     // past a file's end or moves its end, unseen by the file-size limit;
-    // mode 0 is checked against it. "Not supported", as a filesystem
-    // without the mode answers.
+    // mode 0 is checked against it. So do the ioctls that reserve space.
+    // "Not supported", as a filesystem without the mode answers.
     let with_a_mode =
         SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, 0).map_err(failed)?;
+    let reserving = RESERVE_SPACE
+        .iter()
+        .map(|&request| {
+            SeccompCondition::new(
+                1,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Eq,
+                u64::from(request),
+            )
+            .and_then(|condition| SeccompRule::new(vec![condition]))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(failed)?;
     let not_supported: BpfProgram = SeccompFilter::new(
-        BTreeMap::from([(
-            libc::SYS_fallocate,
-            vec![SeccompRule::new(vec![with_a_mode]).map_err(failed)?],
-        )]),
+        BTreeMap::from([
+            (
+                libc::SYS_fallocate,
+                vec![SeccompRule::new(vec![with_a_mode]).map_err(failed)?],
+            ),
+            (libc::SYS_ioctl, reserving),
+        ]),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EOPNOTSUPP as u32),
         arch,

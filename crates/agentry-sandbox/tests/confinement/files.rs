@@ -3,8 +3,8 @@
 //! (and the names it makes or renames) are counted (by the parent, answering a seccomp notification for each),
 //! so the total is at most `files_written × file_bytes`. What could grow a
 //! file or make one without such an open is refused: `openat2` (its flags
-//! lie in memory), a path's `truncate`, `fallocate` past the end of a file,
-//! a rename that leaves a whiteout.
+//! lie in memory), a path's `truncate`, `fallocate` past the end of a file
+//! (or the ioctl that reserves space), a rename that leaves a whiteout.
 
 use std::os::unix::ffi::OsStrExt;
 
@@ -110,6 +110,27 @@ pub(super) fn attempt(action: &str, arg: &str) -> Option<Result<Value, String>> 
             })
             .map(|()| json!("done"))
             .map_err(|e| e.to_string()),
+        // The same through the ioctl that reserves space (FS_IOC_RESVSP64).
+        "reserve_beyond" => std::fs::File::create(arg)
+            .and_then(|file| {
+                use std::os::fd::AsRawFd;
+                let reservation = SpaceReservation {
+                    kind: 0,
+                    whence: 0,
+                    start: 0,
+                    length: (4 * FILE_BYTES) as i64,
+                    system: 0,
+                    pid: 0,
+                    pad: [0; 4],
+                };
+                // SAFETY: the ioctl reads the struct passed, on a descriptor we own.
+                match unsafe { libc::ioctl(file.as_raw_fd(), RESERVE_SPACE, &reservation) } {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            })
+            .map(|()| json!("done"))
+            .map_err(|e| e.to_string()),
         // A rename that leaves a whiteout (a new name) behind.
         "whiteout" => text(path_call(arg, |path| {
             let moved = std::ffi::CString::new(format!("{arg}.moved")).unwrap();
@@ -128,6 +149,21 @@ pub(super) fn attempt(action: &str, arg: &str) -> Option<Result<Value, String>> 
         _ => return None,
     })
 }
+
+/// `struct space_resv` of the space-reservation ioctls.
+#[repr(C)]
+struct SpaceReservation {
+    kind: i16,
+    whence: i16,
+    start: i64,
+    length: i64,
+    system: i32,
+    pid: u32,
+    pad: [i32; 4],
+}
+
+/// `FS_IOC_RESVSP64`: `_IOW('X', 42, struct space_resv)`.
+const RESERVE_SPACE: libc::Ioctl = 0x4030_582a;
 
 /// `struct open_how` of openat2(2).
 #[repr(C)]
@@ -255,6 +291,23 @@ pub(super) async fn no_growth_without_a_counted_open(world: &World) {
         "tool \"probe\" failed: Operation not supported (os error 95)"
     );
     let metadata = std::fs::metadata(&beyond).unwrap();
+    assert_eq!(
+        (
+            metadata.len(),
+            std::os::unix::fs::MetadataExt::blocks(&metadata)
+        ),
+        (0, 0)
+    );
+    // The same through the ioctl that reserves space.
+    let reserved = dir.join("reserved.bin");
+    let reserve = world
+        .call("reserve_beyond", reserved.to_str().unwrap())
+        .await;
+    assert_eq!(
+        error(&reserve),
+        "tool \"probe\" failed: Operation not supported (os error 95)"
+    );
+    let metadata = std::fs::metadata(&reserved).unwrap();
     assert_eq!(
         (
             metadata.len(),
