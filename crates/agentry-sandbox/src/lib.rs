@@ -23,8 +23,8 @@
 //!   that reach into other processes or change the system (`ptrace`,
 //!   `mount`, `bpf`, io_uring, memfd, x32 numbers, …), or grow a file
 //!   without opening it (a path's `truncate`). Refused calls fail with
-//!   "Operation not permitted" (`fallocate` past a file's end: "Operation
-//!   not supported"; `openat2`, whose flags a filter cannot read: "Function
+//!   "Operation not permitted" (`fallocate` past a file's end, and the
+//!   ioctls that reserve space: "Operation not supported"; `openat2`, whose flags a filter cannot read: "Function
 //!   not implemented", and the C library falls back to `openat`).
 //! - **resource limits**: memory (address space), CPU time, the size of
 //!   each file and open files ([`Limits`]); every Linux capability is
@@ -144,9 +144,9 @@ impl Limits {
     /// [`file_bytes`](Self::file_bytes) (by default 32 × 16 MiB = 512
     /// MiB), plus the filesystem's own record of the names it made or
     /// moved (an entry in a directory, a block for a directory or a long
-    /// symbolic link, each counted among the files). Whatever grows a file needs it
-    /// open for writing, or is refused (a path's `truncate`, `fallocate`
-    /// past a file's end). Enforced where the kernel confines the call
+    /// symbolic link, each counted among the files). Whatever grows a file
+    /// needs it open for writing, or is refused (a path's `truncate`,
+    /// `fallocate` past a file's end, an ioctl that reserves space). Enforced where the kernel confines the call
     /// fully or partly (not when it runs unconfined); a smaller cap: grant
     /// `FsWrite` on a size-limited filesystem (a tmpfs with `size=`, a
     /// project quota), where a write past it fails with "No space left on

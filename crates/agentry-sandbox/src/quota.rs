@@ -10,8 +10,8 @@
 //! exceeded". Everything else that could grow a file needs a descriptor
 //! open for writing, so a counted open, and is capped by the file-size
 //! limit; what does not ([`confine`](crate::confine) refuses it: a path's
-//! `truncate`, `fallocate` past the end of a file, `openat2`, a rename that
-//! leaves a whiteout) is refused. So a call leaves at most
+//! `truncate`, `fallocate` past the end of a file and the ioctls that
+//! reserve space, `openat2`, a rename that leaves a whiteout) is refused. So a call leaves at most
 //! [`Limits::total_written_bytes`](crate::Limits::total_written_bytes) in
 //! files.
 //!
