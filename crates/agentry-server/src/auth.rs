@@ -109,8 +109,7 @@ pub(crate) async fn require_key(
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .map(str::trim);
+            .and_then(bearer);
         match given.map(|key| check.keys.check(key)) {
             Some(Some(principal)) => principal.clone(),
             Some(None) => {
@@ -124,6 +123,13 @@ pub(crate) async fn require_key(
     };
     request.extensions_mut().insert(principal);
     next.run(request).await
+}
+
+/// The key of an `Authorization: Bearer <key>` value, the scheme in any
+/// case (RFC 7235).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, key) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
 }
 
 #[cfg(test)]

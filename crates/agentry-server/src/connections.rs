@@ -5,67 +5,81 @@
 //!   after its last answer) may wait `idle_timeout` for the request's first
 //!   byte, and from that byte `header_read_timeout` for the whole head
 //!   (request line and headers); past either it is closed.
-//! - A request's body may pause `idle_timeout` between pieces; past that
-//!   the connection is closed. Once the body is read nothing times the
+//! - A request's body may pause `idle_timeout` between pieces, and take
+//!   `body_read_timeout` in all from the end of the head; past either the
+//!   connection is closed. Once the body is read nothing times the
 //!   connection out: a server-sent event stream waits as long as the model
 //!   takes.
 //! - At most `max_connections` are open, and `max_per_peer` from one
-//!   address. A new connection past either makes room by closing the one
-//!   (of that address, or of all) that has waited longest without a request
-//!   in flight, so a flood of silent connections only ever pushes out its
-//!   own. When every one has a request in flight, a new connection from a
-//!   full address is answered 429 at once, and one past the total waits in
-//!   the listen queue until a connection closes.
+//!   address (IPv6 by its /64). A new connection past either makes room by
+//!   closing one (of that address, or of all) whose request is not being
+//!   answered: first the one that has waited longest without sending a byte
+//!   of its next request, else the one whose request (head or body still
+//!   coming) began longest ago. So a flood of silent connections only ever
+//!   pushes out its own, and a request that is being sent is pushed out only
+//!   by other requests being sent, the slowest first. When every one is
+//!   being answered, a new connection from a full address is answered 429
+//!   (at most 64 such refusals at once, the rest closed unanswered), and one
+//!   past the total waits in the listen queue until a connection closes.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::ConnectInfo;
-use axum::http::{Request, Response};
-use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tower::ServiceExt;
 
-use crate::error::ApiError;
+mod refusal;
+mod wire;
+
+use refusal::Refusals;
+use wire::{PerRequest, Watched};
 
 /// How long connections may take and how many may be open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ConnectionLimits {
     pub(crate) header_read_timeout: Duration,
     pub(crate) idle_timeout: Duration,
+    pub(crate) body_read_timeout: Duration,
     pub(crate) max_connections: usize,
     pub(crate) max_per_peer: usize,
 }
 
 /// Where one connection is: how many requests it has in flight, since when
-/// it has waited for the next, when that request's first byte came, and,
-/// while a request's body is being read, when a piece of it last came.
+/// it has waited for the next, when the current request's first byte came,
+/// and, while a request's body is being read, when it began and when a
+/// piece of it last came.
 #[derive(Debug)]
 struct Phase {
     in_flight: usize,
     waiting_since: Instant,
     first_byte: Option<Instant>,
+    body_started: Option<Instant>,
     body_moved: Option<Instant>,
+}
+
+/// Which connection to close first to make room: lower first, then the
+/// earlier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Evictable {
+    /// Nothing of its next request has come, since this instant.
+    Silent(Instant),
+    /// Its request (head or body) has been coming since this instant.
+    Sending(Instant),
 }
 
 /// One open connection, as the table and its watch see it.
 #[derive(Debug)]
 struct Conn {
     id: u64,
+    /// Its address as counted ([`counted`]).
     peer: IpAddr,
     phase: Mutex<Phase>,
     /// The phase changed: the watch works out its deadline again.
@@ -82,11 +96,12 @@ impl Conn {
     }
 
     /// When this connection is to be closed unless something happens;
-    /// `None` while a request is in flight.
+    /// `None` once a request's body is read.
     fn deadline(&self, limits: &ConnectionLimits) -> Option<Instant> {
         let phase = self.phase();
         if phase.in_flight > 0 {
-            return phase.body_moved.map(|at| at + limits.idle_timeout);
+            let (started, moved) = phase.body_started.zip(phase.body_moved)?;
+            return Some((moved + limits.idle_timeout).min(started + limits.body_read_timeout));
         }
         Some(match phase.first_byte {
             Some(first) => first + limits.header_read_timeout,
@@ -107,14 +122,32 @@ impl Conn {
     /// A piece of a request's body came (`Some(now)`), or it is all read
     /// or dropped (`None`).
     fn body(&self, moved: Option<Instant>) {
-        self.phase().body_moved = moved;
+        {
+            let mut phase = self.phase();
+            if let Some(at) = moved {
+                phase.body_started.get_or_insert(at);
+            } else {
+                phase.body_started = None;
+            }
+            phase.body_moved = moved;
+        }
         self.changed.notify_one();
     }
 
-    /// Since when it has waited without a request in flight, if it has.
-    fn idle_since(&self) -> Option<Instant> {
+    /// Whether, and how readily, it may be closed to make room; `None`
+    /// while a request whose body is read is being answered.
+    fn evictable(&self) -> Option<Evictable> {
         let phase = self.phase();
-        (phase.in_flight == 0).then_some(phase.waiting_since)
+        if phase.in_flight == 0 {
+            return Some(match phase.first_byte {
+                None => Evictable::Silent(phase.waiting_since),
+                Some(first) => Evictable::Sending(first),
+            });
+        }
+        phase.body_moved?;
+        Some(Evictable::Sending(
+            phase.first_byte.unwrap_or(phase.waiting_since),
+        ))
     }
 }
 
@@ -124,9 +157,10 @@ struct InFlight(Arc<Conn>);
 impl InFlight {
     fn start(conn: Arc<Conn>) -> Self {
         {
+            // Its first byte stays: when the request began.
             let mut phase = conn.phase();
             phase.in_flight += 1;
-            phase.first_byte = None;
+            phase.body_started = None;
             phase.body_moved = None;
         }
         conn.changed.notify_one();
@@ -149,6 +183,18 @@ impl Drop for InFlight {
     }
 }
 
+/// The address as counted: IPv4 (mapped ones too) whole, IPv6 by its /64,
+/// which one host usually holds whole.
+pub(crate) fn counted(peer: IpAddr) -> IpAddr {
+    match peer.to_canonical() {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(bits.into())
+        }
+        v4 => v4,
+    }
+}
+
 /// The open connections.
 #[derive(Debug, Default)]
 struct Table {
@@ -160,9 +206,9 @@ struct Table {
 /// What to do with a new connection.
 enum Admission {
     Open(Arc<Conn>),
-    /// Its address has `max_per_peer` connections, each with a request in flight.
+    /// Its address has `max_per_peer` connections, each being answered.
     PeerFull,
-    /// `max_connections` are open, each with a request in flight.
+    /// `max_connections` are open, each being answered.
     Full,
 }
 
@@ -178,16 +224,16 @@ impl Table {
         }
     }
 
-    /// Close the connection (of `peer`, or of any) that has waited longest
-    /// without a request in flight; false when there is none.
+    /// Close the connection (of `peer`, or of any) that is first to go
+    /// ([`Evictable`]); false when every one is being answered.
     fn evict_one(&mut self, peer: Option<IpAddr>) -> bool {
-        let oldest = self
+        let first = self
             .open
             .values()
             .filter(|conn| peer.is_none_or(|peer| conn.peer == peer))
-            .filter_map(|conn| Some((conn.idle_since()?, conn.id)))
+            .filter_map(|conn| Some((conn.evictable()?, conn.id)))
             .min();
-        let Some((_, id)) = oldest else {
+        let Some((_, id)) = first else {
             return false;
         };
         if let Some(conn) = self.open.get(&id) {
@@ -198,6 +244,7 @@ impl Table {
     }
 
     fn admit(&mut self, peer: IpAddr, limits: &ConnectionLimits, room: &Arc<Notify>) -> Admission {
+        let peer = counted(peer);
         let from_peer = self.per_peer.get(&peer).copied().unwrap_or(0);
         if from_peer >= limits.max_per_peer && !self.evict_one(Some(peer)) {
             return Admission::PeerFull;
@@ -213,6 +260,7 @@ impl Table {
                 in_flight: 0,
                 waiting_since: Instant::now(),
                 first_byte: None,
+                body_started: None,
                 body_moved: None,
             }),
             changed: Notify::new(),
@@ -258,6 +306,7 @@ pub(crate) async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let registry = Arc::new(Registry::default());
+    let refusals = Refusals::default();
     let (stop, stopping) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -284,7 +333,10 @@ pub(crate) async fn serve(
             match admission {
                 Admission::Open(conn) => break conn,
                 Admission::PeerFull => {
-                    tasks.spawn(refuse(stream, limits.max_per_peer));
+                    // Past the refusals in progress, closed unanswered.
+                    if let Some(slot) = refusals.slot() {
+                        tasks.spawn(refusal::refuse(stream, limits.max_per_peer, slot));
+                    }
                     continue 'accept;
                 }
                 Admission::Full => tokio::select! {
@@ -323,36 +375,6 @@ async fn accept_failed(error: io::Error) {
     }
     tracing::error!(%error, "accepting a connection failed");
     tokio::time::sleep(Duration::from_millis(100)).await;
-}
-
-/// Answer a connection its address has no room for: 429, after reading
-/// what its request sent (closing on unread bytes would reset the
-/// connection and lose the answer).
-async fn refuse(mut stream: TcpStream, limit: usize) {
-    let error = ApiError::too_many_connections(limit);
-    let body = serde_json::to_string(&error.body()).unwrap_or_default();
-    let answer = format!(
-        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
-         retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut buffer = [0u8; 4096];
-    let mut head = Vec::new();
-    let read_head = async {
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
-            match stream.read(&mut buffer).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => head.extend_from_slice(&buffer[..n]),
-            }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), read_head).await;
-    if stream.write_all(answer.as_bytes()).await.is_err() {
-        return;
-    }
-    let _ = stream.shutdown().await;
-    let drain = async { while matches!(stream.read(&mut buffer).await, Ok(n) if n > 0) {} };
-    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
 }
 
 /// Serve one connection under its watch.
@@ -408,169 +430,89 @@ async fn connection(
     }
 }
 
-/// The socket, telling its connection's watch when bytes come in.
-struct Watched {
-    stream: TcpStream,
-    conn: Arc<Conn>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl AsyncRead for Watched {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.conn.bytes_read();
-        }
-        polled
-    }
-}
-
-impl AsyncWrite for Watched {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
-    }
-}
-
-/// The router for one connection: each request carries the peer's address
-/// (`ConnectInfo`) and counts as in flight until its answer is sent.
-struct PerRequest {
-    router: Router,
-    conn: Arc<Conn>,
-    peer: SocketAddr,
-}
-
-impl hyper::service::Service<Request<Incoming>> for PerRequest {
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
-
-    fn call(&self, request: Request<Incoming>) -> Self::Future {
-        let in_flight = InFlight::start(self.conn.clone());
-        let conn = self.conn.clone();
-        let mut request = request.map(|body| {
-            let reading = !http_body::Body::is_end_stream(&body);
-            if reading {
-                conn.body(Some(Instant::now()));
-            }
-            Upload {
-                body,
-                conn,
-                reading,
-            }
-        });
-        request.extensions_mut().insert(ConnectInfo(self.peer));
-        let router = self.router.clone();
-        Box::pin(async move {
-            let response = router.oneshot(request).await?;
-            Ok(response.map(|body| {
-                Body::new(Held {
-                    body,
-                    _in_flight: in_flight,
-                })
-            }))
-        })
-    }
-}
-
-/// A response body that keeps its request in flight until sent (or dropped).
-struct Held {
-    body: Body,
-    _in_flight: InFlight,
-}
-
-impl http_body::Body for Held {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// A request's body, telling its connection's watch when pieces come and
-/// when it is all read (or dropped unread).
-struct Upload {
-    body: Incoming,
-    conn: Arc<Conn>,
-    reading: bool,
-}
-
-impl Upload {
-    fn done(&mut self) {
-        if std::mem::take(&mut self.reading) {
-            self.conn.body(None);
+    fn limits(max_per_peer: usize) -> ConnectionLimits {
+        ConnectionLimits {
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            body_read_timeout: Duration::from_secs(30),
+            max_connections: 512,
+            max_per_peer,
         }
     }
-}
 
-impl Drop for Upload {
-    fn drop(&mut self) {
-        self.done();
-    }
-}
-
-impl http_body::Body for Upload {
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        let polled = Pin::new(&mut self.body).poll_frame(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(_))) if self.body.is_end_stream() => self.done(),
-            Poll::Ready(Some(Ok(_))) if self.reading => self.conn.body(Some(Instant::now())),
-            Poll::Ready(None | Some(Err(_))) => self.done(),
-            _ => {}
+    fn open(admission: Admission) -> Arc<Conn> {
+        match admission {
+            Admission::Open(conn) => conn,
+            Admission::PeerFull => panic!("refused: its address is full"),
+            Admission::Full => panic!("refused: the server is full"),
         }
-        polled
     }
 
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+    #[tokio::test]
+    async fn an_ipv6_64_and_an_ipv4_address_mapped_or_not_are_each_one_peer() {
+        let (limits, room) = (limits(1), Arc::new(Notify::new()));
+        let mut table = Table::default();
+        let first = open(table.admit("2001:db8:0:1::1".parse().unwrap(), &limits, &room));
+        // Being answered: it cannot make room.
+        let _answering = InFlight::start(first.clone());
+        assert!(matches!(
+            table.admit("2001:db8:0:1:ffff::2".parse().unwrap(), &limits, &room),
+            Admission::PeerFull
+        ));
+        open(table.admit("2001:db8:0:2::1".parse().unwrap(), &limits, &room));
+        let mapped = open(table.admit("::ffff:10.0.0.1".parse().unwrap(), &limits, &room));
+        let _answering = InFlight::start(mapped);
+        assert!(matches!(
+            table.admit("10.0.0.1".parse().unwrap(), &limits, &room),
+            Admission::PeerFull
+        ));
+        assert_eq!(table.open.len(), 3);
     }
 
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+    #[tokio::test]
+    async fn room_is_made_from_silent_connections_first_then_the_oldest_request_being_sent() {
+        let (limits, room) = (limits(3), Arc::new(Notify::new()));
+        let peer: IpAddr = "127.0.0.1".parse().unwrap();
+        let mut table = Table::default();
+        let mid_head = open(table.admit(peer, &limits, &room));
+        mid_head.bytes_read();
+        let mid_body = open(table.admit(peer, &limits, &room));
+        mid_body.bytes_read();
+        let _request = InFlight::start(mid_body.clone());
+        mid_body.body(Some(Instant::now()));
+        let silent = open(table.admit(peer, &limits, &room));
+        let ids = |table: &Table| {
+            let mut ids: Vec<u64> = table.open.keys().copied().collect();
+            ids.sort_unstable();
+            ids
+        };
+        let fourth = open(table.admit(peer, &limits, &room));
+        assert!(!table.open.contains_key(&silent.id));
+        assert_eq!(
+            ids(&table),
+            [mid_head.id, mid_body.id, fourth.id],
+            "the silent one went first"
+        );
+        fourth.bytes_read();
+        let fifth = open(table.admit(peer, &limits, &room));
+        assert_eq!(
+            ids(&table),
+            [mid_body.id, fourth.id, fifth.id],
+            "then the oldest request"
+        );
+        // Its body read, the second is being answered; the fourth too.
+        mid_body.body(None);
+        let _answering = InFlight::start(fourth.clone());
+        let sixth = open(table.admit(peer, &limits, &room));
+        assert_eq!(ids(&table), [mid_body.id, fourth.id, sixth.id]);
+        let _answering = InFlight::start(sixth);
+        assert!(matches!(
+            table.admit(peer, &limits, &room),
+            Admission::PeerFull
+        ));
     }
 }

@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use std::time::Instant;
 
+use crate::connections::counted;
+
 const WINDOW: Duration = Duration::from_secs(60);
 /// Addresses tracked at most; past this (after forgetting windows that are
 /// over) a new address is not counted rather than growing the table.
@@ -32,17 +34,6 @@ pub(crate) struct FailedKeys {
 struct Window {
     started: Instant,
     failures: u32,
-}
-
-/// The address as counted: IPv4 (mapped ones too) whole, IPv6 by its /64.
-fn counted(peer: IpAddr) -> IpAddr {
-    match peer.to_canonical() {
-        IpAddr::V6(v6) => {
-            let bits = u128::from(v6) & !((1u128 << 64) - 1);
-            IpAddr::V6(bits.into())
-        }
-        v4 => v4,
-    }
 }
 
 impl FailedKeys {

@@ -104,6 +104,9 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// or a kept-alive one after its last answer), or for the next piece of a
 /// request's body, unless told otherwise.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a request's whole body may take to arrive, from the end of its
+/// head, unless told otherwise.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Connections open at once unless told otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// Connections open at once from one address unless told otherwise.
@@ -182,6 +185,7 @@ impl AgentServer {
             connections: connections::ConnectionLimits {
                 header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
                 idle_timeout: DEFAULT_IDLE_TIMEOUT,
+                body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
                 max_connections: DEFAULT_MAX_CONNECTIONS,
                 max_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
             },
@@ -259,18 +263,28 @@ impl AgentServer {
         self
     }
 
-    /// Connections open at once (at least 1). Past this, the connection
-    /// that has waited longest without a request is closed to make room,
-    /// or, when every one has a request running, the new one waits.
+    /// How long a request's whole body may take to arrive, from the end of
+    /// its head (the connection is closed beyond), however steadily its
+    /// pieces come.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.connections.body_read_timeout = timeout;
+        self
+    }
+
+    /// Connections open at once (at least 1). Past this, one whose request
+    /// is not being answered is closed to make room (first the one that has
+    /// sent nothing of its next request for longest, else the one whose
+    /// request, head or body, began longest ago), or, when every one is
+    /// being answered, the new one waits.
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.connections.max_connections = connections.max(1);
         self
     }
 
-    /// Connections open at once from one address (at least 1). Past this,
-    /// that address's connection that has waited longest without a request
-    /// is closed to make room, or, when every one has a request running, the
-    /// new one is answered 429.
+    /// Connections open at once from one address (at least 1; an IPv6
+    /// address counted by its /64). Past this, one of that address's is
+    /// closed to make room as for [`max_connections`](Self::max_connections),
+    /// or, when every one is being answered, the new one is answered 429.
     pub fn max_connections_per_peer(mut self, connections: usize) -> Self {
         self.connections.max_per_peer = connections.max(1);
         self
