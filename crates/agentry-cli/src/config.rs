@@ -188,6 +188,8 @@ pub struct ServerSection {
     /// Seconds a connection may wait for a request's first byte, or for
     /// the next piece of its body.
     pub idle_timeout_secs: Option<u64>,
+    /// Seconds a request's whole body may take from the end of its head.
+    pub body_read_timeout_secs: Option<u64>,
     /// Connections open at once.
     pub max_connections: Option<usize>,
     /// Connections open at once from one address.
@@ -270,6 +272,10 @@ impl Loaded {
                 server.header_read_timeout_secs,
             ),
             ("server.idle_timeout_secs", server.idle_timeout_secs),
+            (
+                "server.body_read_timeout_secs",
+                server.body_read_timeout_secs,
+            ),
             (
                 "server.max_connections",
                 server.max_connections.map(|n| n as u64),

@@ -55,6 +55,14 @@ pub struct ServeArgs {
     /// added to the file's `server.allow_origins`.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<OriginPattern>,
+    #[command(flatten)]
+    connections: Box<ConnectionArgs>,
+}
+
+/// How long connections may take and how many may be open: `agentry
+/// serve`'s flags (boxed, as there are many).
+#[derive(clap::Args)]
+struct ConnectionArgs {
     /// Seconds a request's head may take from its first byte [default: 10].
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     header_read_timeout_secs: Option<u64>,
@@ -62,6 +70,10 @@ pub struct ServeArgs {
     /// next piece of its body [default: 60].
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     idle_timeout_secs: Option<u64>,
+    /// Seconds a request's whole body may take from the end of its head,
+    /// however steadily it comes [default: 30].
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    body_read_timeout_secs: Option<u64>,
     /// Connections open at once [default: 512].
     #[arg(long)]
     max_connections: Option<usize>,
@@ -109,8 +121,11 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         );
     }
     for (flag, value) in [
-        ("--max-connections", args.max_connections),
-        ("--max-connections-per-peer", args.max_connections_per_peer),
+        ("--max-connections", args.connections.max_connections),
+        (
+            "--max-connections-per-peer",
+            args.connections.max_connections_per_peer,
+        ),
     ] {
         if value == Some(0) {
             return Err(format!("{flag} must be at least 1"));
@@ -161,27 +176,35 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         .allow_hosts(hosts.clone())
         .allow_origins(origins)
         .header_read_timeout(seconds(
-            args.header_read_timeout_secs,
+            args.connections.header_read_timeout_secs,
             section.header_read_timeout_secs,
             agentry_server::DEFAULT_HEADER_READ_TIMEOUT,
         ))
         .idle_timeout(seconds(
-            args.idle_timeout_secs,
+            args.connections.idle_timeout_secs,
             section.idle_timeout_secs,
             agentry_server::DEFAULT_IDLE_TIMEOUT,
         ))
+        .body_read_timeout(seconds(
+            args.connections.body_read_timeout_secs,
+            section.body_read_timeout_secs,
+            agentry_server::DEFAULT_BODY_READ_TIMEOUT,
+        ))
         .max_connections(
-            args.max_connections
+            args.connections
+                .max_connections
                 .or(section.max_connections)
                 .unwrap_or(agentry_server::DEFAULT_MAX_CONNECTIONS),
         )
         .max_connections_per_peer(
-            args.max_connections_per_peer
+            args.connections
+                .max_connections_per_peer
                 .or(section.max_connections_per_peer)
                 .unwrap_or(agentry_server::DEFAULT_MAX_CONNECTIONS_PER_PEER),
         )
         .failed_keys_per_minute(
-            args.failed_keys_per_minute
+            args.connections
+                .failed_keys_per_minute
                 .or(section.failed_keys_per_minute)
                 .unwrap_or(agentry_server::DEFAULT_FAILED_KEYS_PER_MINUTE),
         );

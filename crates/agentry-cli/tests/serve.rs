@@ -201,19 +201,19 @@ fn serve_answers_the_hosts_it_is_told_and_bounds_what_an_address_may_do() {
             "2",
             "--max-connections-per-peer",
             "4",
+            "--body-read-timeout-secs",
+            "1",
         ],
     );
     let key = "Authorization: Bearer test-key-1";
-    // Seven slow connections, then a request: the four oldest make room.
-    let mut slow: Vec<std::net::TcpStream> = (0..7)
+    let address = served.url.trim_start_matches("http://").to_owned();
+    // Seven slow connections, then a request: four of them make room.
+    let slow: Vec<std::net::TcpStream> = (0..7)
         .map(|_| {
             use std::io::Write;
-            let address = served.url.trim_start_matches("http://");
-            let mut stream = std::net::TcpStream::connect(address).unwrap();
+            let mut stream = std::net::TcpStream::connect(&address).unwrap();
             stream.write_all(b"GET /v1/models HTTP/1.1\r\nHo").unwrap();
-            stream
-                .set_read_timeout(Some(Duration::from_secs(10)))
-                .unwrap();
+            stream.set_nonblocking(true).unwrap();
             stream
         })
         .collect();
@@ -222,16 +222,41 @@ fn serve_answers_the_hosts_it_is_told_and_bounds_what_an_address_may_do() {
         &["GET /v1/models HTTP/1.1", "Host: localhost", key],
     );
     assert_eq!(status, 200, "served beside the slow connections");
-    for (index, stream) in slow.iter_mut().take(4).enumerate() {
-        use std::io::Read;
-        let mut byte = [0u8; 1];
-        let read = stream.read(&mut byte);
-        assert!(
-            matches!(read, Ok(0))
-                || read.is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
-            "slow connection {index} was closed"
-        );
+    let shut = || {
+        slow.iter()
+            .filter(|stream| {
+                let open = stream.peek(&mut [0u8; 1]);
+                !open.is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock)
+            })
+            .count()
+    };
+    let waited = std::time::Instant::now();
+    while shut() < 4 && waited.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
     }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(shut(), 4, "slow connections closed");
+    // A body that has not all come within `--body-read-timeout-secs 1`.
+    let mut upload = std::net::TcpStream::connect(&address).unwrap();
+    {
+        use std::io::Write;
+        upload
+            .write_all(
+                b"POST /v1/sessions/s/turns HTTP/1.1\r\nHost: localhost\r\nAuthorization: \
+                  Bearer test-key-1\r\nContent-Type: application/json\r\n\
+                  Content-Length: 100\r\n\r\n{\"text\"",
+            )
+            .unwrap();
+    }
+    upload
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let read = std::io::Read::read(&mut upload, &mut [0u8; 1]);
+    assert!(
+        matches!(read, Ok(0))
+            || read.is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the unfinished body was closed within 10 s"
+    );
     drop(slow);
     let (status, body) = raw(
         &served,
