@@ -76,11 +76,19 @@ pub fn server_configs(
 pub async fn connect_all(servers: Vec<McpServerConfig>) -> Result<Vec<McpClient>, String> {
     let clients = connect(servers).await?;
     for client in &clients {
-        if let Err(error) = client.tools().await {
-            eprintln!("warning: {}", escaped(&error.to_string()));
+        match client.tools().await {
+            Ok(_) => left_out(client),
+            Err(error) => eprintln!("warning: {}", escaped(&error.to_string())),
         }
     }
     Ok(clients)
+}
+
+/// Warn of each tool `client`'s last listing left out for its name.
+fn left_out(client: &McpClient) {
+    for message in client.left_out() {
+        eprintln!("warning: {message}");
+    }
 }
 
 /// Connect to every server. A server that names itself after another's
@@ -217,7 +225,10 @@ pub async fn run(command: McpCommand) -> Result<ExitCode, String> {
             let mut unlisted = Vec::new();
             for client in &clients {
                 match client.tools().await {
-                    Ok(listed) => tools.extend(listed),
+                    Ok(listed) => {
+                        left_out(client);
+                        tools.extend(listed);
+                    }
                     Err(error) => unlisted.push(error.to_string()),
                 }
             }

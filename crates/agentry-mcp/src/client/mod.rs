@@ -76,6 +76,8 @@ struct Inner {
     /// is still the current one.
     generation: AtomicU64,
     changed: Arc<AtomicBool>,
+    /// What the last listing left out for its name, one message each.
+    left_out: std::sync::Mutex<Vec<String>>,
     capabilities: ServerCapabilities,
 }
 
@@ -112,6 +114,7 @@ impl McpClient {
                 link: Mutex::new(Link::Up(session)),
                 generation: AtomicU64::new(0),
                 changed,
+                left_out: std::sync::Mutex::default(),
                 capabilities,
             }),
         })
@@ -129,6 +132,7 @@ impl McpClient {
     /// or a resource's tool) is offered once, the first time.
     pub async fn tools(&self) -> Result<Vec<Tool>, McpError> {
         self.inner.changed.store(false, Ordering::SeqCst);
+        self.left_out_now().clear();
         let peer = self.peer().await?;
         let listed = self
             .list("tools", |params| {
@@ -183,13 +187,28 @@ impl McpClient {
     /// shown on a terminal, such a name could rewrite what is on the screen
     /// (an approval prompt, a listing).
     pub(crate) fn leave_out(&self, what: &str, name: &str) {
-        tracing::warn!(
-            server = %escaped(self.name()),
-            name = %escaped(name),
-            "the MCP server {} lists a {what} whose name holds control or format characters, {}; it is left out",
+        let message = format!(
+            "the MCP server {} lists a {what} whose name holds control or format characters, \
+             {}; it is left out",
             escaped(self.name()),
             escaped(name),
         );
+        tracing::warn!(server = %escaped(self.name()), name = %escaped(name), "{message}");
+        self.left_out_now().push(message);
+    }
+
+    /// What the last listing ([`McpClient::tools`]) left out because its
+    /// name holds control or format characters, one message each naming
+    /// the server and the name (escaped), for a user to be told.
+    pub fn left_out(&self) -> Vec<String> {
+        self.left_out_now().clone()
+    }
+
+    fn left_out_now(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.inner
+            .left_out
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Every page of one listing of `what` (`list_page` fetching a page),
