@@ -12,6 +12,12 @@ use serde::Deserialize;
 /// * `expression` - Arithmetic such as `(2 + 3) * 4.5` or `2^10`.
 #[agentry::tool(name = "calculator", read_only, concurrency_safe)]
 pub fn calculator(expression: String) -> Result<f64, String> {
+    let length = expression.chars().count();
+    if length > MAX_EXPRESSION_CHARS {
+        return Err(format!(
+            "the expression is {length} characters long; the calculator reads at most {MAX_EXPRESSION_CHARS}"
+        ));
+    }
     let value = evalexpr::eval(&float_literals(&expression))
         .map_err(|e| format!("cannot evaluate {expression:?}: {e}"))?;
     match value {
@@ -20,6 +26,15 @@ pub fn calculator(expression: String) -> Result<f64, String> {
         other => Err(format!("{expression:?} is not a number: {other}")),
     }
 }
+
+/// The longest expression [`calculator`] reads. evalexpr parses and
+/// evaluates by recursion, a level for each parenthesis, operator or unary
+/// sign, and a stack overflow aborts the whole process (no panic to catch).
+/// Measured in a debug build on a 2 MiB thread (a tokio worker's stack):
+/// 1,400 nested unary minus signs pass and 1,500 overflow (one level a
+/// character, the worst shape); 3,500 parentheses or `+` terms pass, 4,000
+/// overflow. 500 characters keeps the worst case near a third of that.
+const MAX_EXPRESSION_CHARS: usize = 500;
 
 /// Write every integer literal as a float (`7/2` → `7.0/2.0`) so division is exact.
 fn float_literals(expression: &str) -> String {
@@ -142,6 +157,58 @@ struct ReadFile {
     path: String,
 }
 
+/// The most of a file `read_file` gives the model, in bytes.
+const READ_LIMIT: usize = 20_000;
+
+/// A granted regular file's text, at most `limit` bytes of it (cut at a
+/// character boundary and marked with the file's size). Only `limit` + 4
+/// bytes are read (enough to end the last character), never the whole
+/// file; a FIFO, device or directory is refused without waiting.
+fn read_text(ctx: &ToolContext, path: &str, limit: usize) -> Result<String, ReadError> {
+    use std::io::Read;
+    let file = ctx.fs().open_file(path)?;
+    let size = file.metadata().map_err(ReadError::Io)?.len();
+    let mut bytes = Vec::with_capacity(limit.min(size as usize) + 4);
+    file.take(limit as u64 + 4)
+        .read_to_end(&mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() <= limit {
+        return String::from_utf8(bytes).map_err(|_| ReadError::NotText);
+    }
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(text) => text,
+        // The read may end inside a character; what comes before must be text.
+        Err(e) if e.error_len().is_none() && e.valid_up_to() > limit => {
+            std::str::from_utf8(&bytes[..e.valid_up_to()]).expect("valid up to there")
+        }
+        Err(_) => return Err(ReadError::NotText),
+    };
+    let cut = (0..=limit)
+        .rev()
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(0);
+    // The file may have grown since its size was taken.
+    let size = size.max(bytes.len() as u64);
+    Ok(format!(
+        "{}\n[… cut at {limit} bytes of {size}]",
+        &text[..cut]
+    ))
+}
+
+/// Why `read_file` read nothing.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    /// Outside the grant, missing, or not a regular file.
+    #[error(transparent)]
+    Refused(#[from] agentry::tool::CapabilityError),
+    /// Reading the opened file failed.
+    #[error("cannot read the file: {0}")]
+    Io(#[source] std::io::Error),
+    /// The bytes are not UTF-8.
+    #[error("the file is not UTF-8 text")]
+    NotText,
+}
+
 /// `read_file`: reads text files under `dir`, and nowhere else.
 pub fn read_file(dir: &Path) -> Tool {
     let tool = function("read_file")
@@ -157,24 +224,7 @@ pub fn read_file(dir: &Path) -> Tool {
             ..Default::default()
         })
         .handler(|args: ReadFile, ctx: &ToolContext| {
-            let text = ctx
-                .fs()
-                .read_to_string(&args.path)
-                .map_err(|e| e.to_string())?;
-            const LIMIT: usize = 20_000;
-            Ok::<_, String>(if text.len() > LIMIT {
-                let cut = (0..=LIMIT)
-                    .rev()
-                    .find(|i| text.is_char_boundary(*i))
-                    .unwrap_or(0);
-                format!(
-                    "{}\n[… cut at {LIMIT} bytes of {}]",
-                    &text[..cut],
-                    text.len()
-                )
-            } else {
-                text
-            })
+            read_text(ctx, &args.path, READ_LIMIT).map_err(|e| e.to_string())
         })
         .build()
         .expect("a valid tool");

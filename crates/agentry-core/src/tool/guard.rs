@@ -80,6 +80,34 @@ impl Fs {
             .map_err(|e| place.error(e))
     }
 
+    /// Open a granted regular file for reading, for a caller that reads it
+    /// within a bound of its own (`Read::take`). Opening never waits: a
+    /// FIFO or device is opened without blocking and then refused, like a
+    /// directory, by the metadata of the handle opened (not of the path, so
+    /// nothing swapped in between is read).
+    pub fn open_file(&self, path: impl AsRef<Path>) -> Result<std::fs::File, CapabilityError> {
+        let place = Place::find(path.as_ref(), &self.read_dirs, Access::Read)?;
+        let mut options = cap_std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            use cap_std::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NONBLOCK);
+        }
+        let file = place
+            .dir()?
+            .open_with(&place.relative, &options)
+            .map_err(|e| place.error(e))?;
+        let metadata = file.metadata().map_err(|e| place.error(e))?;
+        if !metadata.is_file() {
+            return Err(CapabilityError::Io {
+                path: place.shown,
+                message: "not a regular file".into(),
+            });
+        }
+        Ok(file.into_std())
+    }
+
     /// The entries of a granted directory, sorted by name.
     pub fn read_dir(&self, path: impl AsRef<Path>) -> Result<Vec<String>, CapabilityError> {
         let place = Place::find(path.as_ref(), &self.read_dirs, Access::Read)?;
