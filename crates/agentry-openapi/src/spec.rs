@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::OpenApiError;
-use crate::yaml::{self, Aliases, Refusal};
+use crate::yaml::{self, Aliases, Nesting, Refusal};
 
 /// Keywords whose values are data (examples, constants), never rewritten.
 const DATA_KEYWORDS: [&str; 5] = ["example", "examples", "enum", "const", "default"];
@@ -59,6 +59,40 @@ fn left_open(name: &str) -> Value {
     json!({"description": format!("A {name} (its schema is too large to include)")})
 }
 
+/// The deepest a YAML specification's collections nest: `serde_yaml_ng`'s
+/// recursion limit, so no text it reads is refused.
+pub const MAX_YAML_DEPTH: usize = 128;
+
+/// The most `[` and `{` a YAML text the nesting check cannot read may hold:
+/// however deep they nest, `serde_yaml_ng` then parses it in well under a
+/// second (its time grows with the square of the depth: 5,000 levels take
+/// about a second in a debug build).
+const MAX_UNCHECKED_FLOW_OPENERS: usize = 2_000;
+
+/// Refuse a YAML text nested deeper than [`MAX_YAML_DEPTH`], before
+/// `serde_yaml_ng` spends time quadratic in its depth to refuse it. A text
+/// the event parser does not read passes when it has at most
+/// [`MAX_UNCHECKED_FLOW_OPENERS`] `[` and `{`.
+fn nesting_within_limit(text: &str) -> Result<(), OpenApiError> {
+    let refused = |why: String| {
+        Err(OpenApiError::Parse(format!(
+            "{why}; refused before reading it"
+        )))
+    };
+    match yaml::nesting_within(text, MAX_YAML_DEPTH) {
+        Nesting::Within => Ok(()),
+        Nesting::Deeper => refused(format!(
+            "its YAML nests deeper than {MAX_YAML_DEPTH} levels"
+        )),
+        Nesting::Unread { flow_openers } if flow_openers > MAX_UNCHECKED_FLOW_OPENERS => {
+            refused(format!(
+                "its YAML nesting could not be checked and it holds {flow_openers} `[` and `{{`, more than {MAX_UNCHECKED_FLOW_OPENERS}"
+            ))
+        }
+        Nesting::Unread { .. } => Ok(()),
+    }
+}
+
 /// Refuse a YAML text whose aliases add more than [`MAX_YAML_ALIAS_NODES`]
 /// nodes. A text the event parser does not read is counted through
 /// `serde_yaml_ng` instead, all its nodes against twice its length in bytes
@@ -94,6 +128,11 @@ pub(crate) struct Spec {
 impl Spec {
     /// Parse `text` (JSON, or YAML when it is not JSON).
     pub(crate) fn parse(text: &str) -> Result<Self, OpenApiError> {
+        if text.len() > crate::MAX_SPEC_BYTES {
+            return Err(OpenApiError::TooLarge {
+                max: crate::MAX_SPEC_BYTES,
+            });
+        }
         let document: Value = match serde_json::from_str(text) {
             Ok(value) => value,
             Err(json_error) => {
@@ -101,6 +140,7 @@ impl Spec {
                 if trimmed.starts_with('{') || trimmed.starts_with('[') {
                     return Err(OpenApiError::Parse(json_error.to_string()));
                 }
+                nesting_within_limit(text)?;
                 // An alias starts with `*`: a text without one has none to count.
                 if text.contains('*') {
                     aliases_within_budget(text)?;

@@ -1,7 +1,8 @@
 //! Hostile input and hostile servers, against a real HTTP server on
 //! loopback that records what reaches it: path parameters never leave the
 //! base path (nothing is sent, so the API key stays home), a huge or endless
-//! response is refused within the toolset's limit, and a YAML alias bomb in a
+//! response is refused within the toolset's limit, a redirect out of the
+//! base path is not followed, and a YAML alias bomb or deep nesting in a
 //! specification is refused before it is read.
 
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,10 @@ fn answer(path: &str) -> Answer {
             declared: Some(200 << 20),
         },
         "/api/broken" => Answer::FloodError,
+        "/api/hop" => Answer::Redirect("302 Found", "/admin"),
+        "/api/hop307" => Answer::Redirect("307 Temporary Redirect", "/api/../admin/steal"),
+        "/api/sibling" => Answer::Redirect("302 Found", "/apix/steal"),
+        "/api/inside" => Answer::Redirect("302 Found", "/api/moved"),
         _ => Answer::Echo,
     }
 }
@@ -33,6 +38,8 @@ enum Answer {
     Flood { declared: Option<u64> },
     /// 500 with `e` until the client goes away.
     FloodError,
+    /// A redirect: status line and `location`.
+    Redirect(&'static str, &'static str),
 }
 
 /// Each request's path and `x-api-key` header, in order.
@@ -92,6 +99,12 @@ async fn serve(mut stream: TcpStream, seen: Seen) -> std::io::Result<()> {
             );
             return stream.write_all(reply.as_bytes()).await;
         }
+        Answer::Redirect(status, location) => {
+            let reply = format!(
+                "HTTP/1.1 {status}\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+            return stream.write_all(reply.as_bytes()).await;
+        }
         Answer::Flood {
             declared: Some(length),
         } => ("200 OK", format!("content-length: {length}"), b'x'),
@@ -138,7 +151,11 @@ const SPEC: &str = r#"{
     "/../admin": {"get": {"operationId": "escape", "responses": {"200": {"description": "ok"}}}},
     "/big": {"get": {"operationId": "big", "responses": {"200": {"description": "ok"}}}},
     "/declared": {"get": {"operationId": "declared", "responses": {"200": {"description": "ok"}}}},
-    "/broken": {"get": {"operationId": "broken", "responses": {"200": {"description": "ok"}}}}
+    "/broken": {"get": {"operationId": "broken", "responses": {"200": {"description": "ok"}}}},
+    "/hop": {"get": {"operationId": "hop", "responses": {"200": {"description": "ok"}}}},
+    "/hop307": {"get": {"operationId": "hop307", "responses": {"200": {"description": "ok"}}}},
+    "/sibling": {"get": {"operationId": "sibling", "responses": {"200": {"description": "ok"}}}},
+    "/inside": {"get": {"operationId": "inside", "responses": {"200": {"description": "ok"}}}}
   }
 }"#;
 
@@ -253,6 +270,127 @@ async fn a_huge_or_endless_response_is_refused_at_the_limit() {
     assert_eq!(server.seen().len(), 4);
 }
 
+#[tokio::test]
+async fn a_redirect_out_of_the_base_path_is_not_followed() {
+    let server = Server::start().await;
+    let (tools, ctx) = setup(&server, None);
+    let base = &server.base;
+    let refused = |name: &str, from: &str, to: &str| {
+        ToolResult::error(
+            "1",
+            format!(
+                "tool \"t.{name}\" failed: redirect from {base}{from} to {base}{to} refused: it leaves {base}/api"
+            ),
+        )
+    };
+    let result = call(&tools, &ctx, "t.hop", json!({})).await;
+    assert_eq!(result, refused("hop", "/api/hop", "/admin"));
+    assert_eq!(
+        server.seen(),
+        [("/api/hop".to_owned(), Some("k-secret".to_owned()))],
+        "only the first request reached the server"
+    );
+    // Dot segments are resolved before the check; a sibling path sharing
+    // the prefix (`/apix`) is not under `/api`.
+    let result = call(&tools, &ctx, "t.hop307", json!({})).await;
+    assert_eq!(result, refused("hop307", "/api/hop307", "/admin/steal"));
+    let result = call(&tools, &ctx, "t.sibling", json!({})).await;
+    assert_eq!(result, refused("sibling", "/api/sibling", "/apix/steal"));
+    // A redirect that stays under the base path is followed.
+    let result = call(&tools, &ctx, "t.inside", json!({})).await;
+    assert_eq!(result, ToolResult::ok("1", json!({"path": "/api/moved"})));
+    let paths: Vec<String> = server.seen().into_iter().map(|(path, _)| path).collect();
+    assert_eq!(
+        paths,
+        [
+            "/api/hop",
+            "/api/hop307",
+            "/api/sibling",
+            "/api/inside",
+            "/api/moved"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_base_url_with_a_query_or_fragment_is_refused() {
+    let spec = SPEC.replace(
+        r#""info": {"title": "T", "version": "1"},"#,
+        r#""info": {"title": "T", "version": "1"}, "servers": [{"url": "http://127.0.0.1:9/api?x=1"}],"#,
+    );
+    assert_eq!(
+        OpenApiToolset::from_text(&spec).unwrap_err().to_string(),
+        "the specification is invalid: the server URL http://127.0.0.1:9/api?x=1 has a query or fragment; a base URL is a scheme, host, port and path"
+    );
+    let fragment = spec.replace("/api?x=1", "/api#x");
+    assert!(matches!(
+        OpenApiToolset::from_text(&fragment),
+        Err(OpenApiError::Invalid(_))
+    ));
+    // Set by the host program instead: every call is refused, nothing sent.
+    let server = Server::start().await;
+    let toolset = OpenApiToolset::from_text(SPEC)
+        .unwrap()
+        .base_url(format!("{}/api?x=1", server.base));
+    let grant = Capability::net(toolset.host_grant());
+    let tools = Toolbox::for_agent(toolset.tools()).unwrap();
+    let ctx = ToolContext::new().with_capabilities(Capabilities::from([grant]));
+    let result = call(&tools, &ctx, "t.inside", json!({})).await;
+    assert_eq!(
+        result,
+        ToolResult::error(
+            "1",
+            format!(
+                "tool \"t.inside\" failed: the server URL {}/api?x=1 has a query or fragment; a base URL is a scheme, host, port and path",
+                server.base
+            )
+        )
+    );
+    assert!(server.seen().is_empty(), "nothing reached the server");
+}
+
+#[test]
+fn a_specification_over_the_size_limit_is_refused_unread() {
+    let max = agentry_openapi::MAX_SPEC_BYTES;
+    assert_eq!(max, 64 << 20);
+    let text = format!("openapi: 3.0.3\nx: {}\n", "x".repeat(max));
+    assert_eq!(
+        OpenApiToolset::from_text(&text).unwrap_err(),
+        OpenApiError::TooLarge { max }
+    );
+    let path = std::env::temp_dir().join(format!("agentry-huge-spec-{}.yaml", std::process::id()));
+    std::fs::write(&path, &text).unwrap();
+    let error = OpenApiToolset::from_file(&path).unwrap_err();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(
+        error.to_string(),
+        "the specification is over 67108864 bytes, the most read; it was not read"
+    );
+}
+
+#[test]
+fn deep_yaml_nesting_in_a_specification_is_refused_before_it_is_parsed() {
+    let head = "openapi: 3.0.3\ninfo: {title: T, version: '1'}\npaths: {}\n";
+    let deep = |depth: usize| format!("{head}x-d: {}{}\n", "[".repeat(depth), "]".repeat(depth));
+    let refused = "the specification does not parse: its YAML nests deeper than 128 levels; refused before reading it";
+    // 50,000 levels: serde_yaml_ng alone spends minutes before its own limit.
+    let unclosed = format!("{head}x-d: {}\n", "[".repeat(50_000));
+    assert_eq!(read_within(unclosed, 5).to_string(), refused);
+    assert_eq!(read_within(deep(50_000), 5).to_string(), refused);
+    // Block nesting counts too (a list item per level).
+    let block: String = (0..130)
+        .map(|level| format!("{}- \n", " ".repeat(level * 2)))
+        .collect();
+    assert_eq!(
+        read_within(format!("{head}x-b:\n{block}"), 5).to_string(),
+        refused
+    );
+    // The document's mapping and 127 lists: 128 levels, what serde_yaml_ng reads.
+    assert_eq!(agentry_openapi::MAX_YAML_DEPTH, 128);
+    assert_eq!(OpenApiToolset::from_text(&deep(127)).unwrap().title(), "T");
+    assert_eq!(read_within(deep(128), 5).to_string(), refused);
+}
+
 #[test]
 fn a_yaml_alias_bomb_in_a_specification_is_refused_before_it_is_read() {
     let head = "openapi: 3.0.3\ninfo: {title: T, version: '1'}\npaths: {}\n";
@@ -283,10 +421,15 @@ fn a_yaml_alias_bomb_in_a_specification_is_refused_before_it_is_read() {
 
 /// The error reading `text` gives; within 60 s or the test fails as hung.
 fn read_in_time(text: String) -> OpenApiError {
+    read_within(text, 60)
+}
+
+/// The error reading `text` gives; within `seconds` or the test fails as hung.
+fn read_within(text: String, seconds: u64) -> OpenApiError {
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || sender.send(OpenApiToolset::from_text(&text).err()));
     receiver
-        .recv_timeout(Duration::from_secs(60))
-        .expect("reading ends within 60 s (else it hangs)")
+        .recv_timeout(Duration::from_secs(seconds))
+        .unwrap_or_else(|_| panic!("reading ends within {seconds} s (else it hangs)"))
         .expect("refused")
 }

@@ -91,6 +91,17 @@ pub enum NetError {
         /// Where it pointed.
         to: String,
     },
+    /// A redirect out of the origin and path the client was kept under
+    /// ([`HttpClient::redirects_under`]).
+    #[error("redirect from {from} to {to} refused: it leaves {under}")]
+    RedirectOutside {
+        /// Where the redirect came from.
+        from: String,
+        /// Where it pointed.
+        to: String,
+        /// The origin and path redirects must stay under.
+        under: String,
+    },
     /// The URL could not be used.
     #[error("invalid URL {0:?}")]
     InvalidUrl(String),
@@ -113,6 +124,8 @@ pub enum NetError {
 pub struct HttpClient {
     client: reqwest::Client,
     capabilities: Capabilities,
+    /// Redirects must stay at this origin, under this path.
+    under: Option<Url>,
 }
 
 impl HttpClient {
@@ -139,7 +152,17 @@ impl HttpClient {
         Self {
             client,
             capabilities,
+            under: None,
         }
+    }
+
+    /// Follow a redirect only to `base`'s origin, at `base`'s path or below
+    /// it (segment by segment: `/api` covers `/api/x`, not `/apix`), on top
+    /// of the grants. For a client whose calls carry credentials meant for
+    /// one API under a path of a shared host.
+    pub fn redirects_under(mut self, base: Url) -> Self {
+        self.under = Some(base);
+        self
     }
 
     /// The capability a request to `url` needs, when it is not granted.
@@ -219,6 +242,15 @@ impl HttpClient {
                 to: to.to_string(),
             });
         }
+        if let Some(base) = &self.under
+            && !is_under(base, to)
+        {
+            return Err(NetError::RedirectOutside {
+                from: from.to_string(),
+                to: to.to_string(),
+                under: base.to_string(),
+            });
+        }
         self.check(to)
             .map_err(|capability| NetError::RedirectRefused {
                 from: from.to_string(),
@@ -226,6 +258,17 @@ impl HttpClient {
                 capability,
             })
     }
+}
+
+/// Whether `url` is at `base`'s origin and at its path or below it.
+pub fn is_under(base: &Url, url: &Url) -> bool {
+    let base_path = base.path().trim_end_matches('/');
+    let inside = url.path() == base_path
+        || url
+            .path()
+            .strip_prefix(base_path)
+            .is_some_and(|rest| rest.starts_with('/'));
+    url.origin() == base.origin() && inside
 }
 
 /// The request a redirect asks for: 307 and 308 repeat it (when its body can

@@ -33,8 +33,8 @@ pub use folder::{
 };
 pub use search::{SkillSearch, embedding_text, search_text};
 pub use validate::{
-    FIELDS, MAX_COMPATIBILITY, MAX_DESCRIPTION, MAX_FRONT_MATTER_NODES, MAX_NAME, Problem,
-    name_problems,
+    FIELDS, MAX_COMPATIBILITY, MAX_DESCRIPTION, MAX_FRONT_MATTER_DEPTH, MAX_FRONT_MATTER_NODES,
+    MAX_NAME, Problem, name_problems,
 };
 
 /// Entry point for the fuzz target (`fuzz/`): read a `SKILL.md` text found

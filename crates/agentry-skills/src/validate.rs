@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_yaml_ng::Value;
 
-use crate::yaml::Refusal;
+use crate::yaml::{Nesting, Refusal};
 
 /// Longest `name`, in characters.
 pub const MAX_NAME: usize = 64;
@@ -18,6 +18,14 @@ pub const MAX_COMPATIBILITY: usize = 500;
 /// again. Real front matter makes a few dozen; this stops an alias bomb
 /// (nested, or one wide anchor used many times) before it is read.
 pub const MAX_FRONT_MATTER_NODES: usize = 100_000;
+/// The deepest a front matter's collections may nest: `serde_yaml_ng`'s
+/// recursion limit, so no front matter it reads is refused. Checked first,
+/// in linear time: that parser spends time quadratic in the depth before
+/// its own limit refuses a deeper one (20,000 levels: 20 s).
+pub const MAX_FRONT_MATTER_DEPTH: usize = 128;
+/// The most `[` and `{` a front matter the nesting check cannot read may
+/// hold: however deep they nest, `serde_yaml_ng` then parses it quickly.
+const MAX_UNCHECKED_FLOW_OPENERS: usize = 2_000;
 /// The front-matter fields the specification defines.
 pub const FIELDS: &[&str] = &[
     "name",
@@ -60,6 +68,13 @@ pub enum Problem {
         "the front matter makes more than {max} YAML nodes (each use of an alias counted again); it was not read"
     )]
     TooManyNodes {
+        /// The limit.
+        max: usize,
+    },
+    /// The front matter nests deeper than [`MAX_FRONT_MATTER_DEPTH`]; it
+    /// was not read.
+    #[error("the front matter nests deeper than {max} levels; it was not read")]
+    TooDeep {
         /// The limit.
         max: usize,
     },
@@ -130,6 +145,7 @@ impl Problem {
             | Problem::UnclosedFrontMatter
             | Problem::Yaml(_)
             | Problem::TooManyNodes { .. }
+            | Problem::TooDeep { .. }
             | Problem::Missing(_)
             | Problem::Duplicate { .. } => true,
             Problem::WrongType { field, .. } => field == "name" || field == "description",
@@ -214,6 +230,20 @@ pub(crate) fn check_front_matter(
     yaml: &str,
     folder: &str,
 ) -> Result<(FrontMatter, Vec<Problem>), Vec<Problem>> {
+    match crate::yaml::nesting_within(yaml, MAX_FRONT_MATTER_DEPTH) {
+        Nesting::Within => {}
+        Nesting::Unread { flow_openers } if flow_openers <= MAX_UNCHECKED_FLOW_OPENERS => {}
+        Nesting::Deeper => {
+            return Err(vec![Problem::TooDeep {
+                max: MAX_FRONT_MATTER_DEPTH,
+            }]);
+        }
+        Nesting::Unread { flow_openers } => {
+            return Err(vec![Problem::Yaml(format!(
+                "its nesting could not be checked and it holds {flow_openers} `[` and `{{`, more than {MAX_UNCHECKED_FLOW_OPENERS}; it was not read"
+            ))]);
+        }
+    }
     match crate::yaml::within_budget(yaml, MAX_FRONT_MATTER_NODES) {
         Ok(()) => {}
         Err(Refusal::OverBudget) => {

@@ -2,11 +2,58 @@
 //! counted again: a first pass walks the document without building anything
 //! and stops at the budget, so an alias bomb (nested, or one wide anchor used
 //! many times) is refused in bounded time and memory before it is read.
+//! Before it, [`nesting_within`] refuses a text nested deeper than
+//! `serde_yaml_ng` reads (its recursion limit), in time linear in the text:
+//! that parser spends time quadratic in the depth of flow collections
+//! (`[[[…`) before its own limit refuses them.
 
 use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
+use yaml_rust2::parser::{Event, Parser};
+
+/// How deeply a text's collections nest, against a limit.
+pub(crate) enum Nesting {
+    /// At most the limit.
+    Within,
+    /// Deeper than the limit.
+    Deeper,
+    /// The event parser does not read the text; `flow_openers` is an upper
+    /// bound on its depth (every `[` and `{` in it, quoted or not).
+    Unread {
+        /// The `[` and `{` characters in the text.
+        flow_openers: usize,
+    },
+}
+
+/// Whether `text`'s sequences and mappings (flow `[`/`{` and block
+/// indentation alike) nest at most `max` deep. Reads the parser's events
+/// once and stops at the first one past `max`; the event parser's own limit
+/// on flow levels (255) counts as deeper too.
+pub(crate) fn nesting_within(text: &str, max: usize) -> Nesting {
+    let mut parser = Parser::new_from_str(text);
+    let mut depth = 0usize;
+    loop {
+        match parser.next_token() {
+            Ok((Event::StreamEnd, _)) => return Nesting::Within,
+            Ok((Event::SequenceStart(..) | Event::MappingStart(..), _)) => {
+                depth += 1;
+                if depth > max {
+                    return Nesting::Deeper;
+                }
+            }
+            Ok((Event::SequenceEnd | Event::MappingEnd, _)) => depth = depth.saturating_sub(1),
+            Ok(_) => {}
+            Err(error) if error.info() == "recursion limit exceeded" => return Nesting::Deeper,
+            Err(_) => {
+                return Nesting::Unread {
+                    flow_openers: text.bytes().filter(|b| matches!(b, b'[' | b'{')).count(),
+                };
+            }
+        }
+    }
+}
 
 /// Why a document did not pass the count.
 pub(crate) enum Refusal {
@@ -144,6 +191,26 @@ mod tests {
             Err(Refusal::OverBudget) => "over",
             Err(Refusal::Parse(_)) => "parse",
         }
+    }
+
+    fn nesting(text: &str, max: usize) -> String {
+        match nesting_within(text, max) {
+            Nesting::Within => "within".into(),
+            Nesting::Deeper => "deeper".into(),
+            Nesting::Unread { flow_openers } => format!("unread {flow_openers}"),
+        }
+    }
+
+    #[test]
+    fn flow_and_block_nesting_count_alike() {
+        assert_eq!(nesting("a: [[1]]\n", 3), "within");
+        assert_eq!(nesting("a: [[1]]\n", 2), "deeper");
+        assert_eq!(nesting("a:\n  b:\n    - {c: 1}\n", 4), "within");
+        assert_eq!(nesting("a:\n  b:\n    - {c: 1}\n", 3), "deeper");
+        assert_eq!(nesting("[[1], [2], [[3]]]", 3), "within");
+        assert_eq!(nesting("a: \"[[[[\"\nb: x[[[[\n", 1), "within");
+        assert_eq!(nesting(&"[".repeat(300), 128), "deeper");
+        assert_eq!(nesting("a: [\"x", 128), "unread 1");
     }
 
     #[test]

@@ -466,3 +466,55 @@ fn hostile_folders_get_a_problem_quickly() {
         assert_eq!(problems_in_time(&dir), [Problem::NotAFile]);
     }
 }
+
+/// The folder's problems; loading `dir` must end within `seconds` or the
+/// test fails as hung.
+fn problems_within(dir: &Path, seconds: u64) -> Vec<Problem> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let path = dir.to_path_buf();
+    std::thread::spawn(move || sender.send(load_dir(&path).unwrap()));
+    let report = receiver
+        .recv_timeout(std::time::Duration::from_secs(seconds))
+        .unwrap_or_else(|_| panic!("loading ends within {seconds} s (else it hangs)"));
+    report.invalid.into_iter().flat_map(|(_, p)| p).collect()
+}
+
+#[test]
+fn deeply_nested_front_matter_is_refused_before_it_is_parsed() {
+    let too_deep = [Problem::TooDeep {
+        max: agentry_skills::MAX_FRONT_MATTER_DEPTH,
+    }];
+    assert_eq!(
+        too_deep[0].to_string(),
+        "the front matter nests deeper than 128 levels; it was not read"
+    );
+    // 50,000 nested lists (serde_yaml_ng alone: minutes before its own limit).
+    for (tag, close) in [("deep-open", false), ("deep-closed", true)] {
+        let depth = 50_000;
+        let closing = if close {
+            "]".repeat(depth)
+        } else {
+            String::new()
+        };
+        let text = format!(
+            "---\nname: {tag}\ndescription: d\nmetadata: {{x: {}{closing}}}\n---\nbody\n",
+            "[".repeat(depth)
+        );
+        let dir = hostile(tag, |file| std::fs::write(file, &text).unwrap());
+        assert_eq!(problems_within(&dir, 5), too_deep, "{tag}");
+    }
+    // The mapping, `metadata`'s mapping and 126 lists: 128 levels, what
+    // serde_yaml_ng reads: the skill loads. One more level is refused.
+    let at = |lists: usize| {
+        format!(
+            "---\nname: at\ndescription: d\nmetadata: {{x: {}{}}}\n---\nbody\n",
+            "[".repeat(lists),
+            "]".repeat(lists)
+        )
+    };
+    let dir = hostile("at", |file| std::fs::write(file, at(126)).unwrap());
+    assert_eq!(problems_within(&dir, 5), []);
+    assert_eq!(load_dir(&dir).unwrap().skills.len(), 1);
+    let dir = hostile("at", |file| std::fs::write(file, at(127)).unwrap());
+    assert_eq!(problems_within(&dir, 5), too_deep);
+}
