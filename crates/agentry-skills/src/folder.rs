@@ -18,11 +18,21 @@ pub const SKILL_FILE: &str = "SKILL.md";
 pub const MAX_SKILL_FILE: u64 = 1024 * 1024;
 
 /// A `SKILL.md`'s text: a regular file (never a FIFO that would block the
-/// read forever) of at most [`MAX_SKILL_FILE`] bytes.
+/// read forever) of at most [`MAX_SKILL_FILE`] bytes. The file is opened
+/// without waiting (`O_NONBLOCK`) and judged by the handle opened, so a
+/// FIFO swapped in after a look at the path is refused too.
 fn read_skill_file(file: &Path) -> Result<String, Problem> {
     use std::io::Read;
     let unreadable = |e: std::io::Error| Problem::Unreadable(format!("{}: {e}", file.display()));
-    let meta = std::fs::metadata(file).map_err(unreadable)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let opened = options.open(file).map_err(unreadable)?;
+    let meta = opened.metadata().map_err(unreadable)?;
     if !meta.is_file() {
         return Err(Problem::NotAFile);
     }
@@ -34,8 +44,9 @@ fn read_skill_file(file: &Path) -> Result<String, Problem> {
         return Err(too_large(meta.len()));
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(file)
-        .and_then(|f| f.take(MAX_SKILL_FILE + 1).read_to_end(&mut bytes))
+    opened
+        .take(MAX_SKILL_FILE + 1)
+        .read_to_end(&mut bytes)
         .map_err(unreadable)?;
     if bytes.len() as u64 > MAX_SKILL_FILE {
         return Err(too_large(bytes.len() as u64));
