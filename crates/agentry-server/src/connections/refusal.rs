@@ -37,10 +37,17 @@ impl Refusals {
     }
 }
 
-/// Answer a connection its address has no room for: 429, after reading
-/// what its request sent (closing on unread bytes would reset the
-/// connection and lose the answer).
-pub(super) async fn refuse(mut stream: TcpStream, limit: usize, _slot: OwnedSemaphorePermit) {
+/// Answer a connection its address has no room for, holding `slot` until
+/// its socket is closed.
+pub(super) async fn refuse(mut stream: TcpStream, limit: usize, slot: OwnedSemaphorePermit) {
+    answer(&mut stream, limit).await;
+    drop(stream);
+    drop(slot);
+}
+
+/// 429, after reading what its request sent (closing on unread bytes would
+/// reset the connection and lose the answer).
+async fn answer(stream: &mut TcpStream, limit: usize) {
     let error = ApiError::too_many_connections(limit);
     let body = serde_json::to_string(&error.body()).unwrap_or_default();
     let answer = format!(

@@ -127,6 +127,7 @@ async fn a_flood_of_refused_connections_holds_a_bounded_number_of_sockets() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         most = most.max(held(port));
     }
+    println!("the server held at most {most} sockets at once");
     // The busy connection and at most 64 refusals in progress.
     assert!(most <= 1 + 64, "the server held {most} sockets at once");
     let mut rest = Vec::new();
