@@ -30,7 +30,7 @@ use agentry_core::memory::{
     Forget, ListOpts, MemoryError, MemoryRecord, MemoryStore, RecallOpts, Recalled, RecentOpts,
     SessionSummary, StoredRecord,
 };
-use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params, params_from_iter};
 
 use crate::watched::{FileState, WatchedFile};
 use index::{Found, SessionIndex};
@@ -135,10 +135,16 @@ fn unit(mut vector: Vec<f32>) -> Vec<f32> {
 
 impl SqliteStore {
     /// Open (or create) the store in the file at `path`. A file it creates
-    /// has mode 0600, and so have its `-wal` and `-shm` files.
+    /// has mode 0600, and so have its `-wal` and `-shm` files. A `path` that
+    /// is a symbolic link is refused (SQLite's `NOFOLLOW`): a link planted
+    /// where the store is looked for (a cloned repository's `agentry.db`)
+    /// would otherwise make or write a file elsewhere.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
-        private::create(path.as_ref());
-        let conn = configured(Connection::open(path).map_err(failed)?)?;
+        let path = path.as_ref();
+        private::refuse_link(path)?;
+        private::create(path);
+        let flags = OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = configured(Connection::open_with_flags(path, flags).map_err(failed)?)?;
         // The file SQLite opened, also when `path` is a `file:` URI.
         let file = match conn.path() {
             Some(opened) if !opened.is_empty() => {

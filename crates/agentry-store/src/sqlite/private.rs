@@ -20,6 +20,20 @@ pub(super) fn create(path: &Path) {
     let _ = options.open(path);
 }
 
+/// Refuse a `path` that is a symbolic link, with an error saying so (SQLite
+/// alone would only say it cannot open the file).
+pub(super) fn refuse_link(path: &Path) -> Result<(), agentry_core::memory::MemoryError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            Err(agentry_core::memory::MemoryError(format!(
+                "sqlite: {} is a symbolic link; the store opens no link (name the file it leads to)",
+                path.display()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Give the `-wal` and `-shm` files of the database SQLite opened at `path`
 /// its mode where theirs is more open (SQLite copies the database's mode
 /// when it creates them; one left by an older version may not have it).
@@ -50,6 +64,30 @@ mod tests {
 
     fn mode(path: &std::path::Path) -> u32 {
         std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_store_path_that_is_a_link_is_refused_and_nothing_is_made_where_it_leads() {
+        let dir = std::env::temp_dir().join(format!("agentry-store-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("repo")).unwrap();
+        let planted = dir.join("planted.db");
+        let link = dir.join("repo/agentry.db");
+        std::os::unix::fs::symlink("../planted.db", &link).unwrap();
+        let error = SqliteStore::open(&link).err().unwrap();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "memory store: sqlite: {} is a symbolic link; the store opens no link (name the file it leads to)",
+                link.display()
+            )
+        );
+        assert!(!planted.exists(), "nothing is made where the link leads");
+        // The same once the target exists: it is left untouched.
+        std::fs::write(&planted, b"").unwrap();
+        assert!(SqliteStore::open(&link).is_err());
+        assert_eq!(std::fs::read(&planted).unwrap(), b"");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
