@@ -1,7 +1,7 @@
 //! Confining the child process, once and for good, before it runs a call:
 //! resource limits, then Landlock (files, TCP binds, signals and abstract
 //! sockets), then seccomp (no new programs or processes, no sockets unless
-//! a `Net` grant, and then TCP ones only; nothing that grows a file without
+//! a `Net` grant, and then TCP ones only, without Fast Open; nothing that grows a file without
 //! opening it; none of the system calls a tool has no business making).
 //! The network namespace and the relay of connects and opens for writing
 //! are [`isolate`](crate::isolate)'s. Each applies to this thread and every thread it starts later,
@@ -430,6 +430,7 @@ fn seccomp_filters(capabilities: &Capabilities) -> Result<(), String> {
         libc::SYS_renameat2,
         vec![SeccompRule::new(vec![whiteout]).map_err(failed)?],
     );
+    refused.extend(no_fast_open().map_err(failed)?);
     let deny: BpfProgram = SeccompFilter::new(
         refused,
         SeccompAction::Allow,
@@ -523,6 +524,55 @@ fn tcp_only() -> Result<Vec<seccompiler::SeccompRule>, seccompiler::BackendError
         argument(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP)?,
     ])?);
     Ok(rules)
+}
+
+/// The sends and socket options of TCP Fast Open, which connect a socket
+/// without a `connect` (so unseen by the relay): a send with
+/// `MSG_FASTOPEN` (`sendto` and `sendmmsg` take flags in argument 3,
+/// `sendmsg` in 2) connects a relayed socket that a reset disconnected
+/// again, from the parent's network, to the address it names;
+/// `TCP_FASTOPEN_CONNECT` defers a connect to the first send,
+/// `TCP_FASTOPEN` is a listener's, and `TCP_REPAIR` sets a socket's state
+/// by hand.
+#[cfg(target_os = "linux")]
+fn no_fast_open()
+-> Result<Vec<(libc::c_long, Vec<seccompiler::SeccompRule>)>, seccompiler::BackendError> {
+    use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
+    let fast_open = |index| {
+        let flag = libc::MSG_FASTOPEN as u32 as u64;
+        SeccompCondition::new(
+            index,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(flag),
+            flag,
+        )
+        .and_then(|condition| SeccompRule::new(vec![condition]))
+        .map(|rule| vec![rule])
+    };
+    let options = [
+        libc::TCP_FASTOPEN_CONNECT,
+        libc::TCP_FASTOPEN,
+        libc::TCP_REPAIR,
+    ]
+    .into_iter()
+    .map(|option| {
+        let argument = |index, value: i32| {
+            SeccompCondition::new(
+                index,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Eq,
+                value as u64,
+            )
+        };
+        SeccompRule::new(vec![argument(1, libc::IPPROTO_TCP)?, argument(2, option)?])
+    })
+    .collect::<Result<Vec<_>, _>>()?;
+    Ok(vec![
+        (libc::SYS_sendto, fast_open(3)?),
+        (libc::SYS_sendmmsg, fast_open(3)?),
+        (libc::SYS_sendmsg, fast_open(2)?),
+        (libc::SYS_setsockopt, options),
+    ])
 }
 
 /// On x86_64 the x32 ABI numbers every system call again with bit 30 set,

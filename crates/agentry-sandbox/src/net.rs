@@ -168,10 +168,73 @@ pub(crate) fn dial(
     }
     let mut last = io::Error::other(format!("{host} resolves to no address"));
     for address in allowed {
-        match TcpStream::connect_timeout(&address, CONNECT_TIMEOUT) {
+        match TcpStream::connect_timeout(&address, CONNECT_TIMEOUT)
+            .and_then(|stream| settle(&stream, &address).map(|()| stream))
+        {
             Ok(stream) => return Ok(stream),
             Err(error) => last = error,
         }
     }
     Err(DialError::Io(last))
+}
+
+/// Call `connect` once more on `stream`, which `connect_timeout` connected
+/// to `address` without blocking: the kernel then marks the socket itself
+/// connected (until now it was only "connecting", whatever TCP's state).
+/// A socket left so is connected again by a send with `MSG_FASTOPEN`
+/// after a reset, to any address, from this process's network; a connected
+/// one answers "already connected".
+#[cfg(target_os = "linux")]
+fn settle(stream: &TcpStream, address: &SocketAddr) -> io::Result<()> {
+    // SAFETY: sockaddr_storage is plain data, large enough for either
+    // family; connect reads `length` bytes of it.
+    let mut raw: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let length = match address {
+        SocketAddr::V4(v4) => {
+            let inet = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*v4.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_in fits in sockaddr_storage.
+            unsafe { std::ptr::write((&mut raw as *mut libc::sockaddr_storage).cast(), inet) };
+            size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            // SAFETY: plain data.
+            let mut inet: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+            inet.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            inet.sin6_port = v6.port().to_be();
+            inet.sin6_flowinfo = v6.flowinfo();
+            inet.sin6_addr.s6_addr = v6.ip().octets();
+            inet.sin6_scope_id = v6.scope_id();
+            // SAFETY: sockaddr_in6 fits in sockaddr_storage.
+            unsafe { std::ptr::write((&mut raw as *mut libc::sockaddr_storage).cast(), inet) };
+            size_of::<libc::sockaddr_in6>()
+        }
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: connect reads the address passed, `length` bytes.
+    let connected = unsafe {
+        libc::connect(
+            stream.as_raw_fd(),
+            (&raw as *const libc::sockaddr_storage).cast(),
+            length as libc::socklen_t,
+        )
+    };
+    let error = io::Error::last_os_error();
+    if connected == 0 || error.raw_os_error() == Some(libc::EISCONN) {
+        Ok(())
+    } else {
+        Err(error)
+    }
+}
+
+/// Elsewhere there is no relay to keep a socket for.
+#[cfg(not(target_os = "linux"))]
+fn settle(_stream: &TcpStream, _address: &SocketAddr) -> io::Result<()> {
+    Ok(())
 }

@@ -7,6 +7,7 @@
 //! permitted" and nothing is dialled. Its opens for writing come here the
 //! same way, and are counted ([`FileQuota`]).
 
+use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileExt;
@@ -23,6 +24,7 @@ use crate::wire;
 /// `quota` counts its opens for writing (a call with an `FsWrite` grant).
 pub(crate) fn serve(socket: UnixStream, capabilities: Capabilities, mut quota: Option<FileQuota>) {
     let mut listener: Option<OwnedFd> = None;
+    let mut relayed = Relayed::default();
     loop {
         let mut polled = [
             libc::pollfd {
@@ -45,7 +47,7 @@ pub(crate) fn serve(socket: UnixStream, capabilities: Capabilities, mut quota: O
         }
         if let Some(fd) = &listener {
             if polled[1].revents & libc::POLLIN != 0 {
-                answer(fd.as_fd(), &capabilities, quota.as_mut());
+                answer(fd.as_fd(), &capabilities, quota.as_mut(), &mut relayed);
             } else if polled[1].revents != 0 {
                 listener = None; // the child is gone
             }
@@ -90,7 +92,12 @@ pub(crate) fn serve(socket: UnixStream, capabilities: Capabilities, mut quota: O
 /// Take one notification from `listener` and answer it: an open for
 /// writing goes on while `quota` has files left; a connect has the tool's
 /// socket connected where the grants allow; otherwise an error number.
-fn answer(listener: BorrowedFd<'_>, capabilities: &Capabilities, quota: Option<&mut FileQuota>) {
+fn answer(
+    listener: BorrowedFd<'_>,
+    capabilities: &Capabilities,
+    quota: Option<&mut FileQuota>,
+    relayed: &mut Relayed,
+) {
     // SAFETY: seccomp_notif is plain data; RECV wants it zeroed.
     let mut notice: libc::seccomp_notif = unsafe { std::mem::zeroed() };
     // SAFETY: RECV writes the struct passed.
@@ -113,7 +120,7 @@ fn answer(listener: BorrowedFd<'_>, capabilities: &Capabilities, quota: Option<&
                 error: 0,
                 flags: 0,
             };
-            if let Err(errno) = connect_for(&notice, listener, capabilities) {
+            if let Err(errno) = connect_for(&notice, listener, capabilities, relayed) {
                 reply.error = -errno;
             }
             reply
@@ -151,6 +158,7 @@ fn connect_for(
     notice: &libc::seccomp_notif,
     listener: BorrowedFd<'_>,
     capabilities: &Capabilities,
+    relayed: &mut Relayed,
 ) -> Result<(), i32> {
     if notice.data.nr != libc::SYS_connect as i32 {
         return Err(libc::EPERM);
@@ -159,8 +167,17 @@ fn connect_for(
     // Only a socket is connected: another descriptor (the answer's, say)
     // is not replaced.
     let target = std::fs::read_link(format!("/proc/{}/fd/{fd}", notice.pid));
-    if !target.is_ok_and(|target| target.to_string_lossy().starts_with("socket:")) {
+    let Some(target) = target
+        .ok()
+        .map(|target| target.to_string_lossy().into_owned())
+        .filter(|target| target.starts_with("socket:"))
+    else {
         return Err(libc::ENOTSOCK);
+    };
+    // A socket the relay connected stays so: the kernel would answer
+    // "already connected", and no other is dialled in its place.
+    if relayed.0.contains(&target) {
+        return Err(libc::EISCONN);
     }
     let mut address = [0u8; 128];
     let length = (length as usize).min(address.len());
@@ -206,8 +223,17 @@ fn connect_for(
             .raw_os_error()
             .unwrap_or(libc::EIO));
     }
+    if let Ok(socket) = std::fs::read_link(format!("/proc/self/fd/{}", stream.as_raw_fd())) {
+        relayed.0.insert(socket.to_string_lossy().into_owned());
+    }
     Ok(())
 }
+
+/// The sockets the relay put in a child's hands, by what their
+/// descriptors link to (`socket:[inode]`, the same in both processes and
+/// for every copy).
+#[derive(Debug, Default)]
+struct Relayed(HashSet<String>);
 
 /// The IP address and port in a `sockaddr_in` or `sockaddr_in6`.
 fn socket_address(bytes: &[u8]) -> Option<SocketAddr> {

@@ -34,8 +34,8 @@ mod files;
 #[path = "confinement/network.rs"]
 mod network;
 use network::{
-    granted_network, names_through_the_relay, network_namespace, no_loopback_for_any_host, no_udp,
-    no_udp_bind, relays_end, without_a_namespace,
+    granted_network, names_through_the_relay, network_namespace, no_loopback_for_any_host,
+    no_reconnect_by_fast_open, no_udp, no_udp_bind, relays_end, without_a_namespace,
 };
 
 #[derive(Deserialize)]
@@ -226,9 +226,9 @@ fn attempt(action: &str, arg: &str, ctx: &ToolContext) -> Result<Value, String> 
             Ok(json!("woke"))
         }
         "panic" => panic!("the tool gave up"),
-        other => {
-            files::attempt(other, arg).unwrap_or_else(|| Err(format!("unknown action {other}")))
-        }
+        other => network::attempt(other, arg)
+            .or_else(|| files::attempt(other, arg))
+            .unwrap_or_else(|| Err(format!("unknown action {other}"))),
     }
 }
 
@@ -400,6 +400,10 @@ async fn run_all() {
         (
             "a host name goes through the relay's checks",
             Box::pin(names_through_the_relay(&sandbox)),
+        ),
+        (
+            "a relayed socket is not reconnected elsewhere by TCP Fast Open",
+            Box::pin(no_reconnect_by_fast_open(&sandbox)),
         ),
         (
             "the relay's threads end with their children",

@@ -1,8 +1,134 @@
 //! The network checks: a call with a `Net` grant reaches only what its
 //! grants name, by TCP, through the sandbox's relay; no UDP; names are
-//! checked after DNS; the relay's threads end with their children.
+//! checked after DNS; a relayed socket stays where the relay connected
+//! it; the relay's threads end with their children, whatever the tool
+//! sends them.
+
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 
 use super::*;
+
+/// The network actions of the tool, by name; `None` for another action.
+pub(super) fn attempt(action: &str, arg: &str) -> Option<Result<Value, String>> {
+    let ports: Vec<u16> = arg.split(',').filter_map(|p| p.parse().ok()).collect();
+    Some(match action {
+        "fast_open" => fast_open(ports[0], ports[1], arg.ends_with("sendmsg")),
+        "fast_open_connect" => fast_open_connect(ports[0]),
+        "reconnect" => reconnect(ports[0], ports[1]),
+        _ => return None,
+    })
+}
+
+/// A relayed socket to `port`, set to connect on its first send
+/// (`TCP_FASTOPEN_CONNECT`).
+fn fast_open_connect(port: u16) -> Result<Value, String> {
+    let stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt reads the int passed.
+    let set = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_FASTOPEN_CONNECT,
+            (&on as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    match set {
+        0 => Ok(json!("set")),
+        _ => Err(std::io::Error::last_os_error().to_string()),
+    }
+}
+
+/// A relayed socket to `port`, then `connect` on it again, to `again`.
+fn reconnect(port: u16, again: u16) -> Result<Value, String> {
+    let stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    let again = ipv4(again);
+    // SAFETY: connect reads the address struct passed.
+    let connected = unsafe {
+        libc::connect(
+            stream.as_raw_fd(),
+            (&again as *const libc::sockaddr_in).cast(),
+            size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    match connected {
+        0 => Ok(json!("connected again")),
+        _ => Err(std::io::Error::last_os_error().to_string()),
+    }
+}
+
+/// `127.0.0.1:port` as the kernel takes it.
+fn ipv4(port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+/// The review's escape: a relayed socket to `granted` (a greeter, which
+/// closes), written to until the peer resets it, then sent data with
+/// `MSG_FASTOPEN` to `target` (by `sendto`, or `sendmsg` with a name),
+/// twice: the first send after the reset disconnects the socket, the
+/// second would connect it again, from the parent's network. The last
+/// error, or where it got to.
+fn fast_open(granted: u16, target: u16, by_sendmsg: bool) -> Result<Value, String> {
+    use std::io::Read;
+    let mut stream = TcpStream::connect(("127.0.0.1", granted)).map_err(|e| e.to_string())?;
+    let mut greeting = String::new();
+    stream
+        .read_to_string(&mut greeting)
+        .map_err(|e| e.to_string())?;
+    for _ in 0..100 {
+        if stream.write_all(b"anyone there?").is_err() {
+            break; // the peer's reset arrived
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let destination = ipv4(target);
+    let payload = b"escaped by fast open";
+    let flags = libc::MSG_FASTOPEN | libc::MSG_NOSIGNAL;
+    let length = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    let mut last = String::new();
+    for _ in 0..2 {
+        let sent = if by_sendmsg {
+            let mut iov = libc::iovec {
+                iov_base: payload.as_ptr() as *mut libc::c_void,
+                iov_len: payload.len(),
+            };
+            // SAFETY: msghdr is plain data; its pointers are to live locals.
+            let mut header: libc::msghdr = unsafe { std::mem::zeroed() };
+            header.msg_name = (&destination as *const libc::sockaddr_in).cast_mut().cast();
+            header.msg_namelen = length;
+            header.msg_iov = &mut iov;
+            header.msg_iovlen = 1;
+            // SAFETY: sendmsg reads the header and what it points at.
+            unsafe { libc::sendmsg(stream.as_raw_fd(), &header, flags) }
+        } else {
+            // SAFETY: sendto reads the payload and the address passed.
+            unsafe {
+                libc::sendto(
+                    stream.as_raw_fd(),
+                    payload.as_ptr().cast(),
+                    payload.len(),
+                    flags,
+                    (&destination as *const libc::sockaddr_in).cast(),
+                    length,
+                )
+            }
+        };
+        if sent >= 0 {
+            return Ok(json!(format!("connected to {target}")));
+        }
+        last = std::io::Error::last_os_error().to_string();
+    }
+    Err(last)
+}
 
 /// A listener on 127.0.0.1 that answers each connection with `greeting`,
 /// on a thread; its port.
@@ -179,6 +305,51 @@ pub(super) async fn names_through_the_relay(sandbox: &Sandbox) {
         error(&ungranted),
         format!("tool \"named\" failed: TCP to {other} is not granted to this tool")
     );
+}
+
+pub(super) async fn no_reconnect_by_fast_open(sandbox: &Sandbox) {
+    let port = greeter("hello, then goodbye");
+    let grant = format!("http://127.0.0.1:{port}");
+    let grants = std::slice::from_ref(&grant);
+    for send in ["sendto", "sendmsg"] {
+        let elsewhere = TcpListener::bind("127.0.0.1:0").unwrap();
+        let target = elsewhere.local_addr().unwrap().port();
+        let arg = format!("{port},{target},{send}");
+        let result = try_net(sandbox, online(port), grants, "fast_open", &arg).await;
+        assert_eq!(
+            error(&result),
+            refused_net("online", &grant, NOT_PERMITTED),
+            "by {send}"
+        );
+        accepted_nothing(&elsewhere);
+    }
+    // Nor a connect deferred to the first send.
+    let arg = port.to_string();
+    let deferred = try_net(sandbox, online(port), grants, "fast_open_connect", &arg).await;
+    assert_eq!(
+        error(&deferred),
+        refused_net("online", &grant, NOT_PERMITTED)
+    );
+    // A relayed socket is connected: a connect on it, even to the granted
+    // port, answers as the kernel does, and nothing is dialled.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let granted = listener.local_addr().unwrap().port();
+    let grant = format!("http://127.0.0.1:{granted}");
+    let arg = format!("{granted},{granted}");
+    let again = try_net(
+        sandbox,
+        online(granted),
+        std::slice::from_ref(&grant),
+        "reconnect",
+        &arg,
+    )
+    .await;
+    assert_eq!(
+        error(&again),
+        "tool \"online\" failed: Transport endpoint is already connected (os error 106)"
+    );
+    assert!(listener.accept().is_ok(), "the first connect arrived");
+    accepted_nothing(&listener);
 }
 
 /// How many of this process's threads answer children's network requests
