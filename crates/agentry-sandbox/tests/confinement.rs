@@ -34,8 +34,9 @@ mod files;
 #[path = "confinement/network.rs"]
 mod network;
 use network::{
-    granted_network, names_through_the_relay, network_namespace, no_loopback_for_any_host,
-    no_reconnect_by_fast_open, no_udp, no_udp_bind, relays_end, without_a_namespace,
+    granted_network, mixed_grants, names_through_the_relay, network_namespace,
+    no_loopback_for_any_host, no_reconnect_by_fast_open, no_udp, no_udp_bind, relays_end,
+    without_a_namespace,
 };
 
 #[derive(Deserialize)]
@@ -404,6 +405,10 @@ async fn run_all() {
         (
             "a relayed socket is not reconnected elsewhere by TCP Fast Open",
             Box::pin(no_reconnect_by_fast_open(&sandbox)),
+        ),
+        (
+            "a name does not reach another port of an address granted one port",
+            Box::pin(mixed_grants(&sandbox)),
         ),
         (
             "the relay's threads end with their children",

@@ -352,6 +352,31 @@ pub(super) async fn no_reconnect_by_fast_open(sandbox: &Sandbox) {
     accepted_nothing(&listener);
 }
 
+pub(super) async fn mixed_grants(sandbox: &Sandbox) {
+    use std::net::ToSocketAddrs;
+    // A grant of one port of 127.0.0.1 beside one for every public host:
+    // a name that resolves to 127.0.0.1 reaches no other port of it.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = format!("localhost:{}", listener.local_addr().unwrap().port());
+    let grants = ["https://*:*".to_owned(), "http://127.0.0.1:1".to_owned()];
+    let resolved: Vec<String> = target
+        .to_socket_addrs()
+        .unwrap()
+        .map(|address| address.ip().to_string())
+        .collect();
+    let tool = networked("named", &grants);
+    let refused = try_net(sandbox, tool, &grants, "fetch_by_name", &target).await;
+    assert_eq!(
+        error(&refused),
+        format!(
+            "tool \"named\" failed: localhost resolves to {}, which is not a public address; \
+             grant the address itself to reach it",
+            resolved.join(", ")
+        )
+    );
+    accepted_nothing(&listener);
+}
+
 /// How many of this process's threads answer children's network requests
 /// (the relay names them `sandbox-relay`).
 fn relay_threads() -> usize {
