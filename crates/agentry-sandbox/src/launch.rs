@@ -113,6 +113,7 @@ impl Sandbox {
         let Ready { mut child, relay } = self.take()?;
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
+        let pid = child.id();
         let networked = capabilities.net_grants().next().is_some();
         let writes = !capabilities.dirs(true).is_empty();
         // A child that died while warm shows it when the call is written.
@@ -125,7 +126,7 @@ impl Sandbox {
                 // writing; without either it is closed.
                 if networked || writes {
                     let files = writes.then_some(self.inner.limits.files_written);
-                    serve_relay(relay, capabilities.clone(), files);
+                    serve_relay(relay, pid, capabilities.clone(), files);
                 }
             });
             self.refill();
@@ -213,21 +214,23 @@ async fn write_call(relay: UnixStream, line: &[u8]) -> std::io::Result<UnixStrea
 /// the child goes away (see [`relay`](crate::relay)).
 fn serve_relay(
     relay: UnixStream,
+    pid: Option<u32>,
     capabilities: agentry_core::tool::Capabilities,
     files: Option<u64>,
 ) {
     #[cfg(target_os = "linux")]
     {
         let quota = files.map(crate::quota::FileQuota::new);
+        let child = pid.and_then(crate::relay::pidfd);
         let spawned = std::thread::Builder::new()
             .name(RELAY_THREAD.into())
-            .spawn(move || crate::relay::serve(relay, capabilities, quota));
+            .spawn(move || crate::relay::serve(relay, child, capabilities, quota));
         // Without the thread the child's connects and writes fail: its
         // listener is never taken, and the child refuses to run the call.
         drop(spawned);
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = (relay, capabilities, files);
+    let _ = (relay, pid, capabilities, files);
 }
 
 /// A tool's own error, with what the sandbox allows added when the error

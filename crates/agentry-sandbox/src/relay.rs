@@ -5,11 +5,13 @@
 //! network, and the connected socket is put in place of the tool's
 //! (`SECCOMP_IOCTL_NOTIF_ADDFD`). A connect refused answers "Operation not
 //! permitted" and nothing is dialled. Its opens for writing come here the
-//! same way, and are counted ([`FileQuota`]).
+//! same way, and are counted ([`FileQuota`]). The child is not trusted:
+//! the thread never waits on it (what it sends is read as it comes, its
+//! answers go out without blocking) and ends when the child exits.
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::os::unix::net::UnixStream;
 
@@ -20,30 +22,47 @@ use crate::protocol::{RelayReply, RelayRequest};
 use crate::quota::FileQuota;
 use crate::wire;
 
-/// Answer the child at the other end of `socket` until it goes away;
-/// `quota` counts its opens for writing (a call with an `FsWrite` grant).
-pub(crate) fn serve(socket: UnixStream, capabilities: Capabilities, mut quota: Option<FileQuota>) {
+/// Answer the child at the other end of `socket` until it goes away: its
+/// end closes, or `child` (a pidfd of it, where the kernel has them) says
+/// it exited, whatever the child left half-sent or unread. `quota` counts
+/// its opens for writing (a call with an `FsWrite` grant). Answers go out
+/// without waiting: a child that does not read them ends its relay.
+pub(crate) fn serve(
+    socket: UnixStream,
+    child: Option<OwnedFd>,
+    capabilities: Capabilities,
+    mut quota: Option<FileQuota>,
+) {
+    if socket.set_nonblocking(true).is_err() {
+        return;
+    }
+    let mut inbox = wire::Inbox::default();
     let mut listener: Option<OwnedFd> = None;
     let mut relayed = Relayed::default();
     loop {
+        let watched = |fd: Option<&OwnedFd>| libc::pollfd {
+            fd: fd.map_or(-1, AsRawFd::as_raw_fd),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         let mut polled = [
             libc::pollfd {
                 fd: socket.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             },
-            libc::pollfd {
-                fd: listener.as_ref().map_or(-1, AsRawFd::as_raw_fd),
-                events: libc::POLLIN,
-                revents: 0,
-            },
+            watched(listener.as_ref()),
+            watched(child.as_ref()),
         ];
-        // SAFETY: poll reads and writes the two pollfd structs passed.
-        if unsafe { libc::poll(polled.as_mut_ptr(), 2, -1) } < 0 {
+        // SAFETY: poll reads and writes the three pollfd structs passed.
+        if unsafe { libc::poll(polled.as_mut_ptr(), 3, -1) } < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
             return;
+        }
+        if polled[2].revents != 0 {
+            return; // the child exited
         }
         if let Some(fd) = &listener {
             if polled[1].revents & libc::POLLIN != 0 {
@@ -53,40 +72,69 @@ pub(crate) fn serve(socket: UnixStream, capabilities: Capabilities, mut quota: O
             }
         }
         if polled[0].revents != 0 {
-            let Ok(Some((request, fd))) = wire::receive::<RelayRequest>(socket.as_fd()) else {
-                return; // closed, or a message not believed
-            };
-            let answered = match request {
-                RelayRequest::Listener if listener.is_none() && fd.is_some() => {
-                    listener = fd;
-                    wire::send(socket.as_fd(), &RelayReply::Ready, None)
+            // Only the first message, the listener, carries a descriptor.
+            match inbox.read(socket.as_fd(), listener.is_none()) {
+                Ok(true) => {}
+                _ => return, // closed, or a message not believed
+            }
+            loop {
+                let (request, fd) = match inbox.next::<RelayRequest>() {
+                    Ok(Some(message)) => message,
+                    Ok(None) => break,
+                    Err(_) => return,
+                };
+                if reply(socket.as_fd(), request, fd, &mut listener, &capabilities).is_err() {
+                    return; // gone, or not reading its answers
                 }
-                RelayRequest::Listener => wire::send(
-                    socket.as_fd(),
-                    &RelayReply::Refused("the relay already has its listener".into()),
-                    None,
-                ),
-                RelayRequest::Connect { host, port } => {
-                    match net::dial(&capabilities, &host, port) {
-                        Ok(stream) => {
-                            wire::send(socket.as_fd(), &RelayReply::Connected, Some(stream.as_fd()))
-                        }
-                        Err(DialError::Io(error)) => {
-                            wire::send(socket.as_fd(), &RelayReply::Failed(error.to_string()), None)
-                        }
-                        Err(refused) => wire::send(
-                            socket.as_fd(),
-                            &RelayReply::Refused(refused.to_string()),
-                            None,
-                        ),
-                    }
-                }
-            };
-            if answered.is_err() {
-                return;
             }
         }
     }
+}
+
+/// Answer one request of the child; `fd`, the descriptor that came with
+/// it, is kept only as the listener, and only a seccomp listener.
+fn reply(
+    socket: BorrowedFd<'_>,
+    request: RelayRequest,
+    fd: Option<OwnedFd>,
+    listener: &mut Option<OwnedFd>,
+    capabilities: &Capabilities,
+) -> std::io::Result<()> {
+    match request {
+        RelayRequest::Listener if listener.is_none() && fd.as_ref().is_some_and(is_listener) => {
+            *listener = fd;
+            wire::send(socket, &RelayReply::Ready, None)
+        }
+        RelayRequest::Listener => wire::send(
+            socket,
+            &RelayReply::Refused("the relay has its listener, or this is none".into()),
+            None,
+        ),
+        RelayRequest::Connect { host, port } => match net::dial(capabilities, &host, port) {
+            Ok(stream) => wire::send(socket, &RelayReply::Connected, Some(stream.as_fd())),
+            Err(DialError::Io(error)) => {
+                wire::send(socket, &RelayReply::Failed(error.to_string()), None)
+            }
+            Err(refused) => wire::send(socket, &RelayReply::Refused(refused.to_string()), None),
+        },
+    }
+}
+
+/// Whether `fd` is a seccomp notification listener (and not, say, the
+/// child's end of the relay).
+fn is_listener(fd: &OwnedFd) -> bool {
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .is_ok_and(|target| target.as_os_str() == "anon_inode:seccomp notify")
+}
+
+/// A pidfd of the process `pid` (Linux 5.3 and later): readable once it
+/// has exited. `pid` must be a child not yet waited for, so its number is
+/// not reused meanwhile.
+pub(crate) fn pidfd(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes integers and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    // SAFETY: a descriptor the kernel just made, owned by nothing else.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Take one notification from `listener` and answer it: an open for

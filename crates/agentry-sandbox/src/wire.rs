@@ -1,6 +1,9 @@
 //! Messages over the relay's Unix socket: one JSON line each, with at most
 //! one descriptor passed along (`SCM_RIGHTS`). One message is in flight at
-//! a time: each side answers before the other sends again.
+//! a time: each side answers before the other sends again. The child reads
+//! its answers with [`receive`]; the parent, which does not trust the
+//! child, reads what comes without waiting for a line's end, into an
+//! [`Inbox`].
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -116,6 +119,87 @@ pub(crate) fn receive<T: DeserializeOwned>(
                 "the relay's peer sent a malformed message",
             ));
         }
+    }
+}
+
+/// Messages from a peer not trusted, read as they come by a thread that
+/// polls (the parent's relay): bytes past a line's end wait for the next
+/// read, a line longer than [`MAX_MESSAGE`] ends the conversation, and a
+/// descriptor is kept only when one is wanted and it came with a message's
+/// first byte; every other is closed at once (one kept while the rest of
+/// its line was awaited could be the peer's own end, which never closes
+/// then).
+#[derive(Debug, Default)]
+pub(crate) struct Inbox {
+    pending: Vec<u8>,
+    passed: Option<OwnedFd>,
+}
+
+impl Inbox {
+    /// Read what `socket` (non-blocking) holds now, keeping a descriptor
+    /// when `descriptor_wanted`; `false` when the peer closed its end.
+    pub(crate) fn read(
+        &mut self,
+        socket: BorrowedFd<'_>,
+        descriptor_wanted: bool,
+    ) -> io::Result<bool> {
+        let mut buffer = [0u8; 4096];
+        loop {
+            let mut iov = libc::iovec {
+                iov_base: buffer.as_mut_ptr().cast(),
+                iov_len: buffer.len(),
+            };
+            let mut control: ControlBuffer = [0; 4];
+            // SAFETY: as in `send`: plain data, pointers to live locals.
+            let mut header: libc::msghdr = unsafe { std::mem::zeroed() };
+            header.msg_iov = &mut iov;
+            header.msg_iovlen = 1;
+            header.msg_control = control.as_mut_ptr().cast();
+            header.msg_controllen = size_of::<ControlBuffer>() as _;
+            let flags = libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT;
+            // SAFETY: the header points at valid buffers.
+            let read = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut header, flags) };
+            if read < 0 {
+                let error = io::Error::last_os_error();
+                return match error.kind() {
+                    io::ErrorKind::Interrupted => continue,
+                    io::ErrorKind::WouldBlock => Ok(true),
+                    _ => Err(error),
+                };
+            }
+            let first_byte = self.pending.is_empty() && self.passed.is_none();
+            for fd in take_descriptors(&header) {
+                if descriptor_wanted && first_byte && self.passed.is_none() {
+                    self.passed = Some(fd);
+                } // any other is dropped, so closed, here
+            }
+            if read == 0 {
+                return Ok(false);
+            }
+            self.pending.extend_from_slice(&buffer[..read as usize]);
+            let unfinished = self
+                .pending
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(self.pending.len(), |end| self.pending.len() - end - 1);
+            if unfinished > MAX_MESSAGE {
+                return Err(io::Error::other(
+                    "the relay's peer sent a malformed message",
+                ));
+            }
+            return Ok(true);
+        }
+    }
+
+    /// The next whole message read, and the descriptor that came with it.
+    pub(crate) fn next<T: DeserializeOwned>(&mut self) -> io::Result<Option<(T, Option<OwnedFd>)>> {
+        let Some(end) = self.pending.iter().position(|&b| b == b'\n') else {
+            return Ok(None);
+        };
+        let line: Vec<u8> = self.pending.drain(..=end).collect();
+        let passed = self.passed.take();
+        let message = serde_json::from_slice(&line).map_err(io::Error::other)?;
+        Ok(Some((message, passed)))
     }
 }
 

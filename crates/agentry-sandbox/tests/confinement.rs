@@ -33,10 +33,11 @@ use serde_json::{Value, json};
 mod files;
 #[path = "confinement/network.rs"]
 mod network;
+#[path = "confinement/relay.rs"]
+mod relay;
 use network::{
     granted_network, mixed_grants, names_through_the_relay, network_namespace,
-    no_loopback_for_any_host, no_reconnect_by_fast_open, no_udp, no_udp_bind, relays_end,
-    without_a_namespace,
+    no_loopback_for_any_host, no_reconnect_by_fast_open, no_udp, no_udp_bind, without_a_namespace,
 };
 
 #[derive(Deserialize)]
@@ -228,6 +229,7 @@ fn attempt(action: &str, arg: &str, ctx: &ToolContext) -> Result<Value, String> 
         }
         "panic" => panic!("the tool gave up"),
         other => network::attempt(other, arg)
+            .or_else(|| relay::attempt(other))
             .or_else(|| files::attempt(other, arg))
             .unwrap_or_else(|| Err(format!("unknown action {other}"))),
     }
@@ -412,7 +414,7 @@ async fn run_all() {
         ),
         (
             "the relay's threads end with their children",
-            Box::pin(relays_end()),
+            Box::pin(relay::relays_end(&sandbox)),
         ),
         (
             "#[tool(sandbox)] and refusals without a sandbox",

@@ -144,7 +144,7 @@ pub(super) fn greeter(greeting: &'static str) -> u16 {
 }
 
 /// A call of the tool `name` to try `action` with `arg`, granted `grants`.
-async fn try_net(
+pub(super) async fn try_net(
     sandbox: &Sandbox,
     tool: Tool,
     grants: &[String],
@@ -160,7 +160,7 @@ async fn try_net(
 }
 
 /// The error of a tool with Net grants that the sandbox refused.
-fn refused_net(tool: &str, grants: &str, error: &str) -> String {
+pub(super) fn refused_net(tool: &str, grants: &str, error: &str) -> String {
     format!(
         "tool \"{tool}\" failed: {error} (the tool runs in a sandbox: it may read nothing, \
          write nothing; network: TCP to {grants} only, no UDP; it may not start programs)"
@@ -375,31 +375,6 @@ pub(super) async fn mixed_grants(sandbox: &Sandbox) {
         )
     );
     accepted_nothing(&listener);
-}
-
-/// How many of this process's threads answer children's network requests
-/// (the relay names them `sandbox-relay`).
-fn relay_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .flatten()
-        .filter(|task| {
-            std::fs::read_to_string(task.path().join("comm"))
-                .is_ok_and(|name| name.trim() == "sandbox-relay")
-        })
-        .count()
-}
-
-pub(super) async fn relays_end() {
-    // Every networked call above has answered; its child exits, and the
-    // thread that answered its connects ends (within 5 s, or it hangs).
-    for _ in 0..50 {
-        if relay_threads() == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{} relay threads outlived their children", relay_threads());
 }
 
 /// Where no network namespace can be made (not root, no user namespaces),
