@@ -10,14 +10,19 @@
 //!   checks them as the HTTP client does (the grant's host and port, then
 //!   the address: loopback, private and link-local ones only when a grant
 //!   names them), connects from its own network, and puts the connected
-//!   socket in the tool's hands; a host name goes through [`connect`].
+//!   socket in the tool's hands (a `connect` on it again answers "already
+//!   connected"); a host name goes through [`connect`]. The parent's
+//!   thread that answers a call ends when its child exits, whatever the
+//!   child sent it.
 //! - **Landlock**: it reads only under its granted `FsRead` directories and
 //!   writes only under its `FsWrite` ones; it binds no TCP port; no
 //!   signals or abstract sockets reach outside processes.
 //! - **seccomp**: it cannot start a program (`execve`), a process (`fork`,
 //!   `clone` without `CLONE_THREAD`), open any socket unless a `Net`
 //!   capability is granted (and then only TCP sockets: no UDP, raw or Unix
-//!   ones), change
+//!   ones, and no TCP Fast Open, which connects a socket without a
+//!   `connect`: no send with `MSG_FASTOPEN`, no `TCP_FASTOPEN_CONNECT`,
+//!   `TCP_FASTOPEN` or `TCP_REPAIR`), change
 //!   a file's mode, owner or extended attributes (which Landlock does not
 //!   cover), set another process's limits or priority, or make system calls
 //!   that reach into other processes or change the system (`ptrace`,
