@@ -83,7 +83,8 @@ pub(crate) fn serve(
                     Ok(None) => break,
                     Err(_) => return,
                 };
-                if reply(socket.as_fd(), request, fd, &mut listener, &capabilities).is_err() {
+                let answered = reply(socket.as_fd(), request, fd, &mut listener, &capabilities);
+                if answered.map(|socket| relayed.remember(socket)).is_err() {
                     return; // gone, or not reading its answers
                 }
             }
@@ -92,30 +93,39 @@ pub(crate) fn serve(
 }
 
 /// Answer one request of the child; `fd`, the descriptor that came with
-/// it, is kept only as the listener, and only a seccomp listener.
+/// it, is kept only as the listener, and only a seccomp listener. The
+/// socket connected for it, if one was.
 fn reply(
     socket: BorrowedFd<'_>,
     request: RelayRequest,
     fd: Option<OwnedFd>,
     listener: &mut Option<OwnedFd>,
     capabilities: &Capabilities,
-) -> std::io::Result<()> {
+) -> std::io::Result<Option<std::net::TcpStream>> {
+    let none = |sent: std::io::Result<()>| sent.map(|()| None);
     match request {
         RelayRequest::Listener if listener.is_none() && fd.as_ref().is_some_and(is_listener) => {
             *listener = fd;
-            wire::send(socket, &RelayReply::Ready, None)
+            none(wire::send(socket, &RelayReply::Ready, None))
         }
-        RelayRequest::Listener => wire::send(
+        RelayRequest::Listener => none(wire::send(
             socket,
             &RelayReply::Refused("the relay has its listener, or this is none".into()),
             None,
-        ),
+        )),
         RelayRequest::Connect { host, port } => match net::dial(capabilities, &host, port) {
-            Ok(stream) => wire::send(socket, &RelayReply::Connected, Some(stream.as_fd())),
-            Err(DialError::Io(error)) => {
-                wire::send(socket, &RelayReply::Failed(error.to_string()), None)
-            }
-            Err(refused) => wire::send(socket, &RelayReply::Refused(refused.to_string()), None),
+            Ok(stream) => wire::send(socket, &RelayReply::Connected, Some(stream.as_fd()))
+                .map(|()| Some(stream)),
+            Err(DialError::Io(error)) => none(wire::send(
+                socket,
+                &RelayReply::Failed(error.to_string()),
+                None,
+            )),
+            Err(refused) => none(wire::send(
+                socket,
+                &RelayReply::Refused(refused.to_string()),
+                None,
+            )),
         },
     }
 }
@@ -271,9 +281,7 @@ fn connect_for(
             .raw_os_error()
             .unwrap_or(libc::EIO));
     }
-    if let Ok(socket) = std::fs::read_link(format!("/proc/self/fd/{}", stream.as_raw_fd())) {
-        relayed.0.insert(socket.to_string_lossy().into_owned());
-    }
+    relayed.remember(Some(stream));
     Ok(())
 }
 
@@ -282,6 +290,16 @@ fn connect_for(
 /// for every copy).
 #[derive(Debug, Default)]
 struct Relayed(HashSet<String>);
+
+impl Relayed {
+    /// Remember `stream`, a socket handed to the child (then closed here).
+    fn remember(&mut self, stream: Option<std::net::TcpStream>) {
+        let Some(stream) = stream else { return };
+        if let Ok(socket) = std::fs::read_link(format!("/proc/self/fd/{}", stream.as_raw_fd())) {
+            self.0.insert(socket.to_string_lossy().into_owned());
+        }
+    }
+}
 
 /// The IP address and port in a `sockaddr_in` or `sockaddr_in6`.
 fn socket_address(bytes: &[u8]) -> Option<SocketAddr> {

@@ -228,7 +228,7 @@ fn attempt(action: &str, arg: &str, ctx: &ToolContext) -> Result<Value, String> 
             Ok(json!("woke"))
         }
         "panic" => panic!("the tool gave up"),
-        other => network::attempt(other, arg)
+        other => network::attempt(other, arg, ctx)
             .or_else(|| relay::attempt(other))
             .or_else(|| files::attempt(other, arg))
             .unwrap_or_else(|| Err(format!("unknown action {other}"))),

@@ -10,12 +10,17 @@ use std::os::fd::AsRawFd;
 use super::*;
 
 /// The network actions of the tool, by name; `None` for another action.
-pub(super) fn attempt(action: &str, arg: &str) -> Option<Result<Value, String>> {
+pub(super) fn attempt(action: &str, arg: &str, ctx: &ToolContext) -> Option<Result<Value, String>> {
     let ports: Vec<u16> = arg.split(',').filter_map(|p| p.parse().ok()).collect();
     Some(match action {
         "fast_open" => fast_open(ports[0], ports[1], arg.ends_with("sendmsg")),
         "fast_open_connect" => fast_open_connect(ports[0]),
-        "reconnect" => reconnect(ports[0], ports[1]),
+        "reconnect" => TcpStream::connect(("127.0.0.1", ports[0]))
+            .map_err(|e| e.to_string())
+            .and_then(|stream| reconnect(&stream, ports[1])),
+        "reconnect_by_name" => agentry_sandbox::connect(ctx, "127.0.0.1", ports[0])
+            .map_err(|e| e.to_string())
+            .and_then(|stream| reconnect(&stream, ports[1])),
         _ => return None,
     })
 }
@@ -41,9 +46,8 @@ fn fast_open_connect(port: u16) -> Result<Value, String> {
     }
 }
 
-/// A relayed socket to `port`, then `connect` on it again, to `again`.
-fn reconnect(port: u16, again: u16) -> Result<Value, String> {
-    let stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+/// `connect` on a relayed `stream` again, to `again`.
+fn reconnect(stream: &TcpStream, again: u16) -> Result<Value, String> {
     let again = ipv4(again);
     // SAFETY: connect reads the address struct passed.
     let connected = unsafe {
@@ -336,20 +340,27 @@ pub(super) async fn no_reconnect_by_fast_open(sandbox: &Sandbox) {
     let granted = listener.local_addr().unwrap().port();
     let grant = format!("http://127.0.0.1:{granted}");
     let arg = format!("{granted},{granted}");
-    let again = try_net(
-        sandbox,
-        online(granted),
-        std::slice::from_ref(&grant),
-        "reconnect",
-        &arg,
-    )
-    .await;
-    assert_eq!(
-        error(&again),
-        "tool \"online\" failed: Transport endpoint is already connected (os error 106)"
-    );
-    assert!(listener.accept().is_ok(), "the first connect arrived");
-    accepted_nothing(&listener);
+    for action in ["reconnect", "reconnect_by_name"] {
+        let again = try_net(
+            sandbox,
+            online(granted),
+            std::slice::from_ref(&grant),
+            action,
+            &arg,
+        )
+        .await;
+        assert_eq!(
+            error(&again),
+            "tool \"online\" failed: Transport endpoint is already connected (os error 106)",
+            "{action}"
+        );
+        assert!(
+            listener.accept().is_ok(),
+            "{action}: the first connect arrived"
+        );
+        accepted_nothing(&listener);
+        listener.set_nonblocking(false).unwrap();
+    }
 }
 
 pub(super) async fn mixed_grants(sandbox: &Sandbox) {
