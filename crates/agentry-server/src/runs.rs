@@ -341,11 +341,20 @@ pub(crate) async fn post_approval(
         Ok(RunStatus::Waiting(_))
     );
     let error = if still_waiting {
+        drop(permit);
         None
     } else {
-        resume(&app, &principal, &journal, &id, &journal_id, &session).await?
+        resume_detached(
+            &app,
+            &principal,
+            &journal,
+            &id,
+            &journal_id,
+            &session,
+            permit,
+        )
+        .await?
     };
-    drop(permit);
     let mut view = view(&app, &id, &journal_id).await?;
     view.error = error;
     Ok(Json(view))
@@ -388,14 +397,49 @@ pub(crate) async fn post_resume(
         }
         RunStatus::Incomplete => {
             let permit = app.limits.acquire(&principal)?;
-            let error = resume(&app, &principal, &journal, &id, &journal_id, &session).await?;
-            drop(permit);
-            error
+            resume_detached(
+                &app,
+                &principal,
+                &journal,
+                &id,
+                &journal_id,
+                &session,
+                permit,
+            )
+            .await?
         }
     };
     let mut view = view(&app, &id, &journal_id).await?;
     view.error = error;
     Ok(Json(view))
+}
+
+/// [`resume`] on a task of its own (as a turn is), holding `permit` until it
+/// ends: a client that hangs up drops this request's future, and with it
+/// the wait, never the run. Dropping the run mid-call would release its
+/// lease and leave a call that did run with no end in the journal, shown
+/// `interrupted`, so that approving it would run it twice.
+async fn resume_detached(
+    app: &App,
+    principal: &Principal,
+    journal: &Arc<dyn durable::RunJournal>,
+    id: &str,
+    journal_id: &str,
+    session: &str,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Result<Option<String>, ApiError> {
+    let (app, principal, journal) = (app.clone(), principal.clone(), journal.clone());
+    let (id, journal_id, session) = (id.to_owned(), journal_id.to_owned(), session.to_owned());
+    tokio::spawn(async move {
+        let resumed = resume(&app, &principal, &journal, &id, &journal_id, &session).await;
+        drop(permit);
+        resumed
+    })
+    .await
+    .map_err(|error| {
+        tracing::error!(%error, "a resumed run's task failed");
+        ApiError::internal("the run's task failed; resuming it again goes on")
+    })?
 }
 
 /// Go on with a run, as the turn that started it would have (the session

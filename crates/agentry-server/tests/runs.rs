@@ -503,3 +503,74 @@ async fn a_durable_turns_journal_error_does_not_show_the_keys_id() {
     assert_eq!(again["ok"], false, "{again}");
     assert_eq!(again["error"], "a run \"s6~m6\" exists already", "{again}");
 }
+
+/// S4 of the durable review: a client that hangs up while its approval's
+/// run is in a call (here a destructive `pay`, not idempotent) leaves the
+/// run going on its own task: the call finishes and is journaled, the run
+/// ends, and nothing pays twice (before, the dropped request released the
+/// lease mid-call and the run showed the call `interrupted`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_hangs_up_mid_call_does_not_stop_an_approved_run() {
+    let db = temp_db("hangup");
+    let effects = Arc::new(AtomicUsize::new(0));
+    let (began, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let pay =
+        held_pay(effects.clone(), began, go.clone()).with_hints(agentry_core::tool::ToolHints {
+            destructive: true,
+            ..Default::default()
+        });
+    let agent = Agent::builder(paying_model()).tool(pay).build().unwrap();
+    let journal = Arc::new(SqliteStore::open(&db).unwrap());
+    let server = support::serve_agent(agent, |server| server.durable_runs(journal)).await;
+    let answer = server
+        .post_json(
+            "/v1/sessions/s7/turns",
+            "alice-key",
+            &json!({"text": "pay 3", "payload": {"message_id": "m7"}}),
+        )
+        .await;
+    assert_eq!(answer["waiting"]["run"], "s7~m7", "{answer}");
+
+    let approval = tokio::spawn({
+        let (http, url) = (server.http.clone(), server.url.clone());
+        async move {
+            http.post(format!("{url}/v1/runs/s7~m7/approvals"))
+                .bearer_auth("alice-key")
+                .json(&json!({"call_id": "c1", "decision": "approve"}))
+                .send()
+                .await
+        }
+    });
+    tokio::time::timeout(std::time::Duration::from_secs(10), started.recv())
+        .await
+        .expect("pay began within 10 s")
+        .expect("pay began");
+    // The client hangs up mid-call: its connection is dropped.
+    approval.abort();
+    assert!(approval.await.unwrap_err().is_cancelled());
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    go.notify_one();
+
+    let mut shown = Value::Null;
+    for _ in 0..100 {
+        shown = server.get_json("/v1/runs/s7~m7", "alice-key").await;
+        if shown["status"] != "incomplete" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        shown["status"], "ended",
+        "fails as hung after 10 s: {shown}"
+    );
+    assert_eq!(shown["answer"], "Paid.", "{shown}");
+    assert_eq!(
+        shown["steps"][0]["calls"][0]["result"]["output"], "paid 3",
+        "{shown}"
+    );
+    assert_eq!(effects.load(Ordering::SeqCst), 1, "paid once");
+    let (status, again) = post(&server, "/v1/runs/s7~m7/resume", None).await;
+    assert_eq!((status, again["status"].as_str()), (200, Some("ended")));
+    assert_eq!(effects.load(Ordering::SeqCst), 1, "still paid once");
+}
