@@ -574,3 +574,27 @@ async fn a_client_that_hangs_up_mid_call_does_not_stop_an_approved_run() {
     assert_eq!((status, again["status"].as_str()), (200, Some("ended")));
     assert_eq!(effects.load(Ordering::SeqCst), 1, "still paid once");
 }
+
+/// S6 of the durable review: a key file that cannot be taken is a 500 that
+/// says what is wrong with it, without its path (nor words said twice).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_journal_key_file_is_a_500_without_its_path() {
+    let db = temp_db("badkey");
+    let mut key = db.clone().into_os_string();
+    key.push(".key");
+    std::fs::write(&key, "not a key\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let server = durable_server(&db, "a.log", Arc::new(AtomicUsize::new(0))).await;
+    let response = server.get("/v1/runs/s8~m8", Some("alice-key")).await;
+    assert_eq!(response.status(), 500);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["error"]["message"],
+        "the journal key file must hold exactly 64 hex digits (32 bytes) and an optional newline",
+        "{body}"
+    );
+}

@@ -141,10 +141,13 @@ async fn a_sqlite_journal_changed_outside_agentry_is_refused() {
         tampered("cut", 2, "3 entries were written and 2 are there"),
     )
     .await;
-    // The honest run still opens; under another key nothing does.
+    // The honest run still opens; under another key nothing does. A store
+    // reads its key once: a key swapped under it changes nothing for it.
     assert_eq!(store.entries("honest").await.unwrap().len(), 3);
     std::fs::write(dir.join("runs.db.key"), format!("{}\n", "ab".repeat(32))).unwrap();
-    refused(store.clone(), "honest", tampered("honest", 0, NO_MATCH)).await;
+    assert_eq!(store.entries("honest").await.unwrap().len(), 3);
+    let reopened: Arc<dyn RunJournal> = Arc::new(SqliteStore::open(&db).unwrap());
+    refused(reopened, "honest", tampered("honest", 0, NO_MATCH)).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -211,4 +214,97 @@ async fn a_postgres_journal_changed_outside_agentry_is_refused() {
     .await
     .unwrap();
     refused(store.clone(), &extended, tampered(&extended, 3, NO_SEAL)).await;
+}
+
+/// S2, S3 and S6 of the durable review: a key file is taken only as it is
+/// made. A symbolic link (to a key an attacker wrote), a FIFO (which
+/// wedged the store for good), a file others may read, and a file that is
+/// not exactly 64 hex digits are each refused with an exact error that
+/// does not name the file's path, and nothing is replayed.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_file_that_is_not_as_made_is_refused_with_what_is_wrong() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("agentry-seal-key-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let store_error = |what: &str| JournalError::Store(format!("the journal key file {what}"));
+    let key_text = format!("{}\n", "ab".repeat(32));
+    let open = |name: &str| -> (std::path::PathBuf, Arc<dyn RunJournal>) {
+        let db = dir.join(name);
+        let store: Arc<dyn RunJournal> = Arc::new(SqliteStore::open(&db).unwrap());
+        let mut key = db.into_os_string();
+        key.push(".key");
+        (key.into(), store)
+    };
+    // Judged with a bound: a store that hangs (a FIFO's open) fails the test.
+    let judged = |store: Arc<dyn RunJournal>| async move {
+        tokio::time::timeout(std::time::Duration::from_secs(5), store.entries("r"))
+            .await
+            .expect("fails as hung after 5 s")
+    };
+
+    // A symbolic link to a key the attacker wrote.
+    let (key, store) = open("link.db");
+    let forged = dir.join("attacker.key");
+    std::fs::write(&forged, &key_text).unwrap();
+    std::fs::set_permissions(&forged, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink(&forged, &key).unwrap();
+    assert_eq!(
+        judged(store).await,
+        Err(store_error(
+            "is a symbolic link: it must be a regular file, not a link"
+        ))
+    );
+
+    // A FIFO: opened without blocking and refused.
+    let (key, store) = open("fifo.db");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert_eq!(
+        judged(store).await,
+        Err(store_error("is not a regular file"))
+    );
+
+    // Readable by others than its owner.
+    let (key, store) = open("open.db");
+    std::fs::write(&key, &key_text).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(
+        judged(store).await,
+        Err(store_error(
+            "has mode 0644: others than its owner may use it; chmod 600 it"
+        ))
+    );
+
+    // Not exactly 64 hex digits and an optional newline (here a longer file,
+    // of which at most 128 bytes are read).
+    let bad = JournalError::Store(
+        "the journal key file must hold exactly 64 hex digits (32 bytes) and an optional newline"
+            .into(),
+    );
+    for (n, text) in [
+        "abc\n".to_owned(),
+        format!("{}\n\n", "ab".repeat(32)),
+        format!(" {}", "ab".repeat(32)),
+        "ab".repeat(10_000),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (key, store) = open(&format!("bad{n}.db"));
+        std::fs::write(&key, &text).unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(judged(store).await, Err(bad.clone()), "{text:?}");
+    }
+
+    // The same key file, made as agentry makes it, is taken.
+    let (key, store) = open("good.db");
+    std::fs::write(&key, &key_text).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(judged(store).await, Err(JournalError::NotFound("r".into())));
+    let _ = std::fs::remove_dir_all(&dir);
 }

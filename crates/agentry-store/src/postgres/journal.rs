@@ -12,6 +12,7 @@
 //! directory (`$XDG_DATA_HOME`, or `~/.local/share`), made on first use.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentry_core::BoxFuture;
@@ -51,7 +52,20 @@ fn store_error(error: impl std::fmt::Display) -> JournalError {
 }
 
 /// The key that seals the database's journals.
-fn key() -> Result<JournalKey, JournalError> {
+/// Read once per process (from its environment or its file), then kept:
+/// a key file swapped later changes nothing.
+fn key() -> Result<Arc<JournalKey>, JournalError> {
+    static KEY: Mutex<Option<Arc<JournalKey>>> = Mutex::new(None);
+    let mut kept = KEY.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(key) = kept.as_ref() {
+        return Ok(key.clone());
+    }
+    let key = Arc::new(read_key()?);
+    *kept = Some(key.clone());
+    Ok(key)
+}
+
+fn read_key() -> Result<JournalKey, JournalError> {
     if let Some(key) = JournalKey::from_env()? {
         return Ok(key);
     }
@@ -69,7 +83,7 @@ fn key() -> Result<JournalKey, JournalError> {
                 })?;
             let dir = data.join("agentry");
             std::fs::create_dir_all(&dir).map_err(|error| {
-                JournalError::Store(format!("the journal key: {}: {error}", dir.display()))
+                JournalError::Store(format!("the journal key's folder cannot be made: {error}"))
             })?;
             dir.join("journal.key")
         }

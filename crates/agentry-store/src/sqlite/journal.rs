@@ -6,9 +6,11 @@
 //!
 //! The key is `AGENTRY_JOURNAL_KEY` when the host gives one, else the file
 //! next to the database named as it with `.key` added (made on first use,
-//! mode 0600); a store in memory uses a key of this process.
+//! mode 0600; see [`JournalKey::load_or_create`] for what a file must be);
+//! a store in memory uses a key of this process. A store reads its key
+//! once, at its first journal use.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use agentry_core::BoxFuture;
@@ -18,7 +20,7 @@ use agentry_core::agent::durable::{
 use agentry_core::memory::MemoryError;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{Db, SqliteStore, blocking};
+use super::{Db, Inner, SqliteStore, blocking};
 
 fn store_error(error: impl std::fmt::Display) -> JournalError {
     JournalError::Store(format!("sqlite: {error}"))
@@ -96,11 +98,29 @@ fn key(db: &Db) -> Result<Arc<JournalKey>, JournalError> {
     }
 }
 
+/// The key of each store (by its shared state) that used its journal:
+/// read once, at its first use, so a key file swapped or removed later
+/// changes nothing for that store.
+static KEYS: Mutex<Vec<(Weak<Inner>, Arc<JournalKey>)>> = Mutex::new(Vec::new());
+
 fn ttl_ms(ttl: Duration) -> u64 {
     ttl.as_millis().min(i64::MAX as u128 / 2) as u64
 }
 
 impl SqliteStore {
+    /// This store's key: read at its first journal use, then kept.
+    fn journal_key(&self, db: &Db) -> Result<Arc<JournalKey>, JournalError> {
+        let mut keys = KEYS.lock().unwrap_or_else(PoisonError::into_inner);
+        keys.retain(|(store, _)| store.strong_count() > 0);
+        let this = Arc::as_ptr(&self.inner);
+        if let Some((_, key)) = keys.iter().find(|(store, _)| store.as_ptr() == this) {
+            return Ok(key.clone());
+        }
+        let key = key(db)?;
+        keys.push((Arc::downgrade(&self.inner), key.clone()));
+        Ok(key)
+    }
+
     fn journal_db(&self) -> Result<std::sync::MutexGuard<'_, Db>, JournalError> {
         let mut db = self.db().map_err(|MemoryError(e)| JournalError::Store(e))?;
         prepared(&mut db.conn)?;
@@ -115,7 +135,7 @@ impl SqliteStore {
         token: u64,
     ) -> Result<(), JournalError> {
         let mut db = self.journal_db()?;
-        let key = key(&db)?;
+        let key = self.journal_key(&db)?;
         // IMMEDIATE: the write lock is taken before the lease is read, so
         // the check and the write are one step for every process.
         let tx = db
@@ -187,7 +207,7 @@ impl SqliteStore {
 
     fn entries_blocking(&self, run: &str) -> Result<Vec<RunEntry>, JournalError> {
         let db = self.journal_db()?;
-        let key = key(&db)?;
+        let key = self.journal_key(&db)?;
         // One statement: the entries and the head as of one moment.
         let mut select = db
             .conn

@@ -64,6 +64,15 @@ fn key_error(what: impl std::fmt::Display) -> JournalError {
     JournalError::Store(format!("the journal key: {what}"))
 }
 
+/// What is wrong with the key file (its path is not said: the message may
+/// reach an HTTP client).
+fn file_error(what: impl std::fmt::Display) -> JournalError {
+    JournalError::Store(format!("the journal key file {what}"))
+}
+
+/// The most of a key file read: 64 hex digits and a newline fit.
+const MAX_KEY_FILE: usize = 128;
+
 impl JournalKey {
     /// A key of these bytes.
     pub fn new(bytes: [u8; 32]) -> Self {
@@ -104,22 +113,23 @@ impl JournalKey {
     /// The key in [`KEY_ENV`], when the host gives one.
     pub fn from_env() -> Result<Option<Self>, JournalError> {
         match std::env::var(KEY_ENV) {
-            Ok(text) => Self::from_hex(&text)
-                .map(Some)
-                .map_err(|error| key_error(format!("{KEY_ENV}: {error}"))),
+            Ok(text) => Self::from_hex(&text).map(Some).map_err(|_| {
+                JournalError::Store(format!("{KEY_ENV} must be 64 hex digits (32 bytes)"))
+            }),
             Err(_) => Ok(None),
         }
     }
 
     /// The key in the file at `path`, made (random, readable by its owner
     /// only) when there is none. Two processes making it at once get the
-    /// same key: it is written aside and linked into place.
+    /// same key: it is written aside and linked into place. A file that is
+    /// there is taken only as it is made: not a symbolic link, a regular
+    /// file owned by this process's user, with no group or other bits in its
+    /// mode, holding exactly 64 hex digits and an optional newline; else the
+    /// error says what is wrong (never the path: clients may see it).
     pub fn load_or_create(path: &Path) -> Result<Self, JournalError> {
-        let at = |error: std::io::Error| key_error(format!("{}: {error}", path.display()));
-        match std::fs::read_to_string(path) {
-            Ok(text) => return Self::read(path, &text),
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(at(error)),
-            Err(_) => {}
+        if let Some(key) = Self::load(path)? {
+            return Ok(key);
         }
         static MADE: AtomicU64 = AtomicU64::new(0);
         let key = Self::generate()?;
@@ -145,25 +155,72 @@ impl JournalKey {
             Ok(()) => Ok(key),
             // Another process made it first: that one is the key.
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                let text = std::fs::read_to_string(path).map_err(at)?;
-                Self::read(path, &text)
+                Self::load(path)?.ok_or_else(|| file_error("was removed while it was being made"))
             }
-            Err(error) => Err(at(error)),
+            Err(error) => Err(file_error(format_args!("cannot be made: {error}"))),
         }
     }
 
-    fn read(path: &Path, text: &str) -> Result<Self, JournalError> {
+    /// The key in the file at `path`, judged on the opened handle (so a
+    /// file swapped in between cannot pass); `None` when there is none.
+    fn load(path: &Path) -> Result<Option<Self>, JournalError> {
+        use std::io::Read;
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        // No link followed; a FIFO opens at once (and is refused below).
         #[cfg(unix)]
-        if let Ok(meta) = std::fs::metadata(path) {
-            use std::os::unix::fs::PermissionsExt;
-            if meta.permissions().mode() & 0o077 != 0 {
-                tracing::warn!(
-                    path = %path.display(),
-                    "the journal key file can be read by others than its owner: chmod 600 it"
-                );
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut options,
+            libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        );
+        let file = match options.open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            #[cfg(unix)]
+            Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(file_error(
+                    "is a symbolic link: it must be a regular file, not a link",
+                ));
+            }
+            Err(error) => return Err(file_error(format_args!("cannot be opened: {error}"))),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|error| file_error(format_args!("cannot be examined: {error}")))?;
+        if !meta.file_type().is_file() {
+            return Err(file_error("is not a regular file"));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let user = unsafe { libc::geteuid() };
+            if meta.uid() != user {
+                return Err(file_error(format_args!(
+                    "is owned by user {}, not by this process's user {user}",
+                    meta.uid()
+                )));
+            }
+            if meta.mode() & 0o077 != 0 {
+                return Err(file_error(format_args!(
+                    "has mode {:04o}: others than its owner may use it; chmod 600 it",
+                    meta.mode() & 0o7777
+                )));
             }
         }
-        Self::from_hex(text).map_err(|error| key_error(format!("{}: {error}", path.display())))
+        let mut text = Vec::with_capacity(MAX_KEY_FILE);
+        file.take(MAX_KEY_FILE as u64)
+            .read_to_end(&mut text)
+            .map_err(|error| file_error(format_args!("cannot be read: {error}")))?;
+        let digits = text.strip_suffix(b"\n").unwrap_or(&text);
+        match std::str::from_utf8(digits) {
+            Ok(digits) if digits.len() == 64 && digits.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                Self::from_hex(digits).map(Some)
+            }
+            _ => Err(file_error(
+                "must hold exactly 64 hex digits (32 bytes) and an optional newline",
+            )),
+        }
     }
 
     fn to_hex(&self) -> String {
