@@ -2,11 +2,16 @@
 //! --durable`), kept in the memory store step by step. Any process may
 //! decide on a waiting call; `resume` goes on from the last recorded step
 //! with the agent the flags (or `agentry.toml`) define, as `run` did.
+//!
+//! What comes from the store (run ids, entries, a lease holder's name in
+//! an error) is printed with its control and format characters escaped:
+//! whoever can write the database must not drive the terminal.
 
 use std::process::ExitCode;
 
 use agentry::agent::durable::{self, Decision, RunEntry, RunStatus};
 use agentry::model::Message;
+use agentry_mcp::client::escaped;
 use clap::Subcommand;
 
 use crate::memory::Place;
@@ -78,22 +83,22 @@ pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
     match command {
         RunsCommand::List { place } => {
             let journal = place.open(false).await?.journal();
-            let runs = journal.runs().await.map_err(|e| e.to_string())?;
+            let runs = journal.runs().await.map_err(shown)?;
             if runs.is_empty() {
                 println!("no durable runs");
             }
             for id in runs {
                 // A run that fails its integrity check is listed, refused.
                 match durable::status(journal.as_ref(), &id).await {
-                    Ok(status) => println!("{id}  {}", status_line(&status)),
-                    Err(error) => println!("{id}  refused: {error}"),
+                    Ok(status) => println!("{}  {}", escaped(&id), escaped(&status_line(&status))),
+                    Err(error) => println!("{}  refused: {}", escaped(&id), shown(error)),
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
         RunsCommand::Show { id, json, place } => {
             let journal = place.open(false).await?.journal();
-            let entries = journal.entries(&id).await.map_err(|e| e.to_string())?;
+            let entries = journal.entries(&id).await.map_err(shown)?;
             if json {
                 for entry in &entries {
                     println!(
@@ -105,13 +110,13 @@ pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
             }
             for entry in &entries {
                 if let Some(line) = entry_line(entry) {
-                    println!("{line}");
+                    println!("{}", escaped(&line));
                 }
             }
             let status = durable::status(journal.as_ref(), &id)
                 .await
-                .map_err(|e| e.to_string())?;
-            println!("status: {}", status_line(&status));
+                .map_err(shown)?;
+            println!("status: {}", escaped(&status_line(&status)));
             Ok(ExitCode::SUCCESS)
         }
         RunsCommand::Approve {
@@ -139,7 +144,7 @@ pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
         } => decide(place, &id, &call, Decision::Deny { reason }, remember).await,
         RunsCommand::Resume(args) => {
             let (runs, _) = args.run.durable_runs(false).await?;
-            let run = runs.resume(&args.id).await.map_err(|e| e.to_string())?;
+            let run = runs.resume(&args.id).await.map_err(shown)?;
             crate::run::report(&run.outcome, Some(&run.id), args.run.json)
         }
     }
@@ -155,9 +160,17 @@ async fn decide(
     let journal = place.open(false).await?.journal();
     durable::decide(journal.as_ref(), id, call, decision, remember)
         .await
-        .map_err(|e| e.to_string())?;
-    println!("recorded; `agentry runs resume {id}` carries it out");
+        .map_err(shown)?;
+    println!(
+        "recorded; `agentry runs resume {}` carries it out",
+        escaped(id)
+    );
     Ok(ExitCode::SUCCESS)
+}
+
+/// An error for the terminal: it may hold strings from the store.
+fn shown(error: impl std::fmt::Display) -> String {
+    escaped(&error.to_string())
 }
 
 /// Where a run stands, in one line.
