@@ -308,3 +308,65 @@ async fn a_key_file_that_is_not_as_made_is_refused_with_what_is_wrong() {
     assert_eq!(judged(store).await, Err(JournalError::NotFound("r".into())));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// From the durable review: a lease end written into the database by hand
+/// no longer holds a run for ever. A negative end (read before as a huge
+/// unsigned one) has passed; an end beyond one `ttl` from now is cut to
+/// that, so the run is free once it passes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lease_end_written_by_hand_holds_a_run_for_one_ttl_at_most() {
+    use agentry::agent::durable::now_ms;
+    use std::time::Duration;
+    let dir = std::env::temp_dir().join(format!("agentry-seal-lease-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("runs.db");
+    let store = SqliteStore::open(&db).unwrap();
+    let raw = rusqlite::Connection::open(&db).unwrap();
+    let ttl = Duration::from_millis(500);
+
+    store.acquire("r", "first", ttl).await.unwrap();
+    raw.execute("UPDATE run_lease SET until_ms = -1 WHERE run = 'r'", [])
+        .unwrap();
+    let taken = store.acquire("r", "second", ttl).await.unwrap();
+    assert_eq!((taken.token, taken.owner.as_str()), (2, "second"));
+
+    raw.execute(
+        "UPDATE run_lease SET until_ms = 9223372036854775807 WHERE run = 'r'",
+        [],
+    )
+    .unwrap();
+    let before = now_ms();
+    let refused = store.acquire("r", "third", ttl).await.unwrap_err();
+    let after = now_ms();
+    match refused {
+        JournalError::Leased {
+            run,
+            owner,
+            until_ms,
+        } => {
+            assert_eq!((run.as_str(), owner.as_str()), ("r", "second"));
+            assert!(
+                (before + 500..=after + 500).contains(&until_ms),
+                "cut to one ttl from now: {until_ms}"
+            );
+        }
+        other => panic!("expected Leased, got {other:?}"),
+    }
+    let written: i64 = raw
+        .query_row(
+            "SELECT until_ms FROM run_lease WHERE run = 'r'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(
+        written <= (after + 500) as i64,
+        "the cut is kept: {written}"
+    );
+    // Once that passes, the run is free.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let taken = store.acquire("r", "third", ttl).await.unwrap();
+    assert_eq!((taken.token, taken.owner.as_str()), (3, "third"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

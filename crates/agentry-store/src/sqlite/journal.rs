@@ -151,7 +151,7 @@ impl SqliteStore {
             .optional()
             .map_err(store_error)?;
         let next = match lease {
-            Some((held, until, entries)) if held as u64 == token && until as u64 > now_ms() => {
+            Some((held, until, entries)) if held as u64 == token && until > now_ms() as i64 => {
                 entries as u64
             }
             _ => {
@@ -284,11 +284,21 @@ impl SqliteStore {
         let now = now_ms();
         let until = now + ttl_ms(ttl);
         let token = match held {
-            Some((_, holder, held_until)) if held_until as u64 > now => {
+            // A lease never lasts more than one `ttl` from when it is seen:
+            // a later end (written by hand, or i64::MAX) is cut to that, so
+            // no value holds the run for ever. A negative end has passed.
+            Some((_, holder, held_until)) if held_until > now as i64 => {
+                let held_until = (held_until as u64).min(until);
+                tx.execute(
+                    "UPDATE run_lease SET until_ms = ?2 WHERE run = ?1 AND until_ms > ?2",
+                    params![run, held_until as i64],
+                )
+                .map_err(store_error)?;
+                tx.commit().map_err(store_error)?;
                 return Err(JournalError::Leased {
                     run: run.to_owned(),
                     owner: holder,
-                    until_ms: held_until as u64,
+                    until_ms: held_until,
                 });
             }
             Some((token, ..)) => {
