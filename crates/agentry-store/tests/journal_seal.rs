@@ -370,3 +370,54 @@ async fn a_lease_end_written_by_hand_holds_a_run_for_one_ttl_at_most() {
     assert_eq!((taken.token, taken.owner.as_str()), (3, "third"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The same on PostgreSQL: an end far in the future (written by hand) is
+/// cut to one `ttl` from now when read, so the run is free once it passes
+/// (`AGENTRY_POSTGRES_URL`; skipped loudly without it).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_postgres_lease_end_written_by_hand_holds_a_run_for_one_ttl_at_most() {
+    use agentry::agent::durable::now_ms;
+    use std::time::Duration;
+    let url = match std::env::var("AGENTRY_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ => {
+            if std::env::var("AGENTRY_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                panic!("AGENTRY_POSTGRES_URL is not set and AGENTRY_REQUIRE_POSTGRES=1");
+            }
+            eprintln!(
+                "\n*** SKIPPED: set AGENTRY_POSTGRES_URL (scripts/postgres start DIR prints one) to run the PostgreSQL lease test ***\n"
+            );
+            return;
+        }
+    };
+    let store = PgStore::connect(&url, 2).await.unwrap();
+    let pool = store.pool().clone();
+    let run = format!("lease-{}-{}", std::process::id(), now_ms());
+    let ttl = Duration::from_millis(500);
+    store.acquire(&run, "first", ttl).await.unwrap();
+    sqlx::query("UPDATE agentry_run_lease SET expires_at = 'infinity' WHERE run = $1")
+        .bind(&run)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let before = now_ms();
+    let refused = store.acquire(&run, "second", ttl).await.unwrap_err();
+    let after = now_ms();
+    match refused {
+        JournalError::Leased {
+            run: leased,
+            owner,
+            until_ms,
+        } => {
+            assert_eq!((leased.as_str(), owner.as_str()), (run.as_str(), "first"));
+            assert!(
+                (before + 500..=after + 500).contains(&until_ms),
+                "cut to one ttl from now: {until_ms} not in {before}+500..={after}+500"
+            );
+        }
+        other => panic!("expected Leased, got {other:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let taken = store.acquire(&run, "second", ttl).await.unwrap();
+    assert_eq!((taken.token, taken.owner.as_str()), (2, "second"));
+}

@@ -249,6 +249,20 @@ impl RunJournal for PgStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Lease, JournalError>> {
         Box::pin(async move {
+            // A lease never lasts more than one `ttl` from when it is seen:
+            // a later end (written by hand) is cut to that, so no value
+            // holds the run for ever.
+            sqlx::query(
+                "UPDATE agentry_run_lease
+                 SET expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'
+                 WHERE run = $1
+                   AND expires_at > clock_timestamp() + $2::bigint * interval '1 millisecond'",
+            )
+            .bind(run)
+            .bind(ttl_ms(ttl))
+            .execute(&self.pool)
+            .await
+            .map_err(store_error)?;
             // Taken when free or expired, by the database's clock; the row
             // lock makes one of many takers win.
             let taken: Option<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
