@@ -421,3 +421,54 @@ async fn a_postgres_lease_end_written_by_hand_holds_a_run_for_one_ttl_at_most() 
     let taken = store.acquire(&run, "second", ttl).await.unwrap();
     assert_eq!((taken.token, taken.owner.as_str()), (2, "second"));
 }
+
+/// S1 of the durable review, in part: a run rolled back to an earlier
+/// sealed state (its rows and head as they were while it waited, as old
+/// pages of the `-wal` file hold them) is refused by a store that saw it
+/// further on, so an approved call is not approved and run again. A store
+/// opened afterwards (another process, or a restart) cannot tell: that is
+/// the documented limit, pinned here.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_rolled_back_to_an_earlier_sealed_state_is_refused_by_a_store_that_saw_more() {
+    let dir = std::env::temp_dir().join(format!("agentry-seal-rollback-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("runs.db");
+    let store: Arc<dyn RunJournal> = Arc::new(SqliteStore::open(&db).unwrap());
+    waiting_run(store.clone(), "r").await;
+    let raw = rusqlite::Connection::open(&db).unwrap();
+    let saved: (i64, Vec<u8>) = raw
+        .query_row(
+            "SELECT entries, head FROM run_lease WHERE run = 'r'",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(saved.0, 3);
+    decide(store.as_ref(), "r", "c1", Decision::Approve, false)
+        .await
+        .unwrap();
+    assert_eq!(store.entries("r").await.unwrap().len(), 4);
+    // Put back the state of the waiting run.
+    raw.execute("DELETE FROM run_journal WHERE run = 'r' AND seq >= 3", [])
+        .unwrap();
+    raw.execute(
+        "UPDATE run_lease SET entries = ?1, head = ?2 WHERE run = 'r'",
+        rusqlite::params![saved.0, saved.1],
+    )
+    .unwrap();
+    refused(
+        store.clone(),
+        "r",
+        tampered(
+            "r",
+            3,
+            "it was rolled back: 4 entries were seen and 3 are there",
+        ),
+    )
+    .await;
+    // Not covered: a store that never saw the run further on replays it.
+    let fresh = SqliteStore::open(&db).unwrap();
+    assert_eq!(fresh.entries("r").await.unwrap().len(), 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -8,7 +8,8 @@
 //! next to the database named as it with `.key` added (made on first use,
 //! mode 0600; see [`JournalKey::load_or_create`] for what a file must be);
 //! a store in memory uses a key of this process. A store reads its key
-//! once, at its first journal use.
+//! once, at its first journal use, and refuses a run found with fewer
+//! entries than it saw of it while open (rolled back).
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
@@ -101,24 +102,58 @@ fn key(db: &Db) -> Result<Arc<JournalKey>, JournalError> {
 /// The key of each store (by its shared state) that used its journal:
 /// read once, at its first use, so a key file swapped or removed later
 /// changes nothing for that store.
-static KEYS: Mutex<Vec<(Weak<Inner>, Arc<JournalKey>)>> = Mutex::new(Vec::new());
+static KEYS: Mutex<Vec<(Weak<Inner>, Arc<Sealing>)>> = Mutex::new(Vec::new());
+
+/// What a store keeps for its journals while it is open: its key, and the
+/// most entries it has seen of each run (written or read and checked). A
+/// run found with fewer was rolled back to an earlier sealed state (old
+/// pages of the `-wal` file, a backup put back): refused. Only this store
+/// knows: another process, or this one after a restart, does not.
+struct Sealing {
+    key: Arc<JournalKey>,
+    seen: Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl Sealing {
+    /// `run` was found with `entries`: an error when fewer than were seen.
+    fn check(&self, run: &str, entries: u64) -> Result<(), JournalError> {
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let most = seen.entry(run.to_owned()).or_insert(0);
+        if entries < *most {
+            return Err(JournalError::Tampered {
+                run: run.to_owned(),
+                seq: entries,
+                why: format!(
+                    "it was rolled back: {most} entries were seen and {entries} are there",
+                    most = *most
+                ),
+            });
+        }
+        *most = entries;
+        Ok(())
+    }
+}
 
 fn ttl_ms(ttl: Duration) -> u64 {
     ttl.as_millis().min(i64::MAX as u128 / 2) as u64
 }
 
 impl SqliteStore {
-    /// This store's key: read at its first journal use, then kept.
-    fn journal_key(&self, db: &Db) -> Result<Arc<JournalKey>, JournalError> {
+    /// This store's key (read at its first journal use, then kept) and
+    /// what it has seen of its runs.
+    fn sealing(&self, db: &Db) -> Result<Arc<Sealing>, JournalError> {
         let mut keys = KEYS.lock().unwrap_or_else(PoisonError::into_inner);
         keys.retain(|(store, _)| store.strong_count() > 0);
         let this = Arc::as_ptr(&self.inner);
-        if let Some((_, key)) = keys.iter().find(|(store, _)| store.as_ptr() == this) {
-            return Ok(key.clone());
+        if let Some((_, sealing)) = keys.iter().find(|(store, _)| store.as_ptr() == this) {
+            return Ok(sealing.clone());
         }
-        let key = key(db)?;
-        keys.push((Arc::downgrade(&self.inner), key.clone()));
-        Ok(key)
+        let sealing = Arc::new(Sealing {
+            key: key(db)?,
+            seen: Mutex::default(),
+        });
+        keys.push((Arc::downgrade(&self.inner), sealing.clone()));
+        Ok(sealing)
     }
 
     fn journal_db(&self) -> Result<std::sync::MutexGuard<'_, Db>, JournalError> {
@@ -135,7 +170,8 @@ impl SqliteStore {
         token: u64,
     ) -> Result<(), JournalError> {
         let mut db = self.journal_db()?;
-        let key = self.journal_key(&db)?;
+        let sealing = self.sealing(&db)?;
+        let key = &sealing.key;
         // IMMEDIATE: the write lock is taken before the lease is read, so
         // the check and the write are one step for every process.
         let tx = db
@@ -202,12 +238,14 @@ impl SqliteStore {
             params![run, seq as i64 + 1, head],
         )
         .map_err(store_error)?;
-        tx.commit().map_err(store_error)
+        tx.commit().map_err(store_error)?;
+        sealing.check(run, seq + 1)
     }
 
     fn entries_blocking(&self, run: &str) -> Result<Vec<RunEntry>, JournalError> {
         let db = self.journal_db()?;
-        let key = self.journal_key(&db)?;
+        let sealing = self.sealing(&db)?;
+        let key = &sealing.key;
         // One statement: the entries and the head as of one moment.
         let mut select = db
             .conn
@@ -246,7 +284,9 @@ impl SqliteStore {
         if rows.is_empty() {
             return Err(JournalError::NotFound(run.to_owned()));
         }
-        key.open(run, rows, head)
+        let entries = key.open(run, rows, head)?;
+        sealing.check(run, entries.len() as u64)?;
+        Ok(entries)
     }
 
     fn runs_blocking(&self) -> Result<Vec<String>, JournalError> {

@@ -5,8 +5,11 @@
 //! but not read the key cannot change, insert, remove or reorder a run's
 //! entries, nor make one up, without the run failing its check on replay
 //! ([`JournalKey::open`]: [`JournalError::Tampered`]). A journal rolled
-//! back whole to an earlier state of the run (a backup put back) is not
-//! detected: that needs a record kept outside the database.
+//! back whole to an earlier sealed state of the run (a backup put back, or
+//! old pages SQLite's `-wal` file still holds) is not detected by the seals:
+//! a SQLite store refuses it only for runs it saw further on while open;
+//! another process, or one started afterwards, replays it. That needs a
+//! record kept outside the database.
 
 use std::io::Write;
 use std::path::Path;
