@@ -212,7 +212,10 @@ fn the_local_model_streams_shows_tool_calls_and_stops_on_ctrl_c() {
         "Without using any tool, write a long story of at least 400 words about a lighthouse keeper.",
         &["Enter"],
     );
-    let before = term.screen();
+    // The line editor echoes the question a moment after it is typed (later on a loaded machine).
+    let before = term.wait_for("the question to be echoed", Duration::from_secs(60), |s| {
+        s.contains("lighthouse keeper.")
+    });
     let question_at = before.rfind("lighthouse keeper.").unwrap();
     term.wait_for("the story to start", Duration::from_secs(300), |s| {
         s.len() > question_at + 120 && s.rfind("lighthouse keeper.") == Some(question_at)
