@@ -25,7 +25,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentry_core::agent::Agent;
+use agentry_agent::Agent;
 use agentry_core::embed::KeywordEmbedder;
 use agentry_core::memory::{Memory, MemoryStore};
 use agentry_server::{AgentServer, ApiKeys};

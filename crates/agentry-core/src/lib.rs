@@ -42,14 +42,12 @@
 /// handlers: `Pin<Box<dyn Future<Output = T> + Send + 'a>>`.
 pub use futures_util::future::BoxFuture;
 
-pub mod agent;
 pub mod embed;
+pub mod journal;
 pub mod memory;
 pub mod model;
-pub mod program;
 pub mod skill;
 pub mod tool;
-pub mod turn;
 
 /// Items used by code that `#[tool]` generates. Not a stable API.
 #[doc(hidden)]

@@ -16,7 +16,7 @@
 //! tool schemas from there instead of evaluating them again.
 //!
 //! ```no_run
-//! use agentry_core::agent::Agent;
+//! use agentry_agent::Agent;
 //! use agentry_core::embed::{Embedder, cosine};
 //! use agentry_local::{LocalEmbedder, LocalModel, fetch};
 //!

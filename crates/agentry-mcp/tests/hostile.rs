@@ -9,7 +9,7 @@ mod support;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentry_core::agent::Agent;
+use agentry_agent::Agent;
 use agentry_core::model::{ScriptedModel, Step, Usage};
 use agentry_core::tool::Toolbox;
 use agentry_mcp::client::{ListLimits, connect_all};

@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use agentry_core::agent::Agent;
+use agentry_agent::Agent;
 use agentry_core::model::{ScriptedModel, Step, Usage};
 use agentry_core::tool::{ToolCall, ToolSource};
 use agentry_mcp::{McpClient, McpServerConfig};
@@ -124,9 +124,7 @@ async fn a_changed_tool_list_is_picked_up_between_steps() {
     );
     let run = Agent::builder(model.clone())
         .tool_source(Arc::new(client))
-        .approver(|_: &agentry_core::tool::Tool, _: &ToolCall| {
-            agentry_core::agent::Approval::Approve
-        })
+        .approver(|_: &agentry_core::tool::Tool, _: &ToolCall| agentry_agent::Approval::Approve)
         .build()
         .unwrap()
         .run("go")

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentry_core::agent::{Agent, Approval};
+use agentry_agent::{Agent, Approval};
 use agentry_core::model::{ScriptedModel, Step, Usage};
 use agentry_core::tool::{Tool, ToolCall, Toolbox};
 use agentry_mcp::{McpClient, McpServerConfig};

@@ -9,7 +9,7 @@
 //! bearer token), never from the model.
 //!
 //! ```
-//! use agentry_core::agent::Agent;
+//! use agentry_agent::Agent;
 //! use agentry_core::model::OfflineModel;
 //! use agentry_core::tool::Capability;
 //! use agentry_openapi::OpenApiToolset;

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentry_core::agent::Agent;
+use agentry_agent::Agent;
 use agentry_core::model::{ScriptedModel, Step, Usage};
 use agentry_core::tool::{Capability, ToolCall, ToolResult};
 use agentry_openapi::OpenApiToolset;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use std::sync::Arc;
 
-use agentry_core::agent::Agent;
+use agentry_agent::Agent;
 use agentry_core::model::{ScriptedModel, Step, Usage};
 use agentry_core::tool::{ToolGroup, ToolSearcher, Toolbox};
 use agentry_openapi::{OpenApiError, OpenApiToolset};

@@ -244,7 +244,7 @@ async fn built_requests_pass_the_same_checks() {
 
 #[test]
 fn an_agent_with_a_malformed_grant_is_not_built() {
-    let error = agentry_core::agent::Agent::builder(agentry_core::model::OfflineModel)
+    let error = agentry_agent::Agent::builder(agentry_core::model::OfflineModel)
         .grant(Capability::net("ftp://files.example.com"))
         .build()
         .err()

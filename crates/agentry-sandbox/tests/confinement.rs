@@ -23,7 +23,7 @@ use agentry::model::{ScriptedModel, Step, Usage};
 use agentry::tool::{
     Capabilities, Capability, Tool, ToolCall, ToolContext, ToolResult, Toolbox, function,
 };
-use agentry_core::agent::gated_dispatch;
+use agentry_core::tool::gated_dispatch;
 use agentry_sandbox::{Limits, Sandbox};
 use futures_util::future::LocalBoxFuture;
 use serde::Deserialize;

@@ -20,7 +20,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use agentry_core::agent::Agent;
+//! use agentry_agent::Agent;
 //! use agentry_core::embed::KeywordEmbedder;
 //! use agentry_core::memory::{InMemoryStore, Memory};
 //! use agentry_core::model::{ScriptedModel, Step, Usage};
@@ -70,10 +70,10 @@ mod sites;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentry_core::agent::Agent;
-use agentry_core::agent::durable::RunJournal;
+use agentry_agent::Agent;
+use agentry_agent::durable::RunJournal;
+use agentry_agent::turn::TurnConfig;
 use agentry_core::memory::Memory;
-use agentry_core::turn::TurnConfig;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request, StatusCode};

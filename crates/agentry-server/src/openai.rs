@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use agentry_core::agent::{Agent, AgentEvent, Outcome, RunOutcome};
+use agentry_agent::{Agent, AgentEvent, Outcome, RunOutcome};
 use agentry_core::model::Message;
 use axum::Json;
 use axum::extract::{Extension, State};

@@ -18,8 +18,8 @@
 
 use std::sync::Arc;
 
-use agentry_core::agent::durable::{self, DecideError, Decision, JournalError, RunStatus, Waiting};
-use agentry_core::agent::{Outcome, StepRecord};
+use agentry_agent::durable::{self, DecideError, Decision, JournalError, RunStatus, Waiting};
+use agentry_agent::{Outcome, StepRecord};
 use agentry_core::memory::Remember;
 use agentry_core::tool::{Identity, Session, ToolContext};
 use axum::Json;
@@ -166,7 +166,7 @@ fn journal_error(id: &str, journal_id: &str, error: JournalError) -> ApiError {
         JournalError::Leased {
             owner, until_ms, ..
         } => {
-            let left_ms = until_ms.saturating_sub(durable::now_ms());
+            let left_ms = until_ms.saturating_sub(agentry_core::journal::now_ms());
             ApiError {
                 retry_after_secs: Some(left_ms.div_ceil(1000).max(1)),
                 ..ApiError::conflict(format!(

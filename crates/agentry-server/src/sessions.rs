@@ -5,11 +5,11 @@
 
 use std::convert::Infallible;
 
-use agentry_core::memory::RecentOpts;
-use agentry_core::tool::{Identity, Session, ToolCall, ToolResult};
-use agentry_core::turn::{
+use agentry_agent::turn::{
     Attachment, ChatTurn, STOPPED, TurnEvent, TurnEvents, TurnInput, TurnOutput,
 };
+use agentry_core::memory::RecentOpts;
+use agentry_core::tool::{Identity, Session, ToolCall, ToolResult};
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};

@@ -4,7 +4,7 @@
 
 mod support;
 
-use agentry_core::agent::Agent;
+use agentry_agent::Agent;
 use agentry_core::model::{ScriptedModel, Step, Usage};
 use agentry_core::tool::ToolCall;
 use serde_json::{Value, json};

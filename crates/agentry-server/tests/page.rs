@@ -9,7 +9,7 @@ mod support;
 
 use std::path::PathBuf;
 
-use agentry_core::agent::Agent;
+use agentry_agent::Agent;
 use agentry_core::model::{ScriptedModel, Step, Usage};
 use agentry_core::tool::{ToolCall, function};
 use serde_json::{Value, json};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agentry_core::agent::Agent;
+use agentry_agent::Agent;
 use agentry_server::ApiKeys;
 use agentry_store::SqliteStore;
 use serde_json::{Value, json};

@@ -11,8 +11,8 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agentry_core::agent::Agent;
-use agentry_core::agent::durable::RunJournal;
+use agentry_agent::Agent;
+use agentry_agent::durable::RunJournal;
 use agentry_store::{PgStore, SqliteStore};
 use serde_json::{Value, json};
 
@@ -375,7 +375,7 @@ async fn a_run_being_carried_out_is_a_409_on_two_servers_sharing_postgres() {
     let session = format!(
         "pg{}-{}",
         std::process::id(),
-        agentry_core::agent::durable::now_ms()
+        agentry_core::journal::now_ms()
     );
     leased_run_race(journals, &session).await;
 }
@@ -411,7 +411,7 @@ async fn leased_run_race(journals: [Arc<dyn RunJournal>; 2], session: &str) {
         }
     });
     started.recv().await.expect("pay began");
-    let holder = agentry_core::agent::durable::process_label();
+    let holder = agentry_agent::durable::process_label();
     let key_id = {
         use sha2::{Digest, Sha256};
         let hash = Sha256::digest(b"alice-key");

@@ -256,7 +256,7 @@ async fn the_openapi_document_describes_what_the_server_answers() {
 /// An agent with tools: each call and its result stream between the deltas.
 #[tokio::test(flavor = "multi_thread")]
 async fn tool_calls_stream_as_events_and_come_back_in_json() {
-    use agentry_core::agent::Agent;
+    use agentry_agent::Agent;
     use agentry_core::model::{ScriptedModel, Step, Usage};
     use agentry_core::tool::ToolCall;
 

@@ -373,7 +373,7 @@ fn two_folders_naming_one_skill_keep_the_first() {
     );
     // An agent refuses two skills of one name outright.
     let skills = [report.skills[0].to_skill(), report.skills[0].to_skill()];
-    let error = agentry_core::agent::Agent::builder(agentry_core::model::OfflineModel)
+    let error = agentry_agent::Agent::builder(agentry_core::model::OfflineModel)
         .skills(skills)
         .build()
         .unwrap_err();

@@ -11,12 +11,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agentry_agent::turn::{ChatTurn, TurnConfig, TurnInput};
 use agentry_core::BoxFuture;
 use agentry_core::embed::{EmbedError, Embedder};
 use agentry_core::memory::{Memory, MemoryRecord, MemoryStore, RecallOpts};
 use agentry_core::model::OfflineModel;
 use agentry_core::tool::{Identity, Session};
-use agentry_core::turn::{ChatTurn, TurnConfig, TurnInput};
 use agentry_store::{PgStore, SqliteStore};
 
 const DIMS: usize = 384;

@@ -23,7 +23,7 @@ use agentry::agent::{Agent, Outcome};
 use agentry::model::{ChatRequest, Message, ScriptedModel, Step, Usage};
 use agentry::tool::{ToolCall, ToolHints, function};
 use agentry_core::BoxFuture;
-use agentry_core::agent::durable::{JournalError, Lease, RunEntry, now_ms};
+use agentry_core::journal::{JournalError, Lease, RunEntry, now_ms};
 use agentry_store::SqliteStore;
 use serde::Deserialize;
 use serde_json::json;

@@ -216,11 +216,7 @@ async fn many_resumers_on_two_postgres_pools_against_a_live_run_pay_once() {
     let second: Arc<dyn RunJournal> = Arc::new(PgStore::connect(&url, 2).await.unwrap());
     let seen = Arc::new(Seen::default());
     let rounds = rounds();
-    let tag = format!(
-        "{}-{}",
-        std::process::id(),
-        agentry::agent::durable::now_ms()
-    );
+    let tag = format!("{}-{}", std::process::id(), agentry::journal::now_ms());
     for round in 0..rounds {
         let hold = Duration::from_millis(20 + (round as u64 * 37) % 80);
         let paid = race(

@@ -189,11 +189,7 @@ async fn a_postgres_journal_changed_outside_agentry_is_refused() {
     let pg = PgStore::connect(&url, 2).await.unwrap();
     let pool = pg.pool().clone();
     let store: Arc<dyn RunJournal> = Arc::new(pg);
-    let tag = format!(
-        "{}-{}",
-        std::process::id(),
-        agentry::agent::durable::now_ms()
-    );
+    let tag = format!("{}-{}", std::process::id(), agentry::journal::now_ms());
     let (edited, extended) = (format!("edited-{tag}"), format!("extended-{tag}"));
     waiting_run(store.clone(), &edited).await;
     waiting_run(store.clone(), &extended).await;
@@ -315,7 +311,7 @@ async fn a_key_file_that_is_not_as_made_is_refused_with_what_is_wrong() {
 /// that, so the run is free once it passes.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lease_end_written_by_hand_holds_a_run_for_one_ttl_at_most() {
-    use agentry::agent::durable::now_ms;
+    use agentry::journal::now_ms;
     use std::time::Duration;
     let dir = std::env::temp_dir().join(format!("agentry-seal-lease-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -376,7 +372,7 @@ async fn a_lease_end_written_by_hand_holds_a_run_for_one_ttl_at_most() {
 /// (`AGENTRY_POSTGRES_URL`; skipped loudly without it).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_postgres_lease_end_written_by_hand_holds_a_run_for_one_ttl_at_most() {
-    use agentry::agent::durable::now_ms;
+    use agentry::journal::now_ms;
     use std::time::Duration;
     let url = match std::env::var("AGENTRY_POSTGRES_URL") {
         Ok(url) if !url.is_empty() => url,

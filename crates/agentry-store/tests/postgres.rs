@@ -70,7 +70,7 @@ async fn postgres_passes_the_keyword_suite() {
 async fn postgres_passes_the_run_journal_checks() {
     let Some(url) = url() else { return };
     let store = PgStore::connect(&url, 3).await.unwrap();
-    agentry::agent::durable::check_journal(&store, &unique("run")).await;
+    agentry_core::journal::check_journal(&store, &unique("run")).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -20,7 +20,7 @@ async fn sqlite_passes_the_behaviour_suite() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sqlite_passes_the_run_journal_checks_and_keeps_runs_across_opens() {
-    use agentry::agent::durable::{RunJournal, check_journal};
+    use agentry_core::journal::{RunJournal, check_journal};
     let path = temp_file("journal");
     let runs = {
         let store = SqliteStore::open(&path).unwrap();

@@ -65,7 +65,9 @@
 //! `sandbox` for `agentry::sandbox`, tools confined by Landlock and seccomp.
 #![warn(missing_docs)]
 
-pub use agentry_core::{BoxFuture, agent, embed, memory, model, program, skill, tool, turn};
+pub use agentry_agent as agent;
+pub use agentry_agent::{program, turn};
+pub use agentry_core::{BoxFuture, embed, journal, memory, model, skill, tool};
 pub use agentry_macros::{skill, tool};
 
 #[doc(hidden)]
@@ -158,16 +160,16 @@ macro_rules! schema_from_fn {
 
 /// The names most programs need.
 pub mod prelude {
-    pub use agentry_core::agent::{Agent, AgentEvent, Outcome, RunError, RunOutcome};
+    pub use agentry_agent::program::{Program, ProgramError, ax};
+    pub use agentry_agent::turn::{ChatTurn, TurnConfig, TurnInput};
+    pub use agentry_agent::{Agent, AgentEvent, Outcome, RunError, RunOutcome};
     pub use agentry_core::embed::Embedder;
     pub use agentry_core::memory::{Memory, MemoryStore};
     pub use agentry_core::model::{ChatModel, ChatRequest, Message, OfflineModel, Step, Usage};
-    pub use agentry_core::program::{Program, ProgramError, ax};
     pub use agentry_core::skill::{Skill, SkillResolver};
     pub use agentry_core::tool::{
         Capability, State, Tool, ToolCall, ToolContext, ToolError, ToolResult, Toolbox, function,
     };
-    pub use agentry_core::turn::{ChatTurn, TurnConfig, TurnInput};
     pub use agentry_macros::{skill, tool};
 }
 

@@ -2,7 +2,7 @@
 //! against the parent's budget, its tools get what both grant, its steps
 //! sit in the parent's record and its spans under the parent's, a failing
 //! child is an error result, and nesting stops at the depth limit. Loop logic
-//! only, with scripted models; `seed_001_agent` runs it on the local model.
+//! only, with scripted models; `agent_with_tools` runs it on the local model.
 
 use std::sync::{Arc, Mutex};
 

@@ -895,7 +895,7 @@ async fn a_run_being_carried_out_is_not_resumed_or_decided_elsewhere() {
             until_ms,
         }) => {
             assert_eq!((run.as_str(), owner.as_str()), ("pay-run", "worker-1"));
-            assert!(until_ms > agentry::agent::durable::now_ms(), "a live lease");
+            assert!(until_ms > agentry::journal::now_ms(), "a live lease");
         }
         other => panic!("expected the run to be leased, got {other:?}"),
     }

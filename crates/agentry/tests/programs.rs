@@ -1,7 +1,7 @@
 //! Typed programs (seed 001's `ax()`): inputs checked before the model is
 //! called, answers checked against the output schema and asked for again
 //! with the problems, tools through the agent's gate across steps, internal
-//! fields dropped. Logic only, with a scripted model; `seed_001_ax` and the
+//! fields dropped. Logic only, with a scripted model; `typed_program` and the
 //! local-model tests run programs on the real model.
 
 use std::sync::Arc;

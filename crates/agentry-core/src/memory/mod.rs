@@ -15,6 +15,7 @@
 //! [`InMemoryStore`] lives here; SQLite and PostgreSQL stores live in their
 //! own crate.
 
+#[cfg(any(test, feature = "test-utils"))]
 pub mod conformance;
 mod context;
 mod in_memory;

@@ -20,8 +20,7 @@ pub type EventStream<'a> = BoxStream<'a, Result<StreamEvent, ModelError>>;
 /// stream by default. A model that echoes the user word by word:
 ///
 /// ```
-/// use agentry_core::agent::{Agent, AgentEvent};
-/// use agentry_core::model::{ChatModel, ChatRequest, EventStream, FinishReason, Message, StreamEvent, Usage};
+/// use agentry_core::model::{ChatModel, ChatRequest, EventStream, FinishReason, Message, Step, StreamEvent, Usage};
 /// use futures_util::{StreamExt, stream};
 ///
 /// struct Echo;
@@ -45,17 +44,19 @@ pub type EventStream<'a> = BoxStream<'a, Result<StreamEvent, ModelError>>;
 /// }
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let agent = Agent::new(Echo);
-/// assert_eq!(agent.prompt("hello there").await?, "hello there");
-/// let pieces: Vec<String> = agent.stream("hello there")
+/// let request = ChatRequest::new(None, "hello there");
+/// let pieces: Vec<String> = Echo.stream(&request)
 ///     .filter_map(|event| async move { match event {
-///         AgentEvent::TextDelta { text, .. } => Some(text),
+///         Ok(StreamEvent::TextDelta { text }) => Some(text),
 ///         _ => None,
 ///     }})
 ///     .collect()
 ///     .await;
 /// assert_eq!(pieces, ["hello ", "there"]);
-/// # Ok::<_, agentry_core::agent::RunError>(())
+/// // `step` folds the stream into one reply (an agent runs on steps).
+/// let Step::Final { text, tokens } = Echo.step(&request).await? else { panic!() };
+/// assert_eq!((text.as_str(), tokens), ("hello there", Usage::new(11, 2)));
+/// # Ok::<_, agentry_core::model::ModelError>(())
 /// # }).unwrap();
 /// ```
 pub trait ChatModel: Send + Sync {

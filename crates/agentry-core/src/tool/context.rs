@@ -15,7 +15,6 @@ use serde_json::{Map, Value};
 use super::capability::Capabilities;
 use super::guard::{CapabilityError, Fs, read_env};
 use super::sandbox::ToolSandbox;
-use crate::agent::CallScope;
 
 /// A conversation a request belongs to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -58,7 +57,6 @@ struct ContextInner {
     extras: Map<String, Value>,
     state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
     capabilities: Capabilities,
-    call_scope: Option<Arc<CallScope>>,
     progress: Option<ProgressSink>,
     sandbox: Option<Arc<dyn ToolSandbox>>,
     inside_sandbox: bool,
@@ -229,17 +227,6 @@ impl ToolContext {
                 message: (!message.is_empty()).then_some(message),
             });
         }
-    }
-
-    /// Bind the scope of the agent run making this call (child agents read it).
-    pub(crate) fn with_call_scope(mut self, scope: Arc<CallScope>) -> Self {
-        self.inner_mut().call_scope = Some(scope);
-        self
-    }
-
-    /// The scope of the agent run making this call, if an agent makes it.
-    pub(crate) fn call_scope(&self) -> Option<&Arc<CallScope>> {
-        self.inner.call_scope.as_ref()
     }
 
     /// This context with `other`'s request data laid over it: `other`'s

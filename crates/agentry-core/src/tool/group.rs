@@ -7,8 +7,8 @@ use super::tool::Tool;
 
 /// A function group: `{namespace, title, description, selection_criteria,
 /// always_include, tools}`. Give groups to
-/// [`AgentBuilder::group`](crate::agent::AgentBuilder::group); with
-/// [`discovery`](crate::agent::AgentBuilder::discovery) on, the model starts
+/// `AgentBuilder::group` (agentry-agent); with
+/// `discovery` on, the model starts
 /// with the groups' summaries and calls `discover` to load their tools.
 ///
 /// ```

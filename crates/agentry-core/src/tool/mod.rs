@@ -21,6 +21,7 @@ mod call;
 mod capability;
 mod context;
 mod dispatch;
+mod grant;
 mod group;
 mod guard;
 mod handler;
@@ -42,6 +43,7 @@ pub use call::{ToolCall, ToolResult};
 pub use capability::{Capabilities, Capability, normalize_path};
 pub use context::{Identity, Progress, ProgressSink, Session, ToolContext};
 pub use dispatch::{MAX_BLOCKING_TOOLS, dispatch};
+pub use grant::{call, call_tool, gated_dispatch};
 pub use group::ToolGroup;
 pub use guard::{CapabilityError, Fs};
 pub use handler::{Arguments, ToolError, ToolHandler, from_input, result_to_output, to_output};
@@ -59,3 +61,4 @@ pub use tool::{Tool, ToolExample, ToolHints};
 pub use toolbox::{
     DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT, Toolbox, ToolboxError, find_by_name, for_agent,
 };
+pub use validate::{SchemaCheck, violation_report};

@@ -10,7 +10,7 @@ use super::context::ToolContext;
 use super::handler::ToolError;
 
 /// Shared state of type `T`, attached with
-/// [`AgentBuilder::state`](crate::agent::AgentBuilder::state) or
+/// `AgentBuilder::state` (agentry-agent) or
 /// [`ToolContext::with_state`] and received by a `#[tool]` parameter of this
 /// type. It is never part of the tool's input schema: the model cannot see
 /// or set it.

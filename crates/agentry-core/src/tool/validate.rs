@@ -75,6 +75,48 @@ impl CompiledSchema {
     }
 }
 
+/// A JSON Schema compiled once that checks `format`s too (`date`,
+/// `date-time`, `uri`, ...), and says what is wrong the way dispatch does:
+/// one `- /pointer: message` line per violation. Typed programs check their
+/// inputs and the model's answers with it.
+///
+/// ```
+/// use agentry_core::tool::{SchemaCheck, violation_report};
+/// use serde_json::json;
+///
+/// let check = SchemaCheck::new(&json!({"type": "object", "properties": {"on": {"type": "string", "format": "date"}}}))?;
+/// assert_eq!(check.violations(&json!({"on": "2026-11-27"})), None);
+/// let lines = check.violations(&json!({"on": "tomorrow"})).unwrap();
+/// assert_eq!(violation_report("invalid:", &lines), "invalid:\n- /on: \"tomorrow\" is not a \"date\"");
+/// # Ok::<_, String>(())
+/// ```
+pub struct SchemaCheck(CompiledSchema);
+
+impl std::fmt::Debug for SchemaCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SchemaCheck")
+    }
+}
+
+impl SchemaCheck {
+    /// Compile `schema` (JSON Schema 2020-12 unless it says otherwise); the
+    /// error is the compiler's message.
+    pub fn new(schema: &Value) -> Result<Self, String> {
+        CompiledSchema::compile_checking_formats(schema).map(Self)
+    }
+
+    /// `None` when `value` is valid, else one `- pointer: message` line per violation.
+    pub fn violations(&self, value: &Value) -> Option<Vec<String>> {
+        self.0.violations(value)
+    }
+}
+
+/// Violation lines under a header, as dispatch reports them: at most 20
+/// lines, the rest counted.
+pub fn violation_report(header: &str, lines: &[String]) -> String {
+    report(header, lines)
+}
+
 /// One message line: `- /path: message`, with `(root)` for the empty pointer.
 pub(crate) fn violation_line(pointer: &str, message: &str) -> String {
     let at = if pointer.is_empty() {

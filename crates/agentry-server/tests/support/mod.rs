@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentry_core::agent::Agent;
+use agentry_agent::Agent;
 use agentry_core::embed::KeywordEmbedder;
 use agentry_core::memory::{InMemoryStore, Memory, MemoryStore};
 use agentry_core::model::{

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentry_core::BoxFuture;
-use agentry_core::agent::durable::{
+use agentry_core::journal::{
     JournalError, JournalKey, Lease, RunEntry, RunJournal, SealedEntry, SealedHead,
 };
 

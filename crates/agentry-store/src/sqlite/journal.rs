@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use agentry_core::BoxFuture;
-use agentry_core::agent::durable::{
+use agentry_core::journal::{
     JournalError, JournalKey, Lease, RunEntry, RunJournal, SealedEntry, SealedHead, now_ms,
 };
 use agentry_core::memory::MemoryError;

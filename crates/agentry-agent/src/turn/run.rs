@@ -1,0 +1,440 @@
+//! `ChatTurn::run`: seed 002's `run-chat-turn`, its five steps in their
+//! load-bearing order, and the step functions it is made of.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use serde::Serialize;
+
+use super::events::TurnEvent;
+use super::input::{
+    Replier, TurnConfig, TurnInput, bool_default, reply_payload, user_body, user_prompt,
+};
+use crate::durable::{RunJournal, WaitingCall};
+use crate::{Agent, AgentEvent, Outcome};
+use agentry_core::memory::{DEFAULT_MEMORY_HEADING, Remember, with_memory_block};
+use agentry_core::model::{ChatRequest, Message, ModelError, StreamEvent};
+use agentry_core::tool::ToolContext;
+
+/// What a turn returns: seed 002's `{ok, text}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TurnOutput {
+    /// False when the model failed (the reply is then empty).
+    pub ok: bool,
+    /// The reply.
+    pub text: String,
+    /// Why the model failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The error of a turn stopped by [`ChatTurn::run_until`].
+pub const STOPPED: &str = "stopped";
+
+/// Seed 002's memory-grounded chat turn.
+///
+/// Two turns on one session: the second turn's system prompt recalls what
+/// is similar to its message from the first (the reply "Noted!" is not),
+/// and every step reports an event.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use agentry_core::embed::KeywordEmbedder;
+/// use agentry_core::memory::{InMemoryStore, Memory};
+/// use agentry_core::model::{ScriptedModel, Step, Usage};
+/// use agentry_core::tool::{Identity, Session};
+/// use agentry_agent::turn::{ChatTurn, TurnConfig, TurnEvent, TurnInput};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let reply = |text: &str| Step::Final { text: text.into(), tokens: Usage::new(9, 3) };
+/// let model = Arc::new(ScriptedModel::new().reply(reply("Noted!")).reply(reply("Risotto.")));
+/// let memory = Memory::new(Arc::new(InMemoryStore::new()), Arc::new(KeywordEmbedder::new(["risotto"])));
+/// let events = Arc::new(Mutex::new(Vec::new()));
+/// let log = events.clone();
+/// let config = TurnConfig::new("chef", model.clone(), memory)
+///     .system_base("You are a cook.")
+///     .on_event(move |event| log.lock().unwrap().push(event.name()));
+///
+/// let turn = |text: &str| TurnInput::new(Session::new("s-1"), Identity::new("ana"), text);
+/// assert_eq!(ChatTurn::run(&config, turn("I love risotto.")).await.text, "Noted!");
+/// let second = ChatTurn::run(&config, turn("What risotto do I like?")).await;
+/// assert!(second.ok);
+/// assert_eq!(
+///     model.requests()[1].system.as_deref(),
+///     Some("You are a cook.\n\n## Memory\n- user: I love risotto.")
+/// );
+/// assert_eq!(
+///     events.lock().unwrap()[..7],
+///     ["system_built", "user_persisted", "tool_context_bound", "reply:start", "reply:delta", "reply:end", "assistant_persisted"]
+/// );
+/// # });
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChatTurn;
+
+impl ChatTurn {
+    /// Run one turn, in this order:
+    ///
+    /// 1. build the system prompt from memory as it stood before this turn
+    ///    (so the new message cannot be recalled into its own prompt);
+    /// 2. store the user turn (unless `persist_user` is false);
+    /// 3. bind the request context for tools (unless `bind_tool_ctx` is false);
+    /// 4. stream the reply as `reply:start` / `reply:delta` / `reply:end`, or
+    ///    emit `fallback_text` without calling the model; with an agent, the
+    ///    loop runs and the text of each of its steps streams as it comes;
+    /// 5. store the assistant turn (unless empty or `persist_assistant` is false).
+    ///
+    /// Storage failures are logged and swallowed: the reply still goes out.
+    pub async fn run(config: &TurnConfig, input: TurnInput) -> TurnOutput {
+        Self::run_until(config, input, std::future::pending()).await
+    }
+
+    /// [`run`](Self::run), stopping the reply when `stop` completes (the
+    /// user pressed Ctrl-C, the client went away): the model call or agent
+    /// loop is dropped, `reply:end` carries the text written so far, and that
+    /// text is stored as the assistant turn (the user turn already is). The
+    /// output then has `ok: false` and the error `stopped`.
+    pub async fn run_until(
+        config: &TurnConfig,
+        input: TurnInput,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> TurnOutput {
+        let events = &config.events;
+        let system = build_system(config, &input).await;
+        events.emit(TurnEvent::SystemBuilt {
+            system: system.clone(),
+        });
+
+        if bool_default(input.persist_user, true) {
+            let ok = persist_user_turn(config, &input).await;
+            events.emit(TurnEvent::UserPersisted { ok });
+        }
+
+        let context = if bool_default(input.bind_tool_ctx, true) {
+            events.emit(TurnEvent::ToolContextBound);
+            ToolContext::new()
+                .with_session(input.session.clone())
+                .with_sender(input.sender.clone())
+                .with_extras(input.ctx_extras.clone().unwrap_or_default())
+        } else {
+            ToolContext::default()
+        };
+
+        let (session_id, message_id) = reply_payload(&input);
+        events.emit(TurnEvent::ReplyStart {
+            session_id: session_id.clone(),
+            message_id: message_id.clone(),
+            stream: config.stream_label.clone(),
+        });
+        let written = std::sync::Mutex::new(String::new());
+        let delta = |text: &str| {
+            if !text.is_empty() {
+                if let Ok(mut written) = written.lock() {
+                    written.push_str(text);
+                }
+                events.emit(TurnEvent::ReplyDelta {
+                    session_id: session_id.clone(),
+                    message_id: message_id.clone(),
+                    text: text.to_owned(),
+                });
+            }
+        };
+        let prompt = user_prompt(&input);
+        let reply = async {
+            match (&input.fallback_text, &config.replier) {
+                (Some(fallback), _) => {
+                    delta(fallback);
+                    Ok(fallback.clone())
+                }
+                (None, Replier::Agent(agent)) => {
+                    let tools = |event: AgentEvent| {
+                        let (session_id, message_id) = (session_id.clone(), message_id.clone());
+                        match event {
+                            AgentEvent::ToolCall { call, .. } => events.emit(TurnEvent::ToolCall {
+                                session_id,
+                                message_id,
+                                call,
+                            }),
+                            AgentEvent::ToolResult { record, .. } => {
+                                events.emit(TurnEvent::ToolResult {
+                                    session_id,
+                                    message_id,
+                                    name: record.call.name,
+                                    result: record.result,
+                                })
+                            }
+                            _ => {}
+                        }
+                    };
+                    let waiting = |run: String, calls: Vec<WaitingCall>| {
+                        events.emit(TurnEvent::AwaitingDecision {
+                            session_id: session_id.clone(),
+                            message_id: message_id.clone(),
+                            run,
+                            calls,
+                        })
+                    };
+                    let durable = config
+                        .runs
+                        .as_ref()
+                        .map(|journal| (journal, turn_run_id(&input.session.id, &message_id)));
+                    let how = AgentTurn {
+                        delta: &delta,
+                        tools: &tools,
+                        durable,
+                        waiting: &waiting,
+                    };
+                    run_agent(agent, system, context, prompt, how).await
+                }
+                (None, Replier::Model(_)) => stream_llm(config, &system, &prompt, &delta)
+                    .await
+                    .map_err(|e| e.to_string()),
+            }
+        };
+        let reply: Result<String, String> =
+            match futures_util::future::select(std::pin::pin!(reply), std::pin::pin!(stop)).await {
+                futures_util::future::Either::Left((reply, _)) => reply,
+                futures_util::future::Either::Right(((), _)) => {
+                    tracing::info!(session = %input.session.id, "a chat turn was stopped");
+                    Err(STOPPED.to_owned())
+                }
+            };
+        let stopped = reply.as_ref().err().is_some_and(|error| error == STOPPED);
+        let (text, error) = match reply {
+            Ok(text) => (text, None),
+            // What was written before the stop is kept.
+            Err(error) if stopped => (
+                written.lock().map(|w| w.clone()).unwrap_or_default(),
+                Some(error),
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "the model failed during a chat turn");
+                (String::new(), Some(error))
+            }
+        };
+        events.emit(TurnEvent::ReplyEnd {
+            session_id,
+            message_id,
+            text: text.clone(),
+        });
+
+        if bool_default(input.persist_assistant, true) {
+            let outcome = persist_assistant_turn(config, &input, &text).await;
+            events.emit(TurnEvent::AssistantPersisted {
+                ok: outcome == Some(true),
+                skipped: outcome.is_none(),
+            });
+        }
+        TurnOutput {
+            ok: error.is_none(),
+            text,
+            error,
+        }
+    }
+}
+
+/// Step 1: `system_override` when set; otherwise the base prompt with the
+/// memory recalled for the user's prompt appended under the heading.
+pub async fn build_system(config: &TurnConfig, input: &TurnInput) -> String {
+    if let Some(system) = &input.system_override {
+        return system.clone();
+    }
+    let context = config
+        .memory
+        .build_context_safe(
+            &input.session.id,
+            &user_prompt(input),
+            input.recall_opts.unwrap_or_default(),
+        )
+        .await;
+    let heading = input
+        .memory_heading
+        .as_deref()
+        .unwrap_or(DEFAULT_MEMORY_HEADING);
+    with_memory_block(&config.system_base, heading, &context)
+}
+
+/// Step 2: store the user turn. Its role (and metadata `role`) is always
+/// `user`. Returns whether the write succeeded; failures are logged.
+pub async fn persist_user_turn(config: &TurnConfig, input: &TurnInput) -> bool {
+    let mut metadata = input.user_metadata.clone().unwrap_or_default();
+    metadata.insert("role".into(), "user".into());
+    let what = Remember {
+        role: "user".into(),
+        source: input
+            .user_source
+            .clone()
+            .unwrap_or_else(|| config.agent_name.clone()),
+        metadata,
+    };
+    match config
+        .memory
+        .remember(&input.session.id, &user_body(input), what)
+        .await
+    {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(%error, session = %input.session.id, "could not store the user turn");
+            false
+        }
+    }
+}
+
+/// Step 5: store the assistant turn; `None` when skipped because `text` is
+/// empty, else whether the write succeeded (failures are logged).
+pub async fn persist_assistant_turn(
+    config: &TurnConfig,
+    input: &TurnInput,
+    text: &str,
+) -> Option<bool> {
+    if text.is_empty() {
+        return None;
+    }
+    let mut metadata = input.assistant_metadata.clone().unwrap_or_default();
+    metadata.insert("role".into(), "assistant".into());
+    let what = Remember {
+        role: "assistant".into(),
+        source: input
+            .assistant_source
+            .clone()
+            .unwrap_or_else(|| config.agent_name.clone()),
+        metadata,
+    };
+    match config.memory.remember(&input.session.id, text, what).await {
+        Ok(()) => Some(true),
+        Err(error) => {
+            tracing::warn!(%error, session = %input.session.id, "could not store the assistant turn");
+            Some(false)
+        }
+    }
+}
+
+/// The id of a durable turn's run ([`TurnConfig::durable_runs`]): the
+/// session's id and the reply's message id, joined by `~`.
+///
+/// [`TurnConfig::durable_runs`]: super::TurnConfig::durable_runs
+pub fn turn_run_id(session_id: &str, message_id: &str) -> String {
+    format!("{session_id}~{message_id}")
+}
+
+/// Where an agent turn's events go, and whether it runs durably.
+struct AgentTurn<'a> {
+    delta: &'a (dyn Fn(&str) + Sync),
+    tools: &'a (dyn Fn(AgentEvent) + Sync),
+    /// The journal and the run's id, for a durable turn.
+    durable: Option<(&'a Arc<dyn RunJournal>, String)>,
+    /// A durable run stopped for these calls.
+    waiting: &'a (dyn Fn(String, Vec<WaitingCall>) + Sync),
+}
+
+/// Step 4 with tools or skills: the agent's full loop, streamed. Its system
+/// prompt is `system` (the agent's own prompt with memory, see
+/// [`TurnConfig::for_agent`]); its tools get the agent's context with the
+/// turn's laid over it. Text from every step goes to `delta` as it arrives,
+/// with a blank line between steps; the reply is all of it, and a run that
+/// ends without an answer ("out of steps", "over budget") ends the reply
+/// with that text. A durable run that stops for a decision ends the reply
+/// with what it wrote so far, and reports the waiting calls.
+async fn run_agent(
+    agent: &Agent,
+    system: String,
+    context: ToolContext,
+    prompt: String,
+    how: AgentTurn<'_>,
+) -> Result<String, String> {
+    let context = agent.context().clone().merged_with(&context);
+    let agent = agent
+        .to_builder()
+        .system(system)
+        .context(context)
+        .build()
+        .map_err(|error| error.to_string())?;
+    let mut reply = StreamedReply::default();
+    let messages = vec![Message::user(prompt)];
+    // Keeps the durable runner alive while its stream is read.
+    let runs;
+    let (mut events, run_id): (BoxStream<'_, AgentEvent>, Option<String>) = match how.durable {
+        None => (agent.stream_messages(messages).boxed(), None),
+        Some((journal, id)) => {
+            runs = agent.durable(journal.clone());
+            (runs.stream_messages(id.clone(), messages).boxed(), Some(id))
+        }
+    };
+    while let Some(event) = events.next().await {
+        match event {
+            AgentEvent::TextDelta { step, text } => reply.write(step, &text, how.delta),
+            event @ (AgentEvent::ToolCall { .. } | AgentEvent::ToolResult { .. }) => {
+                (how.tools)(event)
+            }
+            AgentEvent::Final { run } => {
+                return match run.outcome {
+                    Outcome::ModelError(error) => Err(error.to_string()),
+                    Outcome::JournalFailed(error) => Err(error.to_string()),
+                    Outcome::Final(_) => Ok(reply.text),
+                    Outcome::AwaitingDecision(calls) if let Some(id) = run_id => {
+                        (how.waiting)(id, calls);
+                        Ok(reply.text)
+                    }
+                    Outcome::OutOfSteps | Outcome::OverBudget | Outcome::AwaitingDecision(_) => {
+                        reply.write(usize::MAX, &run.text(), how.delta);
+                        Ok(reply.text)
+                    }
+                };
+            }
+            _ => {}
+        }
+    }
+    Err("the agent's event stream ended without its final event".into())
+}
+
+/// The text an agent run has streamed so far, with a blank line put between
+/// the texts of different steps.
+#[derive(Default)]
+struct StreamedReply {
+    text: String,
+    last_step: Option<usize>,
+}
+
+impl StreamedReply {
+    fn write(&mut self, step: usize, piece: &str, delta: &(dyn Fn(&str) + Sync)) {
+        if piece.is_empty() {
+            return;
+        }
+        if self.last_step.is_some_and(|last| last != step) {
+            delta("\n\n");
+            self.text.push_str("\n\n");
+        }
+        self.last_step = Some(step);
+        delta(piece);
+        self.text.push_str(piece);
+    }
+}
+
+/// Step 4: stream the model's reply, passing each text piece to `delta`.
+pub async fn stream_llm(
+    config: &TurnConfig,
+    system: &str,
+    prompt: &str,
+    delta: &(dyn Fn(&str) + Sync),
+) -> Result<String, ModelError> {
+    let request = ChatRequest {
+        system: (!system.is_empty()).then(|| system.to_owned()),
+        messages: vec![Message::user(prompt)],
+        ..ChatRequest::default()
+    };
+    let Replier::Model(model) = &config.replier else {
+        return Err(ModelError::Config(
+            "stream_llm needs a TurnConfig that replies with a model, not an agent".into(),
+        ));
+    };
+    let mut stream = model.stream(&request);
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::TextDelta { text: piece } = event? {
+            delta(&piece);
+            text.push_str(&piece);
+        }
+    }
+    Ok(text)
+}

@@ -1,0 +1,60 @@
+//! The gate every model-chosen call passes (seed 003's `call` and `call_tool`):
+//! least-privilege capabilities, then dispatch.
+
+use serde_json::Value;
+
+use super::{Capabilities, Tool, ToolCall, ToolContext, ToolResult, Toolbox};
+
+/// Seed 003's `call(task, args_map)`: the program itself invokes a tool with
+/// named arguments from a map. Being the program's own call, not a model's
+/// choice, the tool gets exactly the capabilities it declares. `Ok` holds the
+/// output, `Err` the error message.
+///
+/// Builds a one-tool [`Toolbox`] per call; for repeated calls, keep a toolbox.
+pub async fn call(tool: &Tool, args: Value) -> Result<Value, String> {
+    let declared: Capabilities = tool.capabilities.iter().cloned().collect();
+    call_tool(tool, args, &declared).await
+}
+
+/// Seed 003's `call_tool(task, args_map)`: invoke a tool with least privilege.
+/// It runs with only the capabilities it declared ∩ `granted`, and not at all
+/// when it declares one that `granted` does not cover.
+pub async fn call_tool(tool: &Tool, args: Value, granted: &Capabilities) -> Result<Value, String> {
+    let toolbox = Toolbox::for_agent([tool.clone()]).map_err(|error| error.to_string())?;
+    let call = ToolCall::new("call", tool.name.clone(), args);
+    let result = gated_dispatch(&toolbox, call, granted, &ToolContext::default()).await;
+    if result.is_error {
+        Err(result.error_message().unwrap_or_default().to_owned())
+    } else {
+        Ok(result.output)
+    }
+}
+
+/// Dispatch `call` from `toolbox` with the tool's declared capabilities ∩
+/// `granted` bound into `ctx`. A declared capability outside the grant gives
+/// an error result and the tool does not run.
+pub async fn gated_dispatch(
+    toolbox: &Toolbox,
+    call: ToolCall,
+    granted: &Capabilities,
+    ctx: &ToolContext,
+) -> ToolResult {
+    let Some(tool) = toolbox.find_for_call(&call.name) else {
+        return toolbox.dispatch_with(call, ctx).await;
+    };
+    match granted.grant_to(&tool.capabilities) {
+        Ok(effective) => {
+            let ctx = ctx.clone().with_capabilities(effective);
+            toolbox.dispatch_with(call, &ctx).await
+        }
+        Err(missing) => {
+            let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
+            let message = format!(
+                "tool \"{}\" needs {}, which this agent does not grant",
+                tool.name,
+                missing.join(", ")
+            );
+            ToolResult::error(call.id, message)
+        }
+    }
+}
