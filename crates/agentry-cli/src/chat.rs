@@ -13,11 +13,11 @@ use agentry::agent::Agent;
 use agentry::memory::RecentOpts;
 use agentry::skill::ListContext;
 use agentry::tool::{Identity, Session};
-use agentry::turn::{ChatTurn, STOPPED, TurnConfig, TurnEvent, TurnEvents, TurnInput};
+use agentry::turn::{TurnConfig, TurnError, TurnEvent, TurnEvents, TurnInput};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
-use crate::ModelArgs;
+use crate::args::ModelArgs;
 use crate::definition::{AgentArgs, MemoryArgs};
 
 /// The session a chat starts in unless told otherwise.
@@ -127,15 +127,16 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode, String> {
             text,
         );
         screen.start();
-        let output = ChatTurn::run_until(&config, input, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await;
+        let reply = config
+            .run_until(input, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await;
         screen.end_line();
-        match (output.ok, output.error.as_deref()) {
-            (true, _) => {}
-            (false, Some(STOPPED)) => println!("[stopped: what was said is kept]"),
-            (false, error) => println!("[error: {}]", error.unwrap_or("the model failed")),
+        match reply {
+            Ok(_) => {}
+            Err(TurnError::Stopped { .. }) => println!("[stopped: what was said is kept]"),
+            Err(error) => println!("[error: {error}]"),
         }
     }
     if let Some(dir) = history.parent() {

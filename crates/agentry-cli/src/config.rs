@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::ProviderKind;
+use crate::args::{CallSyntaxArg, ProviderKind};
 
 /// The file `agentry` reads when no `--config` is given, if it exists.
 pub const DEFAULT_FILE: &str = "agentry.toml";
@@ -59,7 +59,7 @@ pub struct ModelSection {
     /// object naming an offered tool) as a call (default true).
     pub text_calls: Option<bool>,
     /// Local: how the model is asked to write tool calls, `template` (default) or `python`.
-    pub call_syntax: Option<crate::CallSyntaxArg>,
+    pub call_syntax: Option<CallSyntaxArg>,
     /// Local, template syntax: tell the model that several calls are one JSON list (default true).
     pub call_lists: Option<bool>,
     /// Local, with call lists: hold a reply that offers one tool to a JSON

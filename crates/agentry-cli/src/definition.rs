@@ -11,8 +11,8 @@ use agentry::memory::{Memory, MemoryStore};
 use agentry::model::ChatModel;
 use agentry::tool::Capability;
 
+use crate::args::{CallSyntaxArg, ModelArgs, ProviderKind};
 use crate::config::{EmbedderKind, Loaded, ToolSet};
-use crate::{ModelArgs, ProviderKind};
 
 /// Most model calls per run unless told otherwise.
 pub const DEFAULT_MAX_STEPS: usize = 6;
@@ -45,7 +45,7 @@ pub struct ModelChoice {
     /// Local: read calls written inside the text as calls.
     pub text_calls: bool,
     /// Local: how the model is asked to write tool calls.
-    pub call_syntax: crate::CallSyntaxArg,
+    pub call_syntax: CallSyntaxArg,
     /// Local, template syntax: the system prompt says several calls are one JSON list.
     pub call_lists: bool,
     /// Local, with call lists: a reply offering one tool is held to a list.
@@ -80,7 +80,7 @@ impl ModelArgs {
             call_syntax: self
                 .call_syntax
                 .or(section.call_syntax)
-                .unwrap_or(crate::CallSyntaxArg::Template),
+                .unwrap_or(CallSyntaxArg::Template),
             call_lists: !self.no_call_lists && section.call_lists.unwrap_or(true),
             one_tool_lists: self.one_tool_lists || section.one_tool_lists.unwrap_or(false),
             list_floor: self
@@ -435,13 +435,13 @@ mod tests {
 
     #[test]
     fn calls_are_template_json_unless_a_flag_or_the_file_says_otherwise() {
-        use crate::CallSyntaxArg::{Python, Template};
+        use CallSyntaxArg::{Python, Template};
         assert_eq!(choose(&[], "").call_syntax, Template);
         assert_eq!(choose(&["--call-syntax", "python"], "").call_syntax, Python);
         let file = "[model]\ncall_syntax = \"python\"";
         assert_eq!(choose(&[], file).call_syntax, Python);
         let auto = "[model]\ncall_syntax = \"auto\"";
-        assert_eq!(choose(&[], auto).call_syntax, crate::CallSyntaxArg::Auto);
+        assert_eq!(choose(&[], auto).call_syntax, CallSyntaxArg::Auto);
         assert_eq!(
             choose(&["--call-syntax", "template"], file).call_syntax,
             Template

@@ -18,7 +18,7 @@ use clap::{Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::ModelArgs;
+use crate::args::ModelArgs;
 
 /// Evaluation commands.
 #[derive(Subcommand)]

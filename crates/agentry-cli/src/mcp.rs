@@ -18,7 +18,7 @@ use agentry::tool::{Capabilities, Capability, Tool, ToolCall, ToolContext, Toolb
 use agentry_mcp::client::escaped;
 use agentry_mcp::{HttpOptions, McpClient, McpServer, McpServerConfig};
 
-use crate::ModelArgs;
+use crate::args::ModelArgs;
 
 /// `agentry mcp …`.
 #[derive(clap::Subcommand)]

@@ -17,7 +17,7 @@ use agentry_search::{TOOL_LEXICAL_WEIGHT, ToolSearch, tool_embedding_text};
 use futures_util::StreamExt;
 use serde::Serialize;
 
-use crate::ModelArgs;
+use crate::args::ModelArgs;
 use crate::metatool::{Query, read_dataset};
 use crate::metatool_catalog::{PLUGINS, catalog_groups, flatten, plugins_group, vectors};
 

@@ -8,7 +8,7 @@ use agentry_local::fetch::{self, Progress};
 use agentry_local::{LocalConfig, LocalModel};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::ProviderKind;
+use crate::args::ProviderKind;
 use crate::definition::ModelChoice;
 
 /// The chat model the arguments select; a missing local model is pulled first.

@@ -7,7 +7,7 @@ use agentry::agent::durable::Waiting;
 use agentry::agent::{Agent, DurableRuns, Outcome, RunOutcome};
 use serde_json::json;
 
-use crate::ModelArgs;
+use crate::args::ModelArgs;
 use crate::config::Loaded;
 use crate::definition::{AgentArgs, MemoryArgs};
 use crate::memory::Store;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use agentry_server::{AgentServer, ApiKeys, HostPattern, OriginPattern};
 
-use crate::ModelArgs;
+use crate::args::ModelArgs;
 use crate::definition::{AgentArgs, MemoryArgs};
 
 /// Arguments of `agentry serve`.

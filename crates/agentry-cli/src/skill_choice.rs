@@ -18,7 +18,7 @@ use agentry::tool::Capability;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use crate::ModelArgs;
+use crate::args::ModelArgs;
 use crate::definition::{DEFAULT_MAX_STEPS, DEFAULT_MAX_TOKENS};
 
 /// What each request ends with, as in the trial that found the problem.

@@ -84,13 +84,13 @@ struct Row {
 /// Run the measurement.
 pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
     let choice = crate::definition::ModelChoice {
-        provider: crate::ProviderKind::Local,
+        provider: crate::args::ProviderKind::Local,
         model: args.model.clone(),
         grammar: true,
         prompt_cache: true,
         prompt_store: false,
         text_calls: true,
-        call_syntax: crate::CallSyntaxArg::Template,
+        call_syntax: crate::args::CallSyntaxArg::Template,
         call_lists: true,
         one_tool_lists: false,
         list_floor: agentry_local::DEFAULT_LIST_FLOOR,

@@ -51,7 +51,7 @@ use sha2::{Digest, Sha256};
 
 use agentry_mcp::client::escaped;
 
-use crate::ProviderKind;
+use crate::args::ProviderKind;
 use crate::config::{DEFAULT_FILE, EmbedderKind, Loaded};
 use crate::definition::DEFAULT_STORE;
 
