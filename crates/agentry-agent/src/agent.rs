@@ -46,7 +46,7 @@ pub(super) struct Settings {
     pub max_calls_per_step: usize,
     pub response_format: Option<ResponseFormat>,
     pub sources: Vec<Arc<dyn ToolSource>>,
-    /// The function groups the tools came in (seed 001).
+    /// The function groups the tools came in.
     pub modules: Vec<super::discovery::Module>,
     /// Start runs with module summaries; `discover` loads schemas.
     pub discovery: bool,
@@ -92,7 +92,7 @@ impl Default for Settings {
     }
 }
 
-/// A bounded, gated tool-calling loop around a [`ChatModel`] (seed 003).
+/// A bounded, gated tool-calling loop around a [`ChatModel`].
 ///
 /// The model only names tools; the agent decides whether they run:
 /// allow-list, least-privilege capabilities, approval of destructive calls,

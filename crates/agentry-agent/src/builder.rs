@@ -31,7 +31,7 @@ pub enum AgentError {
     /// A group's namespace is not an identifier, or is reserved.
     #[error("tool group: {0}")]
     Group(#[from] BuildError),
-    /// Flat tools beside groups: functions are either all flat or all grouped (seed 001).
+    /// Flat tools beside groups: functions are either all flat or all grouped.
     #[error(
         "functions are either all flat or all grouped: the flat tools {} sit beside the groups {}; put them in a group",
         flat.join(", "),
@@ -128,7 +128,7 @@ impl AgentBuilder {
         self
     }
 
-    /// Add a function group (seed 001): its tools are called
+    /// Add a function group: its tools are called
     /// `namespace.function`. An agent's functions are either all flat or all
     /// grouped: groups beside [`tool`](Self::tool)s are an error of `build`.
     ///
@@ -160,7 +160,7 @@ impl AgentBuilder {
         self
     }
 
-    /// Discovery (seed 001): runs start with the modules' summaries (and the
+    /// Discovery: runs start with the modules' summaries (and the
     /// schemas of groups that are `always_include`); the model calls
     /// `discover({"tools": "kb"})` to load a module's functions, which it may
     /// call from the next step on. Tool sources (MCP servers) are modules
@@ -250,7 +250,7 @@ impl AgentBuilder {
         self
     }
 
-    /// The skills the model may pull in (seed 004). The index joins the
+    /// The skills the model may pull in. The index joins the
     /// system prompt each run and the skill built-ins join the toolbox.
     pub fn skills<I>(mut self, skills: I) -> Self
     where

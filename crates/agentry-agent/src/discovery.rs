@@ -1,4 +1,4 @@
-//! Discovery (seed 001): the model starts with the modules' summaries (and
+//! Discovery: the model starts with the modules' summaries (and
 //! the schemas of groups marked `always_include`), and calls
 //! `discover({"tools": "kb"})` (a namespace, or a list of namespaces and
 //! tool names) to load the concrete schemas it needs. Loaded tools join the
@@ -18,7 +18,8 @@ use crate::run_tools::RunTools;
 use agentry_core::model::Message;
 use agentry_core::tool::{Tool, ToolError, ToolGroup, ToolHandler, ToolHints};
 
-/// The built-in that loads modules: one of seed 001's reserved names.
+/// The built-in that loads modules: one of the names reserved by agent
+/// runtimes ([`RESERVED_NAMES`](agentry_core::tool::RESERVED_NAMES)).
 pub const DISCOVER: &str = "discover";
 
 /// The built-in that finds tools in a big catalog (with a [`ToolSearcher`](agentry_core::tool::ToolSearcher)).

@@ -10,7 +10,7 @@ use super::durable::{JournalError, WaitingCall};
 use agentry_core::model::{Message, ModelError, Usage};
 use agentry_core::tool::{ToolCall, ToolResult};
 
-/// The text seed 003's loop gives when it runs out of steps.
+/// The text the loop gives when it runs out of steps.
 pub const OUT_OF_STEPS_TEXT: &str = "out of steps";
 
 /// How a run ended.
@@ -124,7 +124,7 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    /// The answer; seed 003's `"out of steps"` when the loop ran out, and a
+    /// The answer; `"out of steps"` when the loop ran out, and a
     /// short description otherwise.
     pub fn text(&self) -> String {
         match &self.outcome {

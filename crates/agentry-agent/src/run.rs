@@ -1,4 +1,4 @@
-//! The loop itself (seed 003): ask the model for a step, pass each tool call
+//! The loop itself: ask the model for a step, pass each tool call
 //! it makes through the gate, feed the results back, and stop at an answer,
 //! at the step limit or past the token budget.
 

@@ -74,7 +74,7 @@ impl Spend {
     }
 
     /// True while this run and every enclosing run are within budget
-    /// (seed 003: the loop continues while tokens spent ≤ budget).
+    /// (the loop continues while tokens spent ≤ budget).
     pub(crate) fn within_budget(&self) -> bool {
         self.usage().total() <= self.budget
             && self

@@ -3,7 +3,7 @@
 //! [`macro@tool`] turns a plain `fn` or `async fn` into a model-callable tool
 //! while leaving it callable as an ordinary function. Use it through the
 //! `agentry` facade: `#[agentry::tool]`. [`macro@skill`] turns a function
-//! into a skill (seed 004): `#[agentry::skill]`.
+//! into a skill: `#[agentry::skill]`.
 
 mod docs;
 mod skill;
@@ -57,7 +57,7 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
-/// Turn a function into a skill (seed 004).
+/// Turn a function into a skill: named instructions a model can pull in on demand.
 ///
 /// Beside the function, a companion module of the same name holds `NAME`
 /// (the skill name: the function's Rust path unless `name = "..."` is given)

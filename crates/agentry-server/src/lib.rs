@@ -1,7 +1,7 @@
 //! # agentry-server
 //!
-//! An agentry agent over HTTP, on axum: memory-grounded chat sessions (seed
-//! 002 turns) streamed as server-sent events, an OpenAI-compatible
+//! An agentry agent over HTTP, on axum: memory-grounded chat sessions (chat
+//! turns that recall memory and store both sides) streamed as server-sent events, an OpenAI-compatible
 //! `/v1/chat/completions`, API keys that keep each caller's sessions their
 //! own, per-key limits on running requests and on requests per minute, a body
 //! size limit, request ids, health checks, Prometheus metrics at `/metrics`,
@@ -124,7 +124,7 @@ pub(crate) struct Shared {
     name: String,
     /// The agent, for chat completions.
     agent: Arc<Agent>,
-    /// Seed 002's turn configuration (the same agent, and memory), for sessions.
+    /// The chat-turn configuration (the same agent, and memory), for sessions.
     turn: TurnConfig,
     limits: limits::Limits,
     metrics: metrics::Metrics,

@@ -1,5 +1,5 @@
 //! Chat sessions over HTTP: each `POST /v1/sessions/{id}/turns` runs one
-//! seed 002 turn (memory recalled into the prompt, both sides stored) and
+//! chat turn (memory recalled into the prompt, both sides stored) and
 //! streams its events as server-sent events, or answers once as JSON.
 //! Sessions belong to the API key that made them: another key gets 404.
 
@@ -30,7 +30,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::metrics::Face;
 use crate::runs::WaitingCallBody;
 
-/// One user message: the fields of seed 002's `TurnInput` a client may set.
+/// One user message: the fields of a chat turn's input (`TurnInput`) a client may set.
 /// The session comes from the path and the sender from the API key; the
 /// request context for tools is the server's.
 #[derive(Debug, Deserialize, ToSchema)]

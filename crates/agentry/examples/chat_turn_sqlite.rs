@@ -1,4 +1,4 @@
-//! Seed 002, `run-chat-turn`: two memory-grounded turns on an SQLite file,
+//! Chat turns with memory: two memory-grounded turns on an SQLite file,
 //! with the local model (Qwen2.5-Coder-0.5B) and local embeddings
 //! (all-MiniLM-L6-v2). Prints each lifecycle step and each reply event in
 //! order. The second turn's system prompt holds the first turn's memory and
@@ -85,7 +85,7 @@ fn print_event(event: &TurnEvent) {
 }
 
 fn temp_db() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentry-seed-002-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("agentry-chat-turn-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a temp dir");
     dir.join("memory.db")

@@ -1,4 +1,4 @@
-//! Seed 000, `dispatch`: invoke `add` through a toolbox.
+//! Validated dispatch: invoke `add` through a toolbox.
 //!
 //! ```text
 //! call ToolCall({id: "call_1", name: "::myapp/add", input: {x: 2, y: 3}})
@@ -26,7 +26,7 @@ async fn main() {
 }
 
 #[tokio::test]
-async fn prints_the_seed_result() {
+async fn prints_the_tool_result() {
     let printed = serde_json::to_string(&run().await).unwrap();
     assert_eq!(printed, r#"{"id":"call_1","output":5,"is_error":false}"#);
 }

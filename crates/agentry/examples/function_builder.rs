@@ -1,4 +1,4 @@
-//! Seed 001, the function builder: a namespaced `kb.find_policy` with typed
+//! The function builder: a namespaced `kb.find_policy` with typed
 //! arguments, a typed return, examples and a host handler; the default
 //! namespace `utils`; and a reserved name refused by `build`.
 //!

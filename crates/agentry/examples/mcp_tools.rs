@@ -1,9 +1,9 @@
-//! Seed 001, "MCP, Runtimes, Flows, And Providers": "MCP clients convert
-//! server tools, prompts, resources, and templates into functions." Here the
+//! MCP tools as functions: an MCP client converts a server's tools, prompts,
+//! resources and templates into functions. Here the
 //! reference MCP server (`@modelcontextprotocol/server-everything`, from npm)
 //! becomes functions of an agent answered by the local model.
 //!
-//! Seed 000's `pass-input` ("used by external MCP wrappers") is on for every
+//! `pass_input` (meant for external wrappers such as MCP) is on for every
 //! MCP tool: the input reaches the server as the model wrote it, checked
 //! against the server's own schema.
 //!

@@ -1,11 +1,11 @@
-//! Seed 003, tool calling and the safe loop.
+//! Tool calling and the safe loop.
 //!
 //! 1. A tool is a normal function; `call` invokes it with named args from a map:
 //!    `print(call(get_weather, {"city": "Lima"}))` shows `weather in Lima: sunny`.
 //! 2. The safe loop: the model only returns a tool name; the program decides
 //!    whether it runs. A name not on the allow-list is fed back as `not allowed`.
 //!    (The model here is scripted to call an injected name, as a hijacked model would.)
-//! 3. Offline, `llm_step` returns `{kind: "final", text: "[no llm provider]", tokens: 0}`.
+//! 3. Offline, a model step is `{kind: "final", text: "[no llm provider]", tokens: 0}`.
 //!
 //! Run: `cargo run -p agentry --example safe_tool_calling`
 
@@ -21,7 +21,7 @@ fn get_weather(city: String) -> String {
     "weather in ".to_owned() + &city + ": sunny"
 }
 
-/// The seed's trace: ` [name => result]` per call.
+/// The run's trace: ` [name => result]` per call.
 fn trace(run: &RunOutcome) -> String {
     run.steps
         .iter()
@@ -105,7 +105,7 @@ fn a_tool_is_a_normal_function() {
 }
 
 #[tokio::test]
-async fn prints_the_seed_results() {
+async fn prints_the_expected_results() {
     let (called, trace, answer, offline) = run().await;
     assert_eq!(called, "weather in Lima: sunny");
     assert_eq!(

@@ -1,4 +1,4 @@
-//! Seed 000, `schema-from-fn`: the schema of `search(query, limit)`, computed
+//! A tool's schema from its function: the schema of `search(query, limit)`, computed
 //! once and served from the process-global registry.
 //!
 //! ```text
@@ -24,7 +24,7 @@ fn main() {
 }
 
 #[test]
-fn matches_the_seed_schema() {
+fn matches_the_expected_schema() {
     let schema = run();
     assert_eq!(
         serde_json::to_value(schema).unwrap(),

@@ -1,4 +1,4 @@
-//! Seed 004, `build-index`: the system-prompt fragment listing the skills.
+//! The skill index: the system-prompt fragment listing the skills.
 //!
 //! ```text
 //! index ::ai::skill/build-index([tone, escalation])
@@ -24,7 +24,7 @@ fn main() {
 }
 
 #[test]
-fn prints_the_seed_index() {
+fn prints_the_expected_index() {
     assert_eq!(
         run(),
         "Available skills you can read with read_skill(name):\n - customer-tone: Apply our voice (when: reply, marketing)\n - escalation: Decide when to escalate (when: refund, angry)"

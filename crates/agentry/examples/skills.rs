@@ -1,4 +1,4 @@
-//! Seed 004's skills end to end: `customer-tone` declared on a function,
+//! Skills end to end: `customer-tone` declared on a function,
 //! `generated-tone` built as a record, `receipt-analyzer` whose body function
 //! reads `attachments` from ctx, and `apply_skill` where the harness's
 //! `skill_context` wins over what the model passes.
@@ -73,7 +73,7 @@ async fn main() {
 }
 
 #[tokio::test]
-async fn seed_skills_behave_as_documented() {
+async fn skills_behave_as_documented() {
     let lines = run().await;
     assert_eq!(
         lines[0],

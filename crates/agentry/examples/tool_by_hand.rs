@@ -1,4 +1,4 @@
-//! Seed 000, the `Tool` type: `search-docs` with its doc string as the description.
+//! The `Tool` type: `search-docs` with its doc string as the description.
 //!
 //! ```text
 //! web-search-tool ::ai::tool/from-fn(search-docs)

@@ -1,4 +1,4 @@
-//! Seed 001, function groups and discovery: the seed's `kb` group with its
+//! Function groups and discovery: a `kb` group with its
 //! `search` function, on the local model (Qwen2.5-Coder-0.5B through
 //! llama.cpp). The first prompt carries only the module summary; the model
 //! calls `discover({"tools": "kb"})`, and `kb.search` is callable from the

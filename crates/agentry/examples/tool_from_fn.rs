@@ -1,5 +1,5 @@
-//! Seed 000, `from-fn`: a tool from a plain function, with defaults and with
-//! overrides of the model-facing surface.
+//! A tool from a plain function, with defaults and with overrides of the
+//! model-facing surface.
 //!
 //! ```text
 //! t1 ::ai::tool/from-fn(add)

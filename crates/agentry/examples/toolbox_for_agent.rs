@@ -1,4 +1,4 @@
-//! Seed 000, `for-agent`: a `#[tool]` function and a pre-built `Tool` record
+//! A toolbox for an agent: a `#[tool]` function and a pre-built `Tool` record
 //! normalised into one toolbox.
 //!
 //! ```text

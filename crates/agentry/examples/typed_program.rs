@@ -1,5 +1,5 @@
-//! Seed 001, "Use Tools With ax()": one structured request from the
-//! signature `question:string -> answer:string`, with the seed's `search`
+//! A typed program with tools: one structured request from the
+//! signature `question:string -> answer:string`, with a `search`
 //! function, answered by the local model (Qwen2.5-Coder-0.5B through
 //! llama.cpp). The answer is decoded under a grammar made from the output
 //! schema, checked against it, and asked for again with the problems if it
@@ -27,7 +27,7 @@ use agentry::program::{Program, ProgramError, ProgramRun};
 use serde_json::{Value, json};
 use support::{local_or_offline, search};
 
-/// The seed's program: the signature plus `search`. Small local models
+/// The program: the signature plus `search`. Small local models
 /// answer before searching unless the first step must call it.
 fn answer_program() -> Program {
     Program::new("question:string -> answer:string")

@@ -33,26 +33,33 @@
 //!   description from the doc comment, a companion module with `NAME`, `schema()` and `tool()`.
 //! - [`tool`](mod@tool): [`Tool`](tool::Tool), [`ToolCall`](tool::ToolCall),
 //!   [`ToolResult`](tool::ToolResult), the [`Toolbox`](tool::Toolbox) with validated
-//!   `dispatch`, the seed-001 [`function`](tool::function) builder, wire names and
+//!   `dispatch`, the [`function`](tool::function) builder for namespaced tools, wire names and
 //!   [`ToolContext`](tool::ToolContext) with its capability-enforcing handles.
 //! - [`model`]: the [`ChatModel`](model::ChatModel) trait, requests, streamed
 //!   events and [`Step`](model::Step)s, the offline and scripted models.
-//! - [`agent`]: seed 003's safe loop — [`Agent`](agent::Agent), built with
+//! - [`agent`]: the safe tool-calling loop — [`Agent`](agent::Agent), built with
 //!   [`Agent::builder`](agent::Agent::builder), with allow-list, token budget,
 //!   step limit, least-privilege capabilities, approval and audit;
 //!   [`prompt`](agent::Agent::prompt) for the answer, [`stream`](agent::Agent::stream)
 //!   for [`AgentEvent`](agent::AgentEvent)s, [`as_tool`](agent::Agent::as_tool)
 //!   for child agents.
-//! - [`program`]: seed 001's `ax()` — [`Program`](program::Program) from a
+//! - [`program`]: typed one-shot requests — [`Program`](program::Program) from a
 //!   signature such as `question:string -> answer:string` or from two Rust
 //!   types, with the answer checked against the output schema and retried.
-//! - [`skill`](mod@skill): seed 004 — [`Skill`](skill::Skill), the index, the
+//! - [`skill`](mod@skill): instructions a model pulls in on demand —
+//!   [`Skill`](skill::Skill), the index, the
 //!   [`SkillResolver`](skill::SkillResolver) and the `list_skills` / `read_skill` /
 //!   `apply_skill` / `search_skills` built-ins; [`macro@skill`] on a function.
-//! - [`memory`] and [`turn`]: seed 002 — the [`MemoryStore`](memory::MemoryStore)
-//!   trait with an in-memory store, and [`ChatTurn`](turn::ChatTurn), the
-//!   memory-grounded chat turn driven by [`TurnConfig`](turn::TurnConfig) and
-//!   [`TurnInput`](turn::TurnInput).
+//! - [`memory`] and [`turn`]: memory-grounded chat — the
+//!   [`MemoryStore`](memory::MemoryStore) trait with an in-memory store, and the
+//!   chat turn: [`TurnConfig::run`](turn::TurnConfig::run) takes a
+//!   [`TurnInput`](turn::TurnInput), recalls memory into the prompt, stores
+//!   both sides and returns a [`Reply`](turn::Reply) or a
+//!   [`TurnError`](turn::TurnError).
+//! - [`journal`]: what a durable run writes down before and after each thing
+//!   it does ([`RunEntry`](journal::RunEntry)), where it writes it
+//!   ([`RunJournal`](journal::RunJournal), with an in-memory journal here), and
+//!   who may write it now ([`Lease`](journal::Lease)).
 //! - [`embed`]: the [`Embedder`](embed::Embedder) trait, and
 //!   [`KeywordEmbedder`](embed::KeywordEmbedder) for tests.
 //! - [`BoxFuture`]: the one boxed future of every trait here.
@@ -119,7 +126,7 @@ pub use agentry_server as server;
 #[cfg(feature = "sandbox")]
 pub use agentry_sandbox as sandbox;
 
-/// Seed 000's `from-fn(f)`: the [`Tool`](tool::Tool) of a `#[tool]` function,
+/// The [`Tool`](tool::Tool) of a `#[tool]` function,
 /// by path. Same as `f::tool()`; override fields with struct-update syntax.
 ///
 /// ```
@@ -139,7 +146,7 @@ macro_rules! from_fn {
     };
 }
 
-/// Seed 000's `schema-from-fn(f)`: the registered
+/// The registered
 /// [`ToolSchema`](tool::ToolSchema) of a `#[tool]` function, by path. Same as `f::schema()`.
 ///
 /// ```

@@ -1,4 +1,4 @@
-//! Seed 003's safe loop with a scripted model: allow-list, frozen intent,
+//! The safe tool-calling loop with a scripted model: allow-list, frozen intent,
 //! budget and step limits, least privilege, concurrency, cancellation,
 //! approval, audit and tracing. (Loop logic only; real models are tested elsewhere.)
 

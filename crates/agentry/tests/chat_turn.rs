@@ -1,4 +1,4 @@
-//! Seed 002's chat turn: order, defaults, fallback, override, failing stores,
+//! The memory-grounded chat turn: order, defaults, fallback, override, failing stores,
 //! session isolation and no self-poisoning. A scripted model and a keyword
 //! embedder keep this about the turn's logic; the SQLite example and the
 //! real-model tests cover the rest.
@@ -94,7 +94,7 @@ fn names(events: &[TurnEvent]) -> Vec<&'static str> {
 }
 
 #[tokio::test]
-async fn the_five_steps_run_in_order_with_the_seed_defaults() {
+async fn the_five_steps_run_in_order_with_the_defaults() {
     let h = harness(ScriptedModel::new().reply(final_step("Try carbonara.")));
     let mut turn = input("s1", "Any pasta ideas?");
     turn.payload = json!({"session_id": "ui-7", "message_id": "m-1"})
@@ -238,7 +238,7 @@ async fn system_override_replaces_the_memory_prompt() {
 }
 
 #[tokio::test]
-async fn every_option_changes_what_the_seed_says() {
+async fn every_option_behaves_as_documented() {
     let h = harness(
         ScriptedModel::new()
             .reply(final_step("first"))

@@ -1,4 +1,4 @@
-//! Function groups and discovery (seed 001), with a scripted model: the
+//! Function groups and discovery, with a scripted model: the
 //! first prompt carries module summaries only (and always-included
 //! groups); `discover` loads schemas that stay for the run, in order; an
 //! undiscovered call is refused with what to do; a step that only

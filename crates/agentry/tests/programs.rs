@@ -1,4 +1,4 @@
-//! Typed programs (seed 001's `ax()`): inputs checked before the model is
+//! Typed programs: inputs checked before the model is
 //! called, answers checked against the output schema and asked for again
 //! with the problems, tools through the agent's gate across steps, internal
 //! fields dropped. Logic only, with a scripted model; `typed_program` and the

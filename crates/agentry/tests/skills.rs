@@ -1,4 +1,4 @@
-//! Seed 004's skills: the functions over skill sets, the resolvers, the
+//! Skills: the functions over skill sets, the resolvers, the
 //! built-in tools, and the agent wiring (with a scripted model: loop logic only).
 
 use std::sync::Arc;
@@ -171,7 +171,7 @@ fn list_find_and_for_agent() {
 }
 
 #[tokio::test]
-async fn resolvers_list_read_and_search_as_the_seed_says() {
+async fn resolvers_list_read_and_search_as_documented() {
     let skills = vec![refunds_skill(), orders_skill()];
     let memory = in_memory_resolver(skills.clone());
     assert_eq!(memory.list(ListContext::default()).await.len(), 2);

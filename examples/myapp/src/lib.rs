@@ -1,20 +1,19 @@
-//! `myapp`: the application of the seed documents (`::myapp/add`,
-//! `::myapp/search`, `::myapp/search-docs`), written as plain Rust functions
-//! made into tools with `#[agentry::tool]`. The seed examples under
-//! `crates/agentry/examples/` use it, so tool names read `myapp::add` exactly
-//! as the seeds' `::myapp/add`.
+//! `myapp`: a small example application (`add`, `search`, `search_docs`, and
+//! a few skills), written as plain Rust functions made into tools with
+//! `#[agentry::tool]`. The examples under `crates/agentry/examples/` use it,
+//! so tool names carry the application's path: `myapp::add`.
 
 use agentry::tool;
 
-// No doc comment on purpose: the seed's `add` has no `meta {doc: ...}`, so
-// its tool has no description; `from_fn` examples show overriding one.
+// No doc comment on purpose: `add` is the tool without a description; the
+// `tool_from_fn` example shows overriding one.
 #[allow(missing_docs)]
 #[tool]
 pub fn add(x: i64, y: i64) -> i64 {
     x + y
 }
 
-// No doc comment on purpose: seed 000's `schema-from-fn` example shows a
+// No doc comment on purpose: the `schema_from_fn` example shows a
 // schema without a description, and the doc comment would become one.
 #[allow(missing_docs)]
 #[tool]
@@ -30,8 +29,8 @@ pub fn search_docs(query: String, limit: i64) -> Vec<String> {
     Vec::new()
 }
 
-/// Seed 004's `tone`: a prompt-only skill declared on a function. Its name
-/// falls back to the function's path, `myapp::tone` (the seed's `::myapp/tone`).
+/// `tone`: a prompt-only skill declared on a function. Its name falls back
+/// to the function's path, `myapp::tone`.
 #[agentry::skill(
     description = "Customer tone",
     when = ["reply"],
@@ -39,7 +38,7 @@ pub fn search_docs(query: String, limit: i64) -> Vec<String> {
 )]
 pub fn tone() {}
 
-/// Seed 004's `customer-tone`.
+/// `customer-tone`: the voice rules for customer-facing text.
 #[agentry::skill(
     name = "customer-tone",
     description = "Apply our customer voice rules",
@@ -48,7 +47,7 @@ pub fn tone() {}
 )]
 pub fn customer_tone() {}
 
-/// Seed 004's `receipt-analyzer`: the function is the body function, and its
+/// `receipt-analyzer`: the function is the body function, and its
 /// `attachments` parameter is filled from the skill context by name.
 #[agentry::skill(
     name = "receipt-analyzer",

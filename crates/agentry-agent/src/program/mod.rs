@@ -1,4 +1,4 @@
-//! Typed programs (seed 001's `ax()`): one structured request from a
+//! Typed programs ([`Program::new`]): one structured request from a
 //! signature such as `question:string -> answer:string`, or from two Rust
 //! types, answered in JSON that is checked against the output schema and
 //! asked for again, with the problems, until it fits. Tools run through the

@@ -1,4 +1,4 @@
-//! [`Program`]: seed 001's `ax()` — one structured request from a
+//! [`Program`]: one structured request from a
 //! signature, answered by a model (with tools if it has some) and checked
 //! against the output schema, retried with the problems until it fits.
 
@@ -70,7 +70,7 @@ pub struct ProgramRun<O> {
 
 type Configure = Arc<dyn Fn(AgentBuilder) -> AgentBuilder + Send + Sync>;
 
-/// A typed, one-shot request to a model (seed 001's `ax()`): inputs and
+/// A typed, one-shot request to a model: inputs and
 /// outputs from a signature or from two Rust types, an answer in JSON checked
 /// against the output schema, and the same gated tool loop as [`Agent`].
 ///
@@ -195,7 +195,7 @@ impl Program {
     }
 }
 
-/// Seed 001's `ax(signature)`: the same as [`Program::new`].
+/// A program from a signature: the same as [`Program::new`].
 pub fn ax(signature: &str) -> Result<Program, SignatureError> {
     Program::new(signature)
 }

@@ -12,7 +12,7 @@ use super::store::{
 };
 use crate::embed::Embedder;
 
-/// The heading of the memory block in a system prompt (seed 002's default).
+/// The heading of the memory block in a system prompt (the default).
 pub const DEFAULT_MEMORY_HEADING: &str = "## Memory";
 
 /// A memory store with the embedder that turns texts into its vectors.

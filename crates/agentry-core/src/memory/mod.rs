@@ -1,4 +1,4 @@
-//! Session memory for memory-grounded chat turns (seed 002): a
+//! Session memory for memory-grounded chat turns: a
 //! [`MemoryStore`] keeps records with embeddings; [`Memory`] pairs it with an
 //! [`Embedder`](crate::embed::Embedder) to remember texts and recall the
 //! most similar ones, and [`with_memory_block`] puts them in a system prompt.

@@ -1,5 +1,6 @@
 //! How [`Memory`](super::Memory) ranks what it recalls beyond cosine
-//! similarity, all off by default so seed 002's recall keeps its meaning:
+//! similarity, all off by default so plain recall (cosine similarity) keeps
+//! its meaning:
 //! keyword search fused with the vector ranking (hybrid recall), and
 //! recency and importance as extra scoring terms.
 //!
@@ -59,7 +60,7 @@ impl Default for Ranking {
 }
 
 impl Ranking {
-    /// Cosine similarity alone (seed 002's recall): nothing to fuse or add.
+    /// Cosine similarity alone (plain recall): nothing to fuse or add.
     pub fn is_plain(&self) -> bool {
         !self.keywords && self.recency_weight == 0.0 && self.importance_weight == 0.0
     }

@@ -47,7 +47,7 @@ impl MemoryRecord {
     }
 }
 
-/// Seconds since the Unix epoch (seed 002's `now-secs`).
+/// Seconds since the Unix epoch: the clock memory records are stamped with.
 pub fn now_secs() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

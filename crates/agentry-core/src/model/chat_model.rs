@@ -66,7 +66,7 @@ pub trait ChatModel: Send + Sync {
     /// Stream one reply: text deltas, tool-call deltas, usage, then a finish event.
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a>;
 
-    /// One reply as a [`Step`] (seed 003's `llm_step`), with exact usage.
+    /// One reply as a [`Step`] (the model's decision for one step), with exact usage.
     fn step<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Step, ModelError>> {
         Box::pin(collect_step(self.stream(request)))
     }

@@ -1,6 +1,6 @@
 //! The model layer: the normalised [`ChatRequest`], the [`ChatModel`] trait
-//! with its streaming [`StreamEvent`]s and folded [`Step`]s (seed 003's
-//! `llm_step`), typed [`ModelError`]s, and two models that need no provider:
+//! with its streaming [`StreamEvent`]s and folded [`Step`]s (one decision
+//! per step), typed [`ModelError`]s, and two models that need no provider:
 //! [`OfflineModel`] and [`ScriptedModel`].
 
 mod chat_model;

@@ -1,5 +1,5 @@
-//! `OfflineModel`: what answers when no provider is configured. Seed 003:
-//! offline, `llm_step` returns `{kind: "final", text: "[no llm provider]", tokens: 0}`.
+//! `OfflineModel`: what answers when no provider is configured. Offline,
+//! every step is `{kind: "final", text: "[no llm provider]", tokens: 0}`.
 
 use futures_util::stream;
 

@@ -1,4 +1,4 @@
-//! What one model call produces: a [`Step`] (seed 003's `llm_step` decision)
+//! What one model call produces: a [`Step`] (the model's decision)
 //! with exact token usage, or, when streaming, a sequence of [`StreamEvent`]s
 //! that [`StepAssembler`] folds into the same `Step`.
 
@@ -74,7 +74,7 @@ impl AddAssign for Usage {
     }
 }
 
-/// The model's decision for one step (seed 003's `llm_step`): a final answer,
+/// The model's decision for one step: a final answer,
 /// or one or more tool calls.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -337,7 +337,7 @@ mod tests {
     }
 
     #[test]
-    fn step_serialises_like_the_seed() {
+    fn step_serialises_with_its_kind_tag() {
         let step = Step::Final {
             text: "[no llm provider]".into(),
             tokens: Usage::default(),

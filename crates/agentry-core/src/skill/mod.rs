@@ -1,4 +1,4 @@
-//! Seed 004's skills: named bundles of instructions (and optionally tools)
+//! Skills: named bundles of instructions (and optionally tools)
 //! that an agent pulls into its context on demand.
 //!
 //! The agent lists skills in its system prompt ([`build_index`]) and gives

@@ -22,7 +22,7 @@ pub struct ListContext<'a> {
     pub model: &'a str,
 }
 
-/// Pluggable strategy for which skills the model sees (seed 004).
+/// Pluggable strategy for which skills the model sees.
 ///
 /// The agent loop calls [`list`](Self::list) once per turn to build the
 /// system-prompt index, [`read`](Self::read) from `read_skill` and

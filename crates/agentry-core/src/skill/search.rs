@@ -1,4 +1,4 @@
-//! Seed 004's `search-skills-of`: a lightweight, case-insensitive substring
+//! Skill search ([`search_skills_of`]): a lightweight, case-insensitive substring
 //! scorer over name, trigger phrases and description.
 
 use super::skill::Skill;

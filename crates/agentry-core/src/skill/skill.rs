@@ -1,4 +1,4 @@
-//! The [`Skill`] record (seed 004) and the functions over a set of skills:
+//! The [`Skill`] record and the functions over a set of skills:
 //! [`build_index`], [`index_line`], [`list_skills_of`], [`load_body`],
 //! [`find_skill`] and [`for_agent`].
 
@@ -47,7 +47,7 @@ pub enum SkillError {
 
 type BodyClosure = dyn Fn(&SkillContext) -> Result<String, SkillError> + Send + Sync;
 
-/// A body function: `ctx` in, instructions out (seed 004's `body-fn`).
+/// A body function: `ctx` in, instructions out.
 #[derive(Clone)]
 pub struct BodyFn(Arc<BodyClosure>);
 
@@ -72,7 +72,7 @@ impl fmt::Debug for BodyFn {
     }
 }
 
-/// A reusable prompt augmentation the model can pull in on demand (seed 004).
+/// A reusable prompt augmentation the model can pull in on demand.
 ///
 /// Prompt-only skills are built directly; function-backed ones come from
 /// `#[skill]`. Every field but `name` and `description` is optional: empty
@@ -95,7 +95,7 @@ pub struct Skill {
     pub tools: Vec<Tool>,
     /// Names of skills this one depends on; they come with it when it is read.
     pub requires: Vec<String>,
-    /// Seed 004's `fn`: the path of the Rust function the skill was declared on.
+    /// The path of the Rust function the skill was declared on.
     pub function: Option<&'static str>,
     /// The folder of an Agent Skills skill: files in it are readable through
     /// `read_skill(name, path)`, and nothing outside it.

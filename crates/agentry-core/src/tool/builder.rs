@@ -1,4 +1,4 @@
-//! Seed 001's function builder: name, description, namespace, typed
+//! The function builder: name, description, namespace, typed
 //! arguments, returns, examples and a sync or async handler, built into the
 //! same [`Tool`] that `#[tool]` produces.
 
@@ -15,7 +15,7 @@ use super::validate::CompiledSchema;
 /// The namespace of a function built without [`namespace`](FunctionBuilder::namespace).
 pub const DEFAULT_NAMESPACE: &str = "utils";
 
-/// Names reserved by agent runtimes (seed 001). Neither a namespace nor a
+/// Names reserved by agent runtimes. Neither a namespace nor a
 /// function may use one, in any spelling (`llmQuery`, `llm_query`, `LLM-Query`).
 pub const RESERVED_NAMES: &[&str] = &[
     "inputs",
@@ -117,7 +117,7 @@ enum Returns {
     Fields(Box<ObjectSchemaBuilder>),
 }
 
-/// Builder for a namespaced tool (seed 001's `fn()`). Start with [`function`].
+/// Builder for a namespaced tool. Start with [`function`].
 ///
 /// ```
 /// use agentry_core::tool::{ToolExample, function};

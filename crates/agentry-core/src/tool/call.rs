@@ -1,4 +1,4 @@
-//! `ToolCall` and `ToolResult`: the two values that cross between a model and a tool (seed 000).
+//! `ToolCall` and `ToolResult`: the two values that cross between a model and a tool.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -8,7 +8,7 @@ use serde_json::Value;
 /// Providers normalise their native tool-use blocks into this shape before
 /// handing it to [`Toolbox::dispatch`](crate::tool::Toolbox::dispatch).
 ///
-/// Serialises exactly as the seed's `ToolCall`: `{"id": .., "name": .., "input": ..}`.
+/// Serialises as `{"id": .., "name": .., "input": ..}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// Provider-supplied identifier, echoed back in the matching [`ToolResult`].
@@ -32,7 +32,7 @@ impl ToolCall {
 
 /// The reply to a single [`ToolCall`], fed back to the model on its next step.
 ///
-/// Serialises exactly as the seed's `ToolResult`: `{"id": .., "output": .., "is_error": ..}`.
+/// Serialises as `{"id": .., "output": .., "is_error": ..}`.
 /// When `is_error` is true, `output` is a string the model can read and act on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
@@ -191,7 +191,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn shapes_match_the_seed() {
+    fn shapes_match_the_wire_format() {
         let call = ToolCall::new("call_1", "myapp::add", json!({"x": 2, "y": 3}));
         assert_eq!(
             serde_json::to_string(&call).unwrap(),

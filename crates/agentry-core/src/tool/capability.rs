@@ -1,9 +1,9 @@
 //! Capabilities: what a tool may touch outside the process.
 //!
 //! A tool declares what it needs; an agent grants a set; the tool runs with
-//! the intersection (seed 003's least privilege: `call_tool` runs a task with
-//! only the capabilities it declared ∩ the agent's, even when the agent has
-//! more). The handles on [`ToolContext`](super::ToolContext) enforce the result.
+//! the intersection (least privilege: [`call_tool`](super::call_tool) runs a
+//! tool with only the capabilities it declared ∩ the agent's, even when the
+//! agent has more). The handles on [`ToolContext`](super::ToolContext) enforce the result.
 
 use std::fmt;
 use std::net::IpAddr;

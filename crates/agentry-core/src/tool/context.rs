@@ -145,7 +145,7 @@ impl ToolContext {
         self
     }
 
-    /// Add one harness-owned extra value (seed 002's `ctx-extras`).
+    /// Add one harness-owned extra value (the context's extras).
     pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
         self.inner_mut().extras.insert(key.into(), value);
         self

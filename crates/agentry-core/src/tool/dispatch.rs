@@ -1,4 +1,4 @@
-//! Validated dispatch (seed 000's `dispatch`): look the tool up, check the
+//! Validated dispatch: look the tool up, check the
 //! input, run the handler under a deadline with panics caught, check the
 //! output. Every failure becomes an error [`ToolResult`] that echoes the call id.
 
@@ -221,7 +221,7 @@ fn finish(entry: &Entry, outcome: Outcome) -> Result<Value, String> {
     Ok(output)
 }
 
-/// Seed 000's `dispatch`: invoke the tool `call` names in `tools`.
+/// Invoke the tool `call` names in `tools` (the free form of [`Toolbox::dispatch`]).
 pub async fn dispatch(tools: &Toolbox, call: ToolCall) -> ToolResult {
     tools.dispatch(call).await
 }

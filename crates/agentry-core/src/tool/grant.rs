@@ -1,13 +1,12 @@
-//! The gate every model-chosen call passes (seed 003's `call` and `call_tool`):
+//! The gate every model-chosen call passes ([`call`] and [`call_tool`]):
 //! least-privilege capabilities, then dispatch.
 
 use serde_json::Value;
 
 use super::{Capabilities, Tool, ToolCall, ToolContext, ToolResult, Toolbox};
 
-/// Seed 003's `call(task, args_map)`: the program itself invokes a tool with
-/// named arguments from a map. Being the program's own call, not a model's
-/// choice, the tool gets exactly the capabilities it declares. `Ok` holds the
+/// The program itself invokes a tool with named arguments from a map. Being
+/// the program's own call, not a model's choice, the tool gets exactly the capabilities it declares. `Ok` holds the
 /// output, `Err` the error message.
 ///
 /// Builds a one-tool [`Toolbox`] per call; for repeated calls, keep a toolbox.
@@ -16,7 +15,7 @@ pub async fn call(tool: &Tool, args: Value) -> Result<Value, String> {
     call_tool(tool, args, &declared).await
 }
 
-/// Seed 003's `call_tool(task, args_map)`: invoke a tool with least privilege.
+/// Invoke a tool with least privilege, with named arguments from a map.
 /// It runs with only the capabilities it declared ∩ `granted`, and not at all
 /// when it declares one that `granted` does not cover.
 pub async fn call_tool(tool: &Tool, args: Value, granted: &Capabilities) -> Result<Value, String> {

@@ -1,4 +1,4 @@
-//! Function groups (seed 001): a module of tools under one namespace, with
+//! Function groups: a module of tools under one namespace, with
 //! the title, description and selection criteria a model reads before it
 //! loads the module's schemas. Calls read `kb.find_policy`.
 

@@ -171,7 +171,7 @@ impl ToolHandler {
 /// Named arguments taken out of a tool's input map, one parameter at a time.
 ///
 /// This is how dispatch maps `call.input` onto a function's positional
-/// parameters (seed 000): generated code asks for each parameter by name, in order.
+/// parameters: generated code asks for each parameter by name, in order.
 #[derive(Debug)]
 pub struct Arguments {
     map: Map<String, Value>,

@@ -1,4 +1,5 @@
-//! The Tool primitive (seed 000) and the function builder (seed 001).
+//! Tools: the model-facing [`Tool`] record, the [`function`] builder for
+//! namespaced tools, and the [`Toolbox`] that dispatches calls to them.
 //!
 //! A [`Tool`] is a model-facing description (name, description, JSON Schemas)
 //! plus a [`ToolHandler`] that runs host code. Tools come from `#[tool]`
@@ -6,15 +7,14 @@
 //! [`Toolbox`] gathers them for an agent and [`dispatch`]es the model's
 //! [`ToolCall`]s, turning every failure into an error [`ToolResult`].
 //!
-//! | seed 000 / 001 | here |
-//! | --- | --- |
-//! | `Tool`, `ToolCall`, `ToolResult` | [`Tool`], [`ToolCall`], [`ToolResult`] |
-//! | `from-fn(f)`, `from-fn(f, overrides)` | `f::tool()` from `#[tool]`, then struct update or `with_*` |
-//! | `schema-from-fn(f)` | `f::schema()`, served from [`registry`] |
-//! | `for-agent`, `find-by-name`, `dispatch` | [`Toolbox::for_agent`], [`Toolbox::find_by_name`], [`Toolbox::dispatch`] (also free functions) |
-//! | `pass-input` | [`Tool::pass_input`] |
-//! | `fn().namespace().arg()…build()` | [`function`] → [`FunctionBuilder`] |
-//! | function groups `{namespace, title, description, selectionCriteria, alwaysInclude, functions}` | [`ToolGroup`] |
+//! A `#[tool]` function `f` gives `f::tool()` (adjust it with struct update or
+//! the `with_*` methods) and `f::schema()`, computed once and served from
+//! [`registry`]. [`Toolbox::for_agent`], [`Toolbox::find_by_name`] and
+//! [`Toolbox::dispatch`] are also free functions. [`Tool::pass_input`] hands a
+//! handler the whole input map. [`function`] starts a [`FunctionBuilder`]
+//! (namespace, typed arguments, returns, examples), and a [`ToolGroup`] gathers
+//! such functions into a module with a title, description, selection criteria
+//! and an always-include flag.
 
 mod builder;
 mod call;

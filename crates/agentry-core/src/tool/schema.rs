@@ -1,6 +1,6 @@
 //! JSON Schemas for tools: built from Rust types with `schemars` (JSON Schema
 //! 2020-12), normalised for model providers, and kept in a process-global
-//! registry so each tool's schema is computed once (seed 000's `schema-from-fn`).
+//! registry so each tool's schema is computed once (what `f::schema()` of a `#[tool]` function serves).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{LazyLock, RwLock};
@@ -270,7 +270,7 @@ mod tests {
     }
 
     #[test]
-    fn object_schema_matches_the_seed_shape() {
+    fn object_schema_has_the_plain_shape() {
         let mut builder = ObjectSchemaBuilder::new();
         builder.property::<String>("query", None, true);
         builder.property::<i64>("limit", None, true);

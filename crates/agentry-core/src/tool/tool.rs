@@ -1,4 +1,4 @@
-//! The `Tool` record (seed 000): a callable, model-facing tool, plus its
+//! The `Tool` record: a callable, model-facing tool, plus its
 //! behaviour hints and call examples.
 
 use std::time::Duration;
@@ -83,7 +83,7 @@ impl ToolHints {
     }
 }
 
-/// An example call shown to a model during discovery (seed 001's `.example(...)`).
+/// An example call shown to a model during discovery (what [`FunctionBuilder::example`](super::FunctionBuilder::example) adds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolExample {
     /// When to make a call like this one.

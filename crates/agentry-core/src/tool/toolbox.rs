@@ -1,5 +1,5 @@
-//! `Toolbox`: the normalised tool set of an agent (seed 000's `for-agent`
-//! result), with compiled validators and wire names computed once when it is built.
+//! `Toolbox`: the normalised tool set of an agent (what [`for_agent`]
+//! returns), with compiled validators and wire names computed once when it is built.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -239,7 +239,7 @@ impl Toolbox {
         self
     }
 
-    /// The tool called `name`, or `None` (seed 000's `find-by-name`).
+    /// The tool called `name`, or `None`.
     pub fn find_by_name(&self, name: &str) -> Option<&Tool> {
         self.inner
             .by_name
@@ -368,7 +368,7 @@ fn declared_names(schema: &Value) -> Option<HashSet<String>> {
     }
 }
 
-/// Seed 000's `for-agent`: normalise tools into a [`Toolbox`].
+/// Normalise tools into a [`Toolbox`] (the free form of [`Toolbox::for_agent`]).
 pub fn for_agent<I>(entries: I) -> Result<Toolbox, ToolboxError>
 where
     I: IntoIterator,
@@ -377,7 +377,7 @@ where
     Toolbox::for_agent(entries)
 }
 
-/// Seed 000's `find-by-name`: the tool called `name`, or `None`.
+/// The tool called `name`, or `None` (the free form of [`Toolbox::find_by_name`]).
 pub fn find_by_name<'a>(tools: &'a Toolbox, name: &str) -> Option<&'a Tool> {
     tools.find_by_name(name)
 }

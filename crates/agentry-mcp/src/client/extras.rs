@@ -1,5 +1,5 @@
-//! A server's prompts and resources as tools (seed 001: MCP clients turn
-//! prompts, resources and templates into functions), each kind opted in per
+//! A server's prompts and resources as tools (an MCP client turns prompts,
+//! resources and resource templates into functions), each kind opted in per
 //! server. They only fetch text, so they are read-only whatever the trust.
 
 use agentry_core::tool::{Tool, ToolError, ToolHandler, ToolHints};

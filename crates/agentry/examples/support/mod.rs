@@ -1,4 +1,4 @@
-//! What the seed examples share: the seed's `search` function and the local
+//! What the examples share: a `search` function and the local
 //! model (or, when it is not pulled, the offline model).
 
 #![allow(dead_code)] // each example uses a part
@@ -10,7 +10,7 @@ use agentry::tool::{Tool, function};
 use agentry_local::{LocalModel, fetch};
 use serde_json::{Value, json};
 
-/// Seed 001's `search`: a function in the default `utils` namespace whose
+/// A `search` function in the default `utils` namespace whose
 /// handler returns `{"title": "Ax docs"}`.
 pub fn search() -> Tool {
     function("search")
