@@ -7,7 +7,7 @@
 //! the toolset's limit.
 
 use agentry_core::tool::{ToolContext, ToolError};
-use agentry_providers::net::{HttpClient, NetError, is_under, read_body, read_prefix};
+use agentry_net::{HttpClient, NetError, is_under, read_body, read_prefix};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Method;
 use serde_json::Value;

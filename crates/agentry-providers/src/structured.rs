@@ -7,12 +7,14 @@ use serde_json::{Map, Value};
 /// `schema` with `additionalProperties: false` on every object schema that
 /// declares properties and says nothing about others (Anthropic requires it
 /// of every object; for an answer it changes nothing a caller relies on).
+#[cfg(feature = "anthropic")]
 pub(crate) fn closed(schema: &Value) -> Value {
     let mut schema = schema.clone();
     close(&mut schema);
     schema
 }
 
+#[cfg(feature = "anthropic")]
 fn close(schema: &mut Value) {
     let Value::Object(object) = schema else {
         return;
@@ -24,6 +26,7 @@ fn close(schema: &mut Value) {
 }
 
 /// Formats OpenAI's strict mode accepts.
+#[cfg(feature = "openai")]
 const STRICT_FORMATS: &[&str] = &[
     "date-time",
     "time",
@@ -39,6 +42,7 @@ const STRICT_FORMATS: &[&str] = &[
 /// True when OpenAI's strict mode accepts `schema` as it is: every sub-schema
 /// typed (or a `$ref`, `anyOf`, `enum` or `const`), every object closed with
 /// every property required, only formats it knows, and no keyword it refuses.
+#[cfg(feature = "openai")]
 pub(crate) fn strict_ready(schema: &Value) -> bool {
     const REFUSED: &[&str] = &["allOf", "not", "if", "then", "else", "patternProperties"];
     let Value::Object(object) = schema else {
@@ -84,6 +88,7 @@ const MAP: &[&str] = &["properties", "$defs", "definitions"];
 
 /// Call `f` on each schema directly inside `object` (never on the names of
 /// `properties`, which are data, not keywords).
+#[cfg(feature = "openai")]
 fn for_each_subschema(object: &Map<String, Value>, f: &mut impl FnMut(&Value)) {
     for (keyword, value) in object {
         match (keyword.as_str(), value) {
@@ -97,6 +102,8 @@ fn for_each_subschema(object: &Map<String, Value>, f: &mut impl FnMut(&Value)) {
     }
 }
 
+/// Call `f` on each schema directly inside `object`, to change it in place.
+#[cfg(feature = "anthropic")]
 fn for_each_subschema_mut(object: &mut Map<String, Value>, f: fn(&mut Value)) {
     for (keyword, value) in object.iter_mut() {
         match (keyword.as_str(), value) {
@@ -110,7 +117,7 @@ fn for_each_subschema_mut(object: &mut Map<String, Value>, f: fn(&mut Value)) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "openai", feature = "anthropic"))]
 mod tests {
     use super::*;
     use serde_json::json;

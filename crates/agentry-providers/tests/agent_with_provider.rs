@@ -6,9 +6,9 @@ mod support;
 
 use agentry::agent::{Agent, Outcome};
 use agentry::model::Usage;
+use agentry::net::HttpClient;
 use agentry::tool::{Capability, ToolContext, Toolbox};
 use agentry_providers::OpenAiCompatible;
-use agentry_providers::net::HttpClient;
 use serde_json::json;
 use support::{Reply, fixture, serve};
 

@@ -252,6 +252,13 @@ fn from_env_needs_a_key() {
     );
 }
 
+#[test]
+fn debug_output_never_shows_an_api_key() {
+    let shown = format!("{:?}", Anthropic::new("sk-ant-secret-456", "m"));
+    assert!(!shown.contains("secret"), "{shown}");
+    assert!(shown.contains("\"<redacted>\""), "{shown}");
+}
+
 #[tokio::test]
 async fn a_structured_answer_is_asked_for_with_output_config() {
     let server = serve(vec![sse("anthropic/text.sse")]).await;

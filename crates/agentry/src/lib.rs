@@ -65,11 +65,14 @@
 //! - [`BoxFuture`]: the one boxed future of every trait here.
 //!
 //! Optional features bring in the heavier crates: `openai` and `anthropic`
-//! (on by default) for [`providers`]; `local` for `agentry::local`, the
+//! (on by default) for `agentry::providers`, each compiling only its own
+//! provider; `net` (on by default) for `agentry::net`, the
+//! capability-checked HTTP client tools use; `local` for `agentry::local`, the
 //! in-process llama.cpp model and MiniLM embeddings, the offline default;
 //! `store` for `agentry::store`, SQLite and PostgreSQL memory stores;
 //! `skill-folders` for `agentry::skill_folders`, Agent Skills folders on disk;
 //! `sandbox` for `agentry::sandbox`, tools confined by Landlock and seccomp.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 pub use agentry_agent as agent;
@@ -80,50 +83,61 @@ pub use agentry_macros::{skill, tool};
 #[doc(hidden)]
 pub use agentry_core::__private;
 
-/// Model providers: OpenAI-compatible and Anthropic (features `openai`, `anthropic`).
+/// Model providers: OpenAI-compatible (feature `openai`) and Anthropic
+/// (feature `anthropic`).
 #[cfg(any(feature = "openai", feature = "anthropic"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "openai", feature = "anthropic"))))]
 pub use agentry_providers as providers;
 
-/// The capability-checked HTTP client tools use (features `openai` or `anthropic`).
-#[cfg(any(feature = "openai", feature = "anthropic"))]
-pub use agentry_providers::net;
+/// The capability-checked HTTP client tools use (feature `net`).
+#[cfg(feature = "net")]
+#[cfg_attr(docsrs, doc(cfg(feature = "net")))]
+pub use agentry_net as net;
 
 /// The offline stack: in-process llama.cpp model, model fetching and local
 /// embeddings (feature `local`).
 #[cfg(feature = "local")]
+#[cfg_attr(docsrs, doc(cfg(feature = "local")))]
 pub use agentry_local as local;
 
 /// Persistent memory stores: SQLite and PostgreSQL with pgvector (feature `store`).
 #[cfg(feature = "store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "store")))]
 pub use agentry_store as store;
 
 /// Agent Skills folders: loading, validation and search (feature `skill-folders`).
 #[cfg(feature = "skill-folders")]
+#[cfg_attr(docsrs, doc(cfg(feature = "skill-folders")))]
 pub use agentry_skills as skill_folders;
 
 /// Search over tool catalogs and skills: BM25 fused with embeddings
 /// (feature `search`); `search::ToolSearch` answers discovery's `search_tools`.
 #[cfg(feature = "search")]
+#[cfg_attr(docsrs, doc(cfg(feature = "search")))]
 pub use agentry_search as search;
 
 /// OpenAPI specifications as tools: one per operation, called through the
 /// capability-checked HTTP client (feature `openapi`).
 #[cfg(feature = "openapi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openapi")))]
 pub use agentry_openapi as openapi;
 
 /// MCP: servers' tools as agentry tools, and a toolbox served over MCP (feature `mcp`).
 #[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub use agentry_mcp as mcp;
 
 /// The HTTP API: chat sessions streamed as server-sent events, an
 /// OpenAI-compatible API, API keys (feature `server`).
 #[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use agentry_server as server;
 
 /// Tools confined by the operating system: each call of a `#[tool(sandbox)]`
 /// tool runs in a child process under Landlock, seccomp and resource
 /// limits (feature `sandbox`).
 #[cfg(feature = "sandbox")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sandbox")))]
 pub use agentry_sandbox as sandbox;
 
 /// The [`Tool`](tool::Tool) of a `#[tool]` function,

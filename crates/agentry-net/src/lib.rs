@@ -1,3 +1,5 @@
+//! # agentry-net
+//!
 //! The HTTP client tools use. It connects only where the tool was granted
 //! (`Capability::Net`: scheme, host and port), refuses loopback, private and
 //! link-local addresses unless a grant names the address (checked after DNS
@@ -7,9 +9,36 @@
 //! is no unchecked path. Bodies are read within a limit ([`read_text`],
 //! [`read_body`], [`read_prefix`]): chunk by chunk, never buffering more.
 //!
+//! ```
+//! use agentry_core::tool::{Capabilities, Capability};
+//! use agentry_net::{HttpClient, NetError};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let client = HttpClient::new(Capabilities::from([Capability::net("api.weather.com")]));
+//! // A host the tool was not granted is refused before anything is sent.
+//! let error = client.get("https://files.example.com/secrets").await.unwrap_err();
+//! assert!(matches!(error, NetError::NotGranted { .. }));
+//! assert_eq!(
+//!     error.to_string(),
+//!     r#"net("files.example.com") is not granted to this tool (url: https://files.example.com/secrets)"#
+//! );
+//! // So is plain http to the granted host: a grant names its scheme and port.
+//! let error = client.get("http://api.weather.com/").await.unwrap_err();
+//! assert!(matches!(error, NetError::NotGranted { .. }));
+//! // A wildcard grant never reaches a loopback or private address.
+//! let everything = HttpClient::new(Capabilities::from([Capability::net("http://*:*")]));
+//! let error = everything.get("http://127.0.0.1:8080/admin").await.unwrap_err();
+//! assert!(matches!(error, NetError::NotGranted { .. }));
+//! # }
+//! ```
+//!
+//! In a tool, the client for the call is the one its context grants
+//! ([`HttpClient::for_context`]):
+//!
 //! ```no_run
 //! use agentry_core::tool::ToolContext;
-//! use agentry_providers::net::{DEFAULT_MAX_BODY_BYTES, HttpClient, read_text};
+//! use agentry_net::{DEFAULT_MAX_BODY_BYTES, HttpClient, read_text};
 //!
 //! /// Weather for a city.
 //! #[agentry::tool(net = "api.weather.com")]
@@ -20,6 +49,10 @@
 //! }
 //! # fn main() {}
 //! ```
+//!
+//! The grants themselves ([`NetGrant`]: scheme, host pattern, port) are
+//! `agentry-core`'s, with the rest of a tool's capabilities.
+#![warn(missing_docs)]
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};

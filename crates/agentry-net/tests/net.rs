@@ -5,7 +5,7 @@
 mod support;
 
 use agentry_core::tool::{Capabilities, Capability};
-use agentry_providers::net::{HttpClient, NetError, read_body, read_prefix, read_text};
+use agentry_net::{HttpClient, NetError, read_body, read_prefix, read_text};
 use reqwest::Method;
 use serde_json::json;
 use support::{Reply, serve};
