@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::agent::Agent;
 use agentry_core::model::{ChatModel, Message};
-use agentry_core::skill::{ListContext, SkillResolver, build_index, builtins_with_resolver};
+use agentry_core::skill::{ListContext, SkillResolver, build_index, builtin_tools};
 use agentry_core::tool::{Tool, ToolSchema, Toolbox};
 
 /// The tools and system prompt of one run.
@@ -93,7 +93,7 @@ impl RunTools {
             skill_files: Default::default(),
         };
         run.enable_discovery(agent);
-        let builtins = builtins_with_resolver(resolver, agent.settings.skill_context.clone());
+        let builtins = builtin_tools(resolver, agent.settings.skill_context.clone());
         run.add(builtins, true);
         run.constrain_skill_names();
         run.load_sources(agent).await;

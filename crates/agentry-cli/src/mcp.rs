@@ -13,7 +13,7 @@ use std::io::IsTerminal;
 
 use agentry::BoxFuture;
 use agentry::agent::{Approval, Approver};
-use agentry::skill::{builtin_list_skills, builtin_read_skill};
+use agentry::skill::{InMemoryResolver, SkillResolver, list_skills_tool, read_skill_tool};
 use agentry::tool::{Capabilities, Capability, Tool, ToolCall, ToolContext, Toolbox};
 use agentry_mcp::client::escaped;
 use agentry_mcp::{HttpOptions, McpClient, McpServer, McpServerConfig};
@@ -271,8 +271,10 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     let mut tools = crate::demo_tools::all(&dir);
     if let Some(skills_dir) = &args.skills {
         let skills = crate::skills::load_and_warn(skills_dir)?.to_skills();
-        tools.push(builtin_list_skills(skills.clone()));
-        tools.push(builtin_read_skill(skills));
+        let skills: std::sync::Arc<dyn SkillResolver> =
+            std::sync::Arc::new(InMemoryResolver::new(skills));
+        tools.push(list_skills_tool(skills.clone()));
+        tools.push(read_skill_tool(skills));
     }
     if args.agent {
         // The same agent `agentry run` builds (limits, one tool round on the

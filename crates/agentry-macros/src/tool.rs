@@ -318,12 +318,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             let schema = (!is_unit(ok)).then(|| quote!(#krate::tool::schema_for_type::<#ok>()));
             (
                 schema,
-                quote!(#krate::tool::result_to_output(__agentry_out)),
+                quote!(#krate::__private::result_to_output(__agentry_out)),
             )
         }
         ReturnType::Type(_, ty) => {
             let schema = (!is_unit(ty)).then(|| quote!(#krate::tool::schema_for_type::<#ty>()));
-            (schema, quote!(#krate::tool::to_output(__agentry_out)))
+            (schema, quote!(#krate::__private::to_output(__agentry_out)))
         }
     };
     let output_schema = match output_schema {

@@ -140,6 +140,16 @@ async fn progress_reaches_the_client_and_a_cancelled_call_stops() {
         .await
         .unwrap();
     assert_eq!(result.content[0].as_text().unwrap().text, "done");
+    // rmcp hands each notification to the handler on its own task, so the
+    // result can be read before the last one is counted: wait for them
+    // (a loaded machine showed 2 of 3 at once), then check there are exactly 3.
+    for _ in 0..50 {
+        if progress.0.load(Ordering::SeqCst) >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(
         progress.0.load(Ordering::SeqCst),
         3,

@@ -23,8 +23,10 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentry::tool::{Capabilities, Capability, Tool, ToolCall, ToolContext, Toolbox, function};
 use agentry_core::tool::gated_dispatch;
+use agentry_core::tool::{
+    Capabilities, Capability, Tool, ToolCall, ToolContext, Toolbox, function,
+};
 use agentry_sandbox::Sandbox;
 use serde::Deserialize;
 use serde_json::json;

@@ -5,9 +5,7 @@
 
 use std::convert::Infallible;
 
-use agentry_agent::turn::{
-    Attachment, ChatTurn, STOPPED, TurnEvent, TurnEvents, TurnInput, TurnOutput,
-};
+use agentry_agent::turn::{Attachment, Reply, TurnError, TurnEvent, TurnEvents, TurnInput};
 use agentry_core::memory::RecentOpts;
 use agentry_core::tool::{Identity, Session, ToolCall, ToolResult};
 use axum::Json;
@@ -255,7 +253,36 @@ enum Report {
     /// A durable turn stopped for decisions, for a JSON answer.
     Waiting(RunWaiting),
     /// The turn's end.
-    Done(TurnOutput),
+    Done(TurnEnd),
+}
+
+/// A turn's end as the API reports it (`turn:end`, and the JSON answer's
+/// `ok`, `text` and `error`): the reply, or the text kept and why it ended.
+#[derive(Debug, Serialize)]
+struct TurnEnd {
+    ok: bool,
+    text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+impl TurnEnd {
+    /// The end of `reply`, with `hidden` (the key's part of a run id) cut
+    /// from the error's words.
+    fn new(reply: Result<Reply, TurnError>, hidden: &str) -> Self {
+        match reply {
+            Ok(reply) => Self {
+                ok: true,
+                text: reply.text,
+                error: None,
+            },
+            Err(error) => Self {
+                ok: false,
+                text: error.partial().to_owned(),
+                error: Some(error.to_string().replace(hidden, "")),
+            },
+        }
+    }
 }
 
 /// Run one turn of session `id`.
@@ -288,8 +315,7 @@ pub(crate) async fn post_turn(
         return Err(ApiError::bad_request("`text` must not be empty"));
     }
     let permit = app.limits.acquire(&principal)?;
-    let mut payload = request.payload.unwrap_or_default();
-    payload.insert("session_id".into(), json!(id));
+    let payload = request.payload.unwrap_or_default();
     let message_id = match payload.get("message_id").and_then(Value::as_str) {
         Some(given) => given.to_owned(),
         None => new_id(),
@@ -301,7 +327,6 @@ pub(crate) async fn post_turn(
             "invalid payload.message_id {message_id:?}: use 1 to 128 of A-Z a-z 0-9 - _ . :"
         )));
     }
-    payload.insert("message_id".into(), json!(message_id));
     let mut input = TurnInput::new(
         Session::new(session),
         Identity::new(principal.id.clone()),
@@ -317,7 +342,8 @@ pub(crate) async fn post_turn(
             size: a.size,
         })
         .collect();
-    input.payload = Some(payload);
+    input.reply_session_id = Some(id.clone());
+    input.message_id = Some(message_id.clone());
     input.recall_opts = request.recall_opts.map(|r| {
         let defaults = agentry_core::memory::RecallOpts::default();
         agentry_core::memory::RecallOpts {
@@ -387,16 +413,14 @@ pub(crate) async fn post_turn(
                     std::future::pending().await
                 }
             };
-            let mut output = ChatTurn::run_until(&config, input, stop).await;
-            // A durable run's journal id carries the key's id: not shown.
-            if let Some(error) = &mut output.error {
-                *error = error.replace(&key_prefix, "");
-            }
-            counted.finish(match output.error.as_deref() {
-                _ if output.ok => "ok",
-                Some(STOPPED) => "cancelled",
-                _ => "error",
+            let reply = config.run_until(input, stop).await;
+            counted.finish(match &reply {
+                Ok(_) => "ok",
+                Err(TurnError::Stopped { .. }) => "cancelled",
+                Err(_) => "error",
             });
+            // A durable run's journal id carries the key's id: not shown.
+            let output = TurnEnd::new(reply, &key_prefix);
             drop(counted);
             drop(permit);
             let _ = sender.send(Report::Done(output));

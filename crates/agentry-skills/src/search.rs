@@ -10,7 +10,6 @@ use agentry_core::BoxFuture;
 use agentry_core::embed::{EmbedError, Embedder};
 use agentry_core::skill::{
     ListContext, SearchOpts, SearchableResolver, Skill, SkillContext, SkillResolver, load_body,
-    searchable_resolver,
 };
 use agentry_search::HybridIndex;
 
@@ -62,7 +61,7 @@ impl SkillSearch {
     pub fn bm25(skills: Vec<Skill>) -> Self {
         let index = HybridIndex::bm25(skills.iter().map(search_text).collect());
         Self {
-            listing: searchable_resolver(skills, Vec::<String>::new()),
+            listing: SearchableResolver::new(skills, Vec::<String>::new()),
             index,
         }
     }
@@ -91,7 +90,7 @@ impl SkillSearch {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.listing = searchable_resolver(self.listing.skills().to_vec(), names);
+        self.listing = SearchableResolver::new(self.listing.skills().to_vec(), names);
         self
     }
 

@@ -14,10 +14,9 @@ use std::sync::{Arc, Mutex};
 
 use agentry::memory::Memory;
 use agentry::tool::{Identity, Session};
-use agentry::turn::{ChatTurn, TurnConfig, TurnEvent, TurnInput};
+use agentry::turn::{TurnConfig, TurnEvent, TurnInput};
 use agentry_local::LocalEmbedder;
 use agentry_store::SqliteStore;
-use serde_json::json;
 
 /// Every event of both turns, in order, and each turn's reply.
 async fn run(db: &std::path::Path) -> (Vec<TurnEvent>, Vec<String>) {
@@ -47,14 +46,19 @@ async fn run(db: &std::path::Path) -> (Vec<TurnEvent>, Vec<String>) {
     {
         println!("== turn {}: {text}", n + 1);
         let mut input = TurnInput::new(Session::new("kitchen-1"), Identity::new("ana"), text);
-        input.payload = json!({"session_id": "kitchen-1", "message_id": format!("m{}", n + 1)})
-            .as_object()
-            .cloned();
+        input.message_id = Some(format!("m{}", n + 1));
         input.recall_opts = Some(agentry::memory::RecallOpts {
             limit: 5,
             min_score: 0.2,
         });
-        replies.push(ChatTurn::run(&config, input).await.text);
+        // A failed turn has no reply: its text is empty.
+        replies.push(
+            config
+                .run(input)
+                .await
+                .map(|reply| reply.text)
+                .unwrap_or_default(),
+        );
     }
     let events = events.lock().unwrap().clone();
     (events, replies)

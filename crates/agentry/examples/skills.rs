@@ -5,7 +5,11 @@
 //!
 //! Run: `cargo run -p agentry --example skills`
 
-use agentry::skill::{Skill, SkillContext, build_index, builtins, for_agent, load_body};
+use std::sync::Arc;
+
+use agentry::skill::{
+    InMemoryResolver, Skill, SkillContext, build_index, builtin_tools, for_agent, load_body,
+};
 use agentry::tool::{ToolCall, Toolbox};
 use serde_json::json;
 
@@ -33,8 +37,11 @@ async fn run() -> Vec<String> {
     // The harness stamps the inbound attachments into skill_context; the model
     // tries to pass its own, and loses.
     let harness = json!({"attachments": [{"name": "receipt.jpg"}]});
-    let tools = Toolbox::for_agent(builtins(skills.clone(), harness.as_object().cloned()))
-        .expect("built-ins");
+    let tools = Toolbox::for_agent(builtin_tools(
+        Arc::new(InMemoryResolver::new(skills.clone())),
+        harness.as_object().cloned(),
+    ))
+    .expect("built-ins");
     let call = ToolCall::new(
         "call_1",
         "apply_skill",

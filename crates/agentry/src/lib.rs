@@ -57,7 +57,8 @@
 //!   both sides and returns a [`Reply`](turn::Reply) or a
 //!   [`TurnError`](turn::TurnError).
 //! - [`journal`]: what a durable run writes down before and after each thing
-//!   it does ([`RunEntry`](journal::RunEntry)), where it writes it
+//!   it does
+//!   ([`RunEntry`](journal::RunEntry)), where it writes it
 //!   ([`RunJournal`](journal::RunJournal), with an in-memory journal here), and
 //!   who may write it now ([`Lease`](journal::Lease)).
 //! - [`embed`]: the [`Embedder`](embed::Embedder) trait, and
@@ -181,8 +182,8 @@ macro_rules! schema_from_fn {
 
 /// The names most programs need.
 pub mod prelude {
-    pub use agentry_agent::program::{Program, ProgramError, ax};
-    pub use agentry_agent::turn::{ChatTurn, TurnConfig, TurnInput};
+    pub use agentry_agent::program::{Program, ProgramError};
+    pub use agentry_agent::turn::{Reply, TurnConfig, TurnError, TurnInput};
     pub use agentry_agent::{Agent, AgentEvent, Outcome, RunError, RunOutcome};
     pub use agentry_core::embed::Embedder;
     pub use agentry_core::memory::{Memory, MemoryStore};

@@ -97,18 +97,10 @@ fn names(events: &[TurnEvent]) -> Vec<&'static str> {
 async fn the_five_steps_run_in_order_with_the_defaults() {
     let h = harness(ScriptedModel::new().reply(final_step("Try carbonara.")));
     let mut turn = input("s1", "Any pasta ideas?");
-    turn.payload = json!({"session_id": "ui-7", "message_id": "m-1"})
-        .as_object()
-        .cloned();
-    let output = ChatTurn::run(&h.config, turn).await;
-    assert_eq!(
-        output,
-        TurnOutput {
-            ok: true,
-            text: "Try carbonara.".into(),
-            error: None
-        }
-    );
+    turn.reply_session_id = Some("ui-7".into());
+    turn.message_id = Some("m-1".into());
+    let output = h.config.run(turn).await;
+    assert_eq!(output.map(|reply| reply.text), Ok("Try carbonara.".into()));
     let events = h.events.lock().unwrap().clone();
     assert_eq!(
         names(&events),
@@ -168,8 +160,11 @@ async fn memory_from_before_the_turn_grounds_the_prompt_without_self_poisoning()
             .reply(final_step("Noted."))
             .reply(final_step("Carbonara, as you like.")),
     );
-    ChatTurn::run(&h.config, input("s1", "I love pasta")).await;
-    ChatTurn::run(&h.config, input("s1", "What pasta should I cook?")).await;
+    h.config.run(input("s1", "I love pasta")).await.unwrap();
+    h.config
+        .run(input("s1", "What pasta should I cook?"))
+        .await
+        .unwrap();
     let second = h.model.requests()[1].system.clone().unwrap();
     assert_eq!(second, "You are a chef.\n\n## Memory\n- user: I love pasta");
     assert!(
@@ -199,8 +194,8 @@ async fn two_sessions_never_see_each_others_memory() {
             .reply(final_step("ok"))
             .reply(final_step("ok")),
     );
-    ChatTurn::run(&h.config, input("alice", "I love pasta")).await;
-    ChatTurn::run(&h.config, input("bob", "pasta please")).await;
+    h.config.run(input("alice", "I love pasta")).await.unwrap();
+    h.config.run(input("bob", "pasta please")).await.unwrap();
     assert_eq!(
         h.model.requests()[1].system.as_deref(),
         Some("You are a chef.")
@@ -212,9 +207,8 @@ async fn fallback_text_skips_the_model_and_is_persisted() {
     let h = harness(ScriptedModel::new());
     let mut turn = input("s1", "hello");
     turn.fallback_text = Some("[no llm provider]".into());
-    let output = ChatTurn::run(&h.config, turn).await;
+    let output = h.config.run(turn).await.unwrap();
     assert_eq!(output.text, "[no llm provider]");
-    assert!(output.ok);
     assert!(h.model.requests().is_empty(), "the model is not called");
     let stored = h.store.recent("s1", &RecentOpts::default()).await.unwrap();
     assert_eq!(stored[1].text, "[no llm provider]");
@@ -227,10 +221,10 @@ async fn system_override_replaces_the_memory_prompt() {
             .reply(final_step("ok"))
             .reply(final_step("summary")),
     );
-    ChatTurn::run(&h.config, input("s1", "I love pasta")).await;
+    h.config.run(input("s1", "I love pasta")).await.unwrap();
     let mut turn = input("s1", "pasta summary");
     turn.system_override = Some("Summarise the week.".into());
-    ChatTurn::run(&h.config, turn).await;
+    h.config.run(turn).await.unwrap();
     assert_eq!(
         h.model.requests()[1].system.as_deref(),
         Some("Summarise the week.")
@@ -244,7 +238,7 @@ async fn every_option_behaves_as_documented() {
             .reply(final_step("first"))
             .reply(final_step("second")),
     );
-    ChatTurn::run(&h.config, input("s1", "I love pasta")).await;
+    h.config.run(input("s1", "I love pasta")).await.unwrap();
     h.events.lock().unwrap().clear();
     let mut turn = input("s1", "pasta again");
     turn.memory_heading = Some("### Notes".into());
@@ -256,7 +250,7 @@ async fn every_option_behaves_as_documented() {
     turn.persist_assistant = Some(false);
     turn.bind_tool_ctx = Some(false);
     turn.attachments = vec![Attachment::new("menu.pdf", "application/pdf")];
-    let output = ChatTurn::run(&h.config, turn).await;
+    let output = h.config.run(turn).await.unwrap();
     assert_eq!(output.text, "second");
     let system = h.model.requests()[1].system.clone().unwrap();
     assert_eq!(system, "You are a chef.\n\n### Notes\n- user: I love pasta");
@@ -288,7 +282,7 @@ async fn user_and_assistant_sources_metadata_and_attachment_summaries_are_stored
     turn.user_metadata = json!({"role": "admin", "lang": "es"}).as_object().cloned();
     turn.assistant_source = Some("chef-bot".into());
     turn.assistant_metadata = json!({"model": "scripted"}).as_object().cloned();
-    ChatTurn::run(&h.config, turn).await;
+    h.config.run(turn).await.unwrap();
     let stored = h.store.recent("s1", &RecentOpts::default()).await.unwrap();
     assert_eq!(
         stored[0].text,
@@ -322,9 +316,8 @@ async fn a_store_that_fails_on_write_still_delivers_the_reply() {
         ),
     )
     .on_event(move |e| sink.lock().unwrap().push(e.clone()));
-    let output = ChatTurn::run(&config, input("s1", "hi")).await;
+    let output = config.run(input("s1", "hi")).await.unwrap();
     assert_eq!(output.text, "Still here.");
-    assert!(output.ok);
     let events = events.lock().unwrap().clone();
     assert!(events.contains(&TurnEvent::UserPersisted { ok: false }));
     assert!(events.contains(&TurnEvent::AssistantPersisted {
@@ -336,10 +329,11 @@ async fn a_store_that_fails_on_write_still_delivers_the_reply() {
 #[tokio::test]
 async fn a_model_failure_is_reported_and_nothing_empty_is_stored() {
     let h = harness(ScriptedModel::new().fail(ModelError::Transport("connection reset".into())));
-    let output = ChatTurn::run(&h.config, input("s1", "hi")).await;
-    assert!(!output.ok);
-    assert_eq!(output.text, "");
-    assert!(output.error.unwrap().contains("connection reset"));
+    let output = h.config.run(input("s1", "hi")).await;
+    let error = output.unwrap_err();
+    assert_eq!(error.partial(), "");
+    assert!(matches!(error, TurnError::Model(_)), "{error:?}");
+    assert!(error.to_string().contains("connection reset"));
     assert!(
         h.events
             .lock()
@@ -395,7 +389,7 @@ async fn with_tools_the_turn_runs_the_agent_loop_with_the_bound_context() {
     let config = h.agent_config(agent);
     let mut turn = input("s1", "who am I?");
     turn.ctx_extras = json!({"tenant": "acme"}).as_object().cloned();
-    let output = ChatTurn::run(&config, turn).await;
+    let output = config.run(turn).await.unwrap();
     assert_eq!(output.text, "You are ana.");
     let requests = model.requests();
     assert_eq!(requests[0].system.as_deref(), Some("You are a chef."));
@@ -426,7 +420,7 @@ async fn with_tools_every_step_streams_its_text_and_the_reply_is_what_streamed()
     let agent = whoami_agent(model).build().unwrap();
     let h = harness(ScriptedModel::new());
     let config = h.agent_config(agent);
-    let output = ChatTurn::run(&config, input("s1", "who am I?")).await;
+    let output = config.run(input("s1", "who am I?")).await.unwrap();
 
     let events = h.events.lock().unwrap().clone();
     assert_eq!(deltas(&events), ["Let me check.", "\n\n", "You are ana."]);
@@ -450,8 +444,7 @@ async fn an_agent_run_out_of_steps_ends_the_reply_with_that_text() {
     let agent = whoami_agent(model).max_steps(2).build().unwrap();
     let h = harness(ScriptedModel::new());
     let config = h.agent_config(agent);
-    let output = ChatTurn::run(&config, input("s1", "who am I?")).await;
-    assert!(output.ok);
+    let output = config.run(input("s1", "who am I?")).await.unwrap();
     assert_eq!(output.text, "out of steps");
     assert_eq!(deltas(&h.events.lock().unwrap()), ["out of steps"]);
 }
@@ -491,7 +484,7 @@ async fn an_agent_keeps_its_prompt_and_context_under_the_turns() {
     assert_eq!(config.system_base, "You are a chef.");
     let mut turn = input("s1", "pasta tonight?");
     turn.ctx_extras = json!({"tenant": "turn-tenant"}).as_object().cloned();
-    let output = ChatTurn::run(&config, turn).await;
+    let output = config.run(turn).await.unwrap();
     assert_eq!(output.text, "Noted.");
     let requests = model.requests();
     assert_eq!(

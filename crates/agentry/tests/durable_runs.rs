@@ -570,7 +570,7 @@ async fn a_durable_chat_turn_waits_for_approval_and_resumes_with_its_system_prom
     use agentry::embed::KeywordEmbedder;
     use agentry::memory::{InMemoryStore, Memory, MemoryStore, RecentOpts};
     use agentry::tool::{Identity, Session};
-    use agentry::turn::{ChatTurn, TurnConfig, TurnEvent, TurnInput, turn_run_id};
+    use agentry::turn::{TurnConfig, TurnEvent, TurnInput, turn_run_id};
     use std::sync::Mutex;
 
     let runs = Arc::new(AtomicUsize::new(0));
@@ -603,13 +603,9 @@ async fn a_durable_chat_turn_waits_for_approval_and_resumes_with_its_system_prom
         .durable_runs(journal.clone())
         .on_event(move |event| sink.lock().unwrap().push(event.clone()));
     let mut input = TurnInput::new(Session::new("s-1"), Identity::new("ana"), "delete a.log");
-    input.payload = Some(serde_json::Map::from_iter([(
-        "message_id".to_owned(),
-        json!("m1"),
-    )]));
-    let output = ChatTurn::run(&config, input).await;
-    assert!(output.ok, "{output:?}");
-    assert_eq!(output.text, "");
+    input.message_id = Some("m1".into());
+    let reply = config.run(input).await;
+    assert_eq!(reply.map(|reply| reply.text), Ok(String::new()));
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     let id = turn_run_id("s-1", "m1");
     assert_eq!(id, "s-1~m1");

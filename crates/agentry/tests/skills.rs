@@ -173,13 +173,13 @@ fn list_find_and_for_agent() {
 #[tokio::test]
 async fn resolvers_list_read_and_search_as_documented() {
     let skills = vec![refunds_skill(), orders_skill()];
-    let memory = in_memory_resolver(skills.clone());
+    let memory = InMemoryResolver::new(skills.clone());
     assert_eq!(memory.list(ListContext::default()).await.len(), 2);
     assert_eq!(memory.read("orders").await.unwrap().name, "orders");
     assert!(memory.read("nope").await.is_none());
     assert!(!memory.can_search());
 
-    let searchable = searchable_resolver(skills.clone(), ["orders"]);
+    let searchable = SearchableResolver::new(skills.clone(), ["orders"]);
     let listed = searchable.list(ListContext::default()).await;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].name, "orders");
@@ -188,7 +188,7 @@ async fn resolvers_list_read_and_search_as_documented() {
     assert_eq!(found[0].name, "refunds");
     assert_eq!(searchable.read("refunds").await.unwrap().name, "refunds");
     assert!(
-        searchable_resolver(skills.clone(), Vec::<String>::new())
+        SearchableResolver::new(skills.clone(), Vec::<String>::new())
             .list(ListContext::default())
             .await
             .is_empty()
@@ -206,7 +206,11 @@ async fn resolvers_list_read_and_search_as_documented() {
 
 #[tokio::test]
 async fn builtins_read_apply_and_list() {
-    let tools = Toolbox::for_agent(builtins(vec![refunds_skill(), orders_skill()], None)).unwrap();
+    let tools = Toolbox::for_agent(builtin_tools(
+        Arc::new(InMemoryResolver::new(vec![refunds_skill(), orders_skill()])),
+        None,
+    ))
+    .unwrap();
     assert_eq!(
         tools.names().collect::<Vec<_>>(),
         ["list_skills", "read_skill", "apply_skill"]
@@ -272,8 +276,11 @@ async fn apply_skill_merges_ctx_with_harness_keys_winning_and_attachments_reserv
         Ok("ok".into())
     });
     let harness = json!({"tenant": "acme", "attachments": ["a.png"]});
-    let tools =
-        Toolbox::for_agent(builtins(vec![probe.clone()], harness.as_object().cloned())).unwrap();
+    let tools = Toolbox::for_agent(builtin_tools(
+        Arc::new(InMemoryResolver::new(vec![probe.clone()])),
+        harness.as_object().cloned(),
+    ))
+    .unwrap();
     let result = tools
         .dispatch(call(
             "1",
@@ -287,7 +294,11 @@ async fn apply_skill_merges_ctx_with_harness_keys_winning_and_attachments_reserv
         json!({"tenant": "acme", "topic": "x", "attachments": ["a.png"]})
     );
     // Without harness attachments, the model still cannot supply them.
-    let tools = Toolbox::for_agent(builtins(vec![probe], None)).unwrap();
+    let tools = Toolbox::for_agent(builtin_tools(
+        Arc::new(InMemoryResolver::new(vec![probe])),
+        None,
+    ))
+    .unwrap();
     tools
         .dispatch(call(
             "2",
@@ -300,10 +311,10 @@ async fn apply_skill_merges_ctx_with_harness_keys_winning_and_attachments_reserv
 
 #[tokio::test]
 async fn search_skills_exists_only_when_the_resolver_can_search() {
-    let plain = builtins_with_resolver(Arc::new(in_memory_resolver(vec![orders_skill()])), None);
+    let plain = builtin_tools(Arc::new(InMemoryResolver::new(vec![orders_skill()])), None);
     assert_eq!(plain.len(), 3);
-    let searchable = builtins_with_resolver(
-        Arc::new(searchable_resolver(
+    let searchable = builtin_tools(
+        Arc::new(SearchableResolver::new(
             vec![refunds_skill(), orders_skill()],
             Vec::<String>::new(),
         )),
@@ -526,7 +537,8 @@ async fn skill_tools_obey_the_allow_list_unless_the_skill_is_trusted() {
 #[tokio::test]
 async fn only_offered_skills_activate_their_tools() {
     // A resolver that lists nothing but can read (and search) everything.
-    let resolver = searchable_resolver(vec![refunds_skill(), orders_skill()], Vec::<String>::new());
+    let resolver =
+        SearchableResolver::new(vec![refunds_skill(), orders_skill()], Vec::<String>::new());
     let model = Arc::new(
         ScriptedModel::new()
             // Read without being offered: the body comes back, no tool activates.
@@ -607,7 +619,7 @@ fn name_enums(model: &ScriptedModel, index: usize) -> Vec<(String, Value)> {
 #[tokio::test]
 async fn skill_names_are_an_enum_of_the_offered_skills_and_grow_with_search() {
     // Lists only "orders"; "refunds" can be found by search.
-    let resolver = searchable_resolver(vec![refunds_skill(), orders_skill()], ["orders"]);
+    let resolver = SearchableResolver::new(vec![refunds_skill(), orders_skill()], ["orders"]);
     let model = Arc::new(
         ScriptedModel::new()
             .reply(tool_step(vec![call(

@@ -10,5 +10,5 @@ mod program;
 mod prompt;
 mod signature;
 
-pub use program::{DEFAULT_RETRIES, Program, ProgramError, ProgramRun, ax};
+pub use program::{DEFAULT_RETRIES, Program, ProgramError, ProgramRun};
 pub use signature::{Field, FieldType, Signature, SignatureError};

@@ -173,7 +173,8 @@ impl<I, O> std::fmt::Debug for Program<I, O> {
 }
 
 impl Program {
-    /// A program from an Ax signature, taking and giving JSON objects.
+    /// A program from a signature such as `question:string -> answer:string`,
+    /// taking and giving JSON objects.
     pub fn new(signature: &str) -> Result<Self, SignatureError> {
         Ok(Self::from_signature(&Signature::parse(signature)?))
     }
@@ -193,11 +194,6 @@ impl Program {
             internal,
         )
     }
-}
-
-/// A program from a signature: the same as [`Program::new`].
-pub fn ax(signature: &str) -> Result<Program, SignatureError> {
-    Program::new(signature)
 }
 
 impl<I: JsonSchema, O: JsonSchema> Program<I, O> {

@@ -1,4 +1,4 @@
-//! What a chat turn reports as it goes: its lifecycle steps, in seed 002's
+//! What a chat turn reports as it goes: its lifecycle steps, in their
 //! order, and the `reply:start` / `reply:delta` / `reply:end` stream, with
 //! `tool:call` and `tool:result` between when an agent replies with tools.
 

@@ -1,6 +1,6 @@
-//! Seed 002's `TurnConfig` and `TurnInput`, and the texts derived from an
-//! input: `user_body` (what is stored), `user_prompt` (what the model sees)
-//! and `reply_payload` (the ids every reply event carries).
+//! A turn's settings ([`TurnConfig`]) and input ([`TurnInput`]), and the
+//! texts derived from an input: what is stored, what the model sees, and the
+//! ids every reply event carries.
 
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ pub enum Replier {
     Agent(Box<Agent>),
 }
 
-/// Per-handler configuration (seed 002's `TurnConfig`), built once and
+/// A turn's configuration, built once and
 /// shared by every turn: the agent's name, the reply stream's label, the
 /// base system prompt, what replies, and session memory.
 #[derive(Clone)]
@@ -160,7 +160,7 @@ impl Attachment {
     }
 }
 
-/// Per-turn input. Every optional field's `None` means the seed's default.
+/// Per-turn input. Every optional field's `None` means its documented default.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TurnInput {
     /// The conversation (memory is keyed by its id).
@@ -171,8 +171,13 @@ pub struct TurnInput {
     pub text: String,
     /// Files with the message: summarised into the stored body and woven into the prompt.
     pub attachments: Vec<Attachment>,
-    /// `{session_id?, message_id?}` forwarded on every reply event.
-    pub payload: Option<Map<String, Value>>,
+    /// The id of this message, carried by every reply event (default empty).
+    /// A durable turn's run is named after it ([`turn_run_id`](super::turn_run_id)).
+    pub message_id: Option<String>,
+    /// The session id reply events carry, when it is not `session`'s id (a
+    /// server shows its client the id the client gave, while memory is kept
+    /// under its own).
+    pub reply_session_id: Option<String>,
     /// Recall options (default `{limit: 5, min_score: 0.3}`).
     pub recall_opts: Option<RecallOpts>,
     /// Heading of the memory block (default `## Memory`).
@@ -211,49 +216,37 @@ impl TurnInput {
     }
 }
 
-/// Seed 002's `bool-default`: `None` is "unset" and gives `fallback`.
-pub fn bool_default(value: Option<bool>, fallback: bool) -> bool {
-    value.unwrap_or(fallback)
-}
-
-/// The text stored for a user turn: the message, then one `[attachment: …]`
-/// line per file.
-pub fn user_body(input: &TurnInput) -> String {
-    let mut body = input.text.clone();
-    for attachment in &input.attachments {
-        body.push_str(&format!("\n[attachment: {}]", attachment.summary()));
+impl TurnInput {
+    /// The text stored for a user turn: the message, then one `[attachment: …]`
+    /// line per file.
+    pub(crate) fn stored_body(&self) -> String {
+        let mut body = self.text.clone();
+        for attachment in &self.attachments {
+            body.push_str(&format!("\n[attachment: {}]", attachment.summary()));
+        }
+        body
     }
-    body
-}
 
-/// The prompt sent to the model: the message, then an `Attachments:` block.
-pub fn user_prompt(input: &TurnInput) -> String {
-    if input.attachments.is_empty() {
-        return input.text.clone();
+    /// The prompt sent to the model: the message, then an `Attachments:` block.
+    pub(crate) fn prompt(&self) -> String {
+        if self.attachments.is_empty() {
+            return self.text.clone();
+        }
+        let mut prompt = format!("{}\n\nAttachments:", self.text);
+        for attachment in &self.attachments {
+            prompt.push_str(&format!("\n- {}", attachment.summary()));
+        }
+        prompt
     }
-    let mut prompt = format!("{}\n\nAttachments:", input.text);
-    for attachment in &input.attachments {
-        prompt.push_str(&format!("\n- {}", attachment.summary()));
-    }
-    prompt
-}
 
-/// The ids reply events carry: `session_id` (default the session's id) and
-/// `message_id` (default empty) from the payload.
-pub fn reply_payload(input: &TurnInput) -> (String, String) {
-    let get = |key: &str| {
-        input
-            .payload
-            .as_ref()
-            .and_then(|payload| payload.get(key))
-            .and_then(|value| match value {
-                Value::String(text) => Some(text.clone()),
-                Value::Null => None,
-                other => Some(other.to_string()),
-            })
-    };
-    (
-        get("session_id").unwrap_or_else(|| input.session.id.clone()),
-        get("message_id").unwrap_or_default(),
-    )
+    /// The ids reply events carry: the reply session id (default the
+    /// session's id) and the message id (default empty).
+    pub(crate) fn reply_ids(&self) -> (String, String) {
+        (
+            self.reply_session_id
+                .clone()
+                .unwrap_or_else(|| self.session.id.clone()),
+            self.message_id.clone().unwrap_or_default(),
+        )
+    }
 }

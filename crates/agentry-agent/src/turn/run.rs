@@ -1,5 +1,5 @@
-//! `ChatTurn::run`: seed 002's `run-chat-turn`, its five steps in their
-//! load-bearing order, and the step functions it is made of.
+//! [`TurnConfig::run`]: the memory-grounded chat turn, its five steps in
+//! their load-bearing order, and the step functions it is made of.
 
 use std::sync::Arc;
 
@@ -8,31 +8,59 @@ use futures_util::stream::BoxStream;
 use serde::Serialize;
 
 use super::events::TurnEvent;
-use super::input::{
-    Replier, TurnConfig, TurnInput, bool_default, reply_payload, user_body, user_prompt,
-};
-use crate::durable::{RunJournal, WaitingCall};
-use crate::{Agent, AgentEvent, Outcome};
+use super::input::{Replier, TurnConfig, TurnInput};
+use crate::durable::{JournalError, RunJournal, WaitingCall};
+use crate::{Agent, AgentError, AgentEvent, Outcome};
 use agentry_core::memory::{DEFAULT_MEMORY_HEADING, Remember, with_memory_block};
 use agentry_core::model::{ChatRequest, Message, ModelError, StreamEvent};
 use agentry_core::tool::ToolContext;
 
-/// What a turn returns: seed 002's `{ok, text}`.
+/// A turn's reply: what the model (or agent) said, streamed as it came.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct TurnOutput {
-    /// False when the model failed (the reply is then empty).
-    pub ok: bool,
-    /// The reply.
+#[non_exhaustive]
+pub struct Reply {
+    /// The reply's text (stored as the assistant turn unless empty).
     pub text: String,
-    /// Why the model failed, when it did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
-/// The error of a turn stopped by [`ChatTurn::run_until`].
-pub const STOPPED: &str = "stopped";
+/// Why a turn gave no reply. Its text is what the turn reports as `error`
+/// (the source's own words); the source is kept.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TurnError {
+    /// [`TurnConfig::run_until`]'s `stop` completed first. What was
+    /// streamed before is `partial`, and it was stored as the assistant turn.
+    #[error("stopped")]
+    Stopped {
+        /// The reply written before the stop.
+        partial: String,
+    },
+    /// The model failed (the reply is then empty).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The turn's agent could not be set up with the turn's system prompt
+    /// and context.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// A durable turn's journal failed; the run stopped.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The agent's event stream ended without its final event.
+    #[error("the agent's event stream ended without its final event")]
+    Unfinished,
+}
 
-/// Seed 002's memory-grounded chat turn.
+impl TurnError {
+    /// The reply written before the turn ended: the partial text of a
+    /// stopped turn, else empty.
+    pub fn partial(&self) -> &str {
+        match self {
+            Self::Stopped { partial } => partial,
+            _ => "",
+        }
+    }
+}
+
+/// The memory-grounded chat turn.
 ///
 /// Two turns on one session: the second turn's system prompt recalls what
 /// is similar to its message from the first (the reply "Noted!" is not),
@@ -44,7 +72,7 @@ pub const STOPPED: &str = "stopped";
 /// use agentry_core::memory::{InMemoryStore, Memory};
 /// use agentry_core::model::{ScriptedModel, Step, Usage};
 /// use agentry_core::tool::{Identity, Session};
-/// use agentry_agent::turn::{ChatTurn, TurnConfig, TurnEvent, TurnInput};
+/// use agentry_agent::turn::{TurnConfig, TurnEvent, TurnInput};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let reply = |text: &str| Step::Final { text: text.into(), tokens: Usage::new(9, 3) };
@@ -57,9 +85,9 @@ pub const STOPPED: &str = "stopped";
 ///     .on_event(move |event| log.lock().unwrap().push(event.name()));
 ///
 /// let turn = |text: &str| TurnInput::new(Session::new("s-1"), Identity::new("ana"), text);
-/// assert_eq!(ChatTurn::run(&config, turn("I love risotto.")).await.text, "Noted!");
-/// let second = ChatTurn::run(&config, turn("What risotto do I like?")).await;
-/// assert!(second.ok);
+/// assert_eq!(config.run(turn("I love risotto.")).await.unwrap().text, "Noted!");
+/// let second = config.run(turn("What risotto do I like?")).await;
+/// assert_eq!(second.unwrap().text, "Risotto.");
 /// assert_eq!(
 ///     model.requests()[1].system.as_deref(),
 ///     Some("You are a cook.\n\n## Memory\n- user: I love risotto.")
@@ -70,10 +98,7 @@ pub const STOPPED: &str = "stopped";
 /// );
 /// # });
 /// ```
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ChatTurn;
-
-impl ChatTurn {
+impl TurnConfig {
     /// Run one turn, in this order:
     ///
     /// 1. build the system prompt from memory as it stood before this turn
@@ -86,32 +111,33 @@ impl ChatTurn {
     /// 5. store the assistant turn (unless empty or `persist_assistant` is false).
     ///
     /// Storage failures are logged and swallowed: the reply still goes out.
-    pub async fn run(config: &TurnConfig, input: TurnInput) -> TurnOutput {
-        Self::run_until(config, input, std::future::pending()).await
+    pub async fn run(&self, input: TurnInput) -> Result<Reply, TurnError> {
+        self.run_until(input, std::future::pending()).await
     }
 
     /// [`run`](Self::run), stopping the reply when `stop` completes (the
     /// user pressed Ctrl-C, the client went away): the model call or agent
     /// loop is dropped, `reply:end` carries the text written so far, and that
     /// text is stored as the assistant turn (the user turn already is). The
-    /// output then has `ok: false` and the error `stopped`.
+    /// turn then ends with [`TurnError::Stopped`], holding that text.
     pub async fn run_until(
-        config: &TurnConfig,
+        &self,
         input: TurnInput,
         stop: impl std::future::Future<Output = ()>,
-    ) -> TurnOutput {
+    ) -> Result<Reply, TurnError> {
+        let config = self;
         let events = &config.events;
-        let system = build_system(config, &input).await;
+        let system = system_prompt(config, &input).await;
         events.emit(TurnEvent::SystemBuilt {
             system: system.clone(),
         });
 
-        if bool_default(input.persist_user, true) {
-            let ok = persist_user_turn(config, &input).await;
+        if input.persist_user.unwrap_or(true) {
+            let ok = store_user_turn(config, &input).await;
             events.emit(TurnEvent::UserPersisted { ok });
         }
 
-        let context = if bool_default(input.bind_tool_ctx, true) {
+        let context = if input.bind_tool_ctx.unwrap_or(true) {
             events.emit(TurnEvent::ToolContextBound);
             ToolContext::new()
                 .with_session(input.session.clone())
@@ -121,7 +147,7 @@ impl ChatTurn {
             ToolContext::default()
         };
 
-        let (session_id, message_id) = reply_payload(&input);
+        let (session_id, message_id) = input.reply_ids();
         events.emit(TurnEvent::ReplyStart {
             session_id: session_id.clone(),
             message_id: message_id.clone(),
@@ -140,7 +166,7 @@ impl ChatTurn {
                 });
             }
         };
-        let prompt = user_prompt(&input);
+        let prompt = input.prompt();
         let reply = async {
             match (&input.fallback_text, &config.replier) {
                 (Some(fallback), _) => {
@@ -187,31 +213,30 @@ impl ChatTurn {
                     };
                     run_agent(agent, system, context, prompt, how).await
                 }
-                (None, Replier::Model(_)) => stream_llm(config, &system, &prompt, &delta)
+                (None, Replier::Model(_)) => stream_reply(config, &system, &prompt, &delta)
                     .await
-                    .map_err(|e| e.to_string()),
+                    .map_err(TurnError::from),
             }
         };
-        let reply: Result<String, String> =
+        let reply: Result<String, TurnError> =
             match futures_util::future::select(std::pin::pin!(reply), std::pin::pin!(stop)).await {
                 futures_util::future::Either::Left((reply, _)) => reply,
                 futures_util::future::Either::Right(((), _)) => {
                     tracing::info!(session = %input.session.id, "a chat turn was stopped");
-                    Err(STOPPED.to_owned())
+                    // What was written before the stop is kept.
+                    Err(TurnError::Stopped {
+                        partial: written.lock().map(|w| w.clone()).unwrap_or_default(),
+                    })
                 }
             };
-        let stopped = reply.as_ref().err().is_some_and(|error| error == STOPPED);
-        let (text, error) = match reply {
-            Ok(text) => (text, None),
-            // What was written before the stop is kept.
-            Err(error) if stopped => (
-                written.lock().map(|w| w.clone()).unwrap_or_default(),
-                Some(error),
-            ),
-            Err(error) => {
-                tracing::warn!(%error, "the model failed during a chat turn");
-                (String::new(), Some(error))
-            }
+        if let Err(error) = &reply
+            && !matches!(error, TurnError::Stopped { .. })
+        {
+            tracing::warn!(%error, "the model failed during a chat turn");
+        }
+        let text = match &reply {
+            Ok(text) => text.clone(),
+            Err(error) => error.partial().to_owned(),
         };
         events.emit(TurnEvent::ReplyEnd {
             session_id,
@@ -219,24 +244,20 @@ impl ChatTurn {
             text: text.clone(),
         });
 
-        if bool_default(input.persist_assistant, true) {
-            let outcome = persist_assistant_turn(config, &input, &text).await;
+        if input.persist_assistant.unwrap_or(true) {
+            let outcome = store_assistant_turn(config, &input, &text).await;
             events.emit(TurnEvent::AssistantPersisted {
                 ok: outcome == Some(true),
                 skipped: outcome.is_none(),
             });
         }
-        TurnOutput {
-            ok: error.is_none(),
-            text,
-            error,
-        }
+        reply.map(|text| Reply { text })
     }
 }
 
 /// Step 1: `system_override` when set; otherwise the base prompt with the
 /// memory recalled for the user's prompt appended under the heading.
-pub async fn build_system(config: &TurnConfig, input: &TurnInput) -> String {
+async fn system_prompt(config: &TurnConfig, input: &TurnInput) -> String {
     if let Some(system) = &input.system_override {
         return system.clone();
     }
@@ -244,7 +265,7 @@ pub async fn build_system(config: &TurnConfig, input: &TurnInput) -> String {
         .memory
         .build_context_safe(
             &input.session.id,
-            &user_prompt(input),
+            &input.prompt(),
             input.recall_opts.unwrap_or_default(),
         )
         .await;
@@ -257,7 +278,7 @@ pub async fn build_system(config: &TurnConfig, input: &TurnInput) -> String {
 
 /// Step 2: store the user turn. Its role (and metadata `role`) is always
 /// `user`. Returns whether the write succeeded; failures are logged.
-pub async fn persist_user_turn(config: &TurnConfig, input: &TurnInput) -> bool {
+async fn store_user_turn(config: &TurnConfig, input: &TurnInput) -> bool {
     let mut metadata = input.user_metadata.clone().unwrap_or_default();
     metadata.insert("role".into(), "user".into());
     let what = Remember {
@@ -270,7 +291,7 @@ pub async fn persist_user_turn(config: &TurnConfig, input: &TurnInput) -> bool {
     };
     match config
         .memory
-        .remember(&input.session.id, &user_body(input), what)
+        .remember(&input.session.id, &input.stored_body(), what)
         .await
     {
         Ok(()) => true,
@@ -283,11 +304,7 @@ pub async fn persist_user_turn(config: &TurnConfig, input: &TurnInput) -> bool {
 
 /// Step 5: store the assistant turn; `None` when skipped because `text` is
 /// empty, else whether the write succeeded (failures are logged).
-pub async fn persist_assistant_turn(
-    config: &TurnConfig,
-    input: &TurnInput,
-    text: &str,
-) -> Option<bool> {
+async fn store_assistant_turn(config: &TurnConfig, input: &TurnInput, text: &str) -> Option<bool> {
     if text.is_empty() {
         return None;
     }
@@ -342,14 +359,9 @@ async fn run_agent(
     context: ToolContext,
     prompt: String,
     how: AgentTurn<'_>,
-) -> Result<String, String> {
+) -> Result<String, TurnError> {
     let context = agent.context().clone().merged_with(&context);
-    let agent = agent
-        .to_builder()
-        .system(system)
-        .context(context)
-        .build()
-        .map_err(|error| error.to_string())?;
+    let agent = agent.to_builder().system(system).context(context).build()?;
     let mut reply = StreamedReply::default();
     let messages = vec![Message::user(prompt)];
     // Keeps the durable runner alive while its stream is read.
@@ -369,8 +381,8 @@ async fn run_agent(
             }
             AgentEvent::Final { run } => {
                 return match run.outcome {
-                    Outcome::ModelError(error) => Err(error.to_string()),
-                    Outcome::JournalFailed(error) => Err(error.to_string()),
+                    Outcome::ModelError(error) => Err(error.into()),
+                    Outcome::JournalFailed(error) => Err(error.into()),
                     Outcome::Final(_) => Ok(reply.text),
                     Outcome::AwaitingDecision(calls) if let Some(id) = run_id => {
                         (how.waiting)(id, calls);
@@ -385,7 +397,7 @@ async fn run_agent(
             _ => {}
         }
     }
-    Err("the agent's event stream ended without its final event".into())
+    Err(TurnError::Unfinished)
 }
 
 /// The text an agent run has streamed so far, with a blank line put between
@@ -412,7 +424,7 @@ impl StreamedReply {
 }
 
 /// Step 4: stream the model's reply, passing each text piece to `delta`.
-pub async fn stream_llm(
+async fn stream_reply(
     config: &TurnConfig,
     system: &str,
     prompt: &str,
@@ -425,7 +437,7 @@ pub async fn stream_llm(
     };
     let Replier::Model(model) = &config.replier else {
         return Err(ModelError::Config(
-            "stream_llm needs a TurnConfig that replies with a model, not an agent".into(),
+            "a model reply needs a TurnConfig that replies with a model, not an agent".into(),
         ));
     };
     let mut stream = model.stream(&request);

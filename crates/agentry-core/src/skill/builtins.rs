@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::files::{read_skill_file, skill_files};
-use super::resolver::{ListContext, SkillResolver, in_memory_resolver};
+use super::resolver::{ListContext, SkillResolver};
 use super::search::SearchOpts;
 use super::skill::{Skill, SkillContext, SkillError, list_skills_of, load_body};
 use crate::tool::{Tool, ToolError, ToolHandler, ToolHints};
@@ -91,14 +91,9 @@ pub async fn body_with_requirements(
     Ok(text)
 }
 
-/// `list_skills` over a fixed set of skills.
-pub fn builtin_list_skills(skills: Vec<Skill>) -> Tool {
-    builtin_list_skills_r(Arc::new(in_memory_resolver(skills)))
-}
-
 /// `list_skills` that asks the resolver on every call, so it stays in step
 /// with resolvers whose output changes.
-pub fn builtin_list_skills_r(resolver: Arc<dyn SkillResolver>) -> Tool {
+pub fn list_skills_tool(resolver: Arc<dyn SkillResolver>) -> Tool {
     let handler = ToolHandler::from_async(move |_input: Value, _ctx| {
         let resolver = resolver.clone();
         async move { to_value(list_skills_of(&resolver.list(ListContext::default()).await)) }
@@ -124,15 +119,10 @@ fn names_the_skill(path: &str, name: &str) -> bool {
     path.is_empty() || path == name || path == "SKILL.md" || path == format!("{name}/SKILL.md")
 }
 
-/// `read_skill` over a fixed set of skills.
-pub fn builtin_read_skill(skills: Vec<Skill>) -> Tool {
-    builtin_read_skill_r(Arc::new(in_memory_resolver(skills)))
-}
-
 /// `read_skill` that looks names up through the resolver: the body of the
 /// named skill (with its requirements), the text of one of its bundled files
 /// when `path` is given, or an error for an unknown name.
-pub fn builtin_read_skill_r(resolver: Arc<dyn SkillResolver>) -> Tool {
+pub fn read_skill_tool(resolver: Arc<dyn SkillResolver>) -> Tool {
     let handler = ToolHandler::from_async(move |input: Value, _ctx| {
         let resolver = resolver.clone();
         async move {
@@ -183,15 +173,10 @@ pub fn merge_skill_context(model: SkillContext, harness: Option<&SkillContext>) 
     merged
 }
 
-/// `apply_skill` over a fixed set of skills.
-pub fn builtin_apply_skill(skills: Vec<Skill>, skill_context: Option<SkillContext>) -> Tool {
-    builtin_apply_skill_r(Arc::new(in_memory_resolver(skills)), skill_context)
-}
-
 /// `apply_skill` through the resolver: like `read_skill`, but the model
 /// passes a `ctx` that reaches the skill's body function, merged with the
 /// harness's `skill_context` (harness keys win; `attachments` is reserved).
-pub fn builtin_apply_skill_r(
+pub fn apply_skill_tool(
     resolver: Arc<dyn SkillResolver>,
     skill_context: Option<SkillContext>,
 ) -> Tool {
@@ -237,7 +222,7 @@ struct SearchInput {
 
 /// `search_skills` over the resolver's search (add it only when
 /// [`SkillResolver::can_search`] is true).
-pub fn builtin_search_skills_r(resolver: Arc<dyn SkillResolver>) -> Tool {
+pub fn search_skills_tool(resolver: Arc<dyn SkillResolver>) -> Tool {
     let handler = ToolHandler::from_async(move |input: Value, _ctx| {
         let resolver = resolver.clone();
         async move {
@@ -265,25 +250,19 @@ pub fn builtin_search_skills_r(resolver: Arc<dyn SkillResolver>) -> Tool {
     .with_hints(read_only())
 }
 
-/// `list_skills`, `read_skill` and `apply_skill` over a fixed set of skills
-/// (the same as [`builtins_with_resolver`] over [`in_memory_resolver`]).
-pub fn builtins(skills: Vec<Skill>, skill_context: Option<SkillContext>) -> Vec<Tool> {
-    builtins_with_resolver(Arc::new(in_memory_resolver(skills)), skill_context)
-}
-
 /// The per-turn skill toolset: `list_skills`, `read_skill`, `apply_skill`,
 /// and `search_skills` when the resolver can search.
-pub fn builtins_with_resolver(
+pub fn builtin_tools(
     resolver: Arc<dyn SkillResolver>,
     skill_context: Option<SkillContext>,
 ) -> Vec<Tool> {
     let mut tools = vec![
-        builtin_list_skills_r(resolver.clone()),
-        builtin_read_skill_r(resolver.clone()),
-        builtin_apply_skill_r(resolver.clone(), skill_context),
+        list_skills_tool(resolver.clone()),
+        read_skill_tool(resolver.clone()),
+        apply_skill_tool(resolver.clone(), skill_context),
     ];
     if resolver.can_search() {
-        tools.push(builtin_search_skills_r(resolver));
+        tools.push(search_skills_tool(resolver));
     }
     tools
 }

@@ -2,7 +2,7 @@
 //! that an agent pulls into its context on demand.
 //!
 //! The agent lists skills in its system prompt ([`build_index`]) and gives
-//! the model the built-in tools ([`builtins_with_resolver`]) to read them. A
+//! the model the built-in tools ([`builtin_tools`]) to read them. A
 //! [`SkillResolver`] decides which skills are advertised each turn.
 //!
 //! ```
@@ -25,14 +25,12 @@ mod skill;
 
 pub use builtins::{
     APPLY_SKILL, BUILTIN_NAMES, LIST_SKILLS, READ_SKILL, RESERVED_CTX_KEY, SEARCH_SKILLS,
-    body_with_requirements, builtin_apply_skill, builtin_apply_skill_r, builtin_list_skills,
-    builtin_list_skills_r, builtin_read_skill, builtin_read_skill_r, builtin_search_skills_r,
-    builtins, builtins_with_resolver, merge_skill_context,
+    apply_skill_tool, body_with_requirements, builtin_tools, list_skills_tool, merge_skill_context,
+    read_skill_tool, search_skills_tool,
 };
 pub use files::{MAX_FILE_BYTES, read_skill_file, skill_files};
 pub use resolver::{
     InMemoryResolver, ListContext, SearchableResolver, SkillResolver, effective_resolver,
-    in_memory_resolver, searchable_resolver,
 };
 pub use search::{
     DESCRIPTION_POINTS, NAME_POINTS, SearchOpts, WHEN_POINTS, search_skills_of, substring_score,

@@ -1,6 +1,6 @@
 //! [`SkillResolver`]: which skills the model sees on a turn, how a name is
-//! read, and (optionally) how skills are searched. Plus the seed's factories
-//! [`in_memory_resolver`], [`searchable_resolver`] and [`effective_resolver`].
+//! read, and (optionally) how skills are searched: [`InMemoryResolver`],
+//! [`SearchableResolver`], and [`effective_resolver`] for a run.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -110,8 +110,7 @@ pub struct InMemoryResolver {
 }
 
 impl InMemoryResolver {
-    /// A resolver over `skills` that lists all of them every turn (seed
-    /// 004's `in-memory-resolver`, also [`in_memory_resolver`]).
+    /// A resolver over `skills` that lists all of them every turn.
     pub fn new(skills: Vec<Skill>) -> Self {
         Self {
             skills: Arc::new(skills),
@@ -122,12 +121,6 @@ impl InMemoryResolver {
     pub fn skills(&self) -> &[Skill] {
         &self.skills
     }
-}
-
-/// A resolver over a fixed set of skills that advertises all of them and
-/// cannot search; wrapping an agent's skills in it changes nothing for the model.
-pub fn in_memory_resolver(skills: Vec<Skill>) -> InMemoryResolver {
-    InMemoryResolver::new(skills)
 }
 
 impl SkillResolver for InMemoryResolver {
@@ -148,20 +141,9 @@ pub struct SearchableResolver {
     always_on: Arc<HashSet<String>>,
 }
 
-/// A [`SearchableResolver`] over `skills`; `always_on` names the skills
-/// listed every turn (seed default: none).
-pub fn searchable_resolver<I, S>(skills: Vec<Skill>, always_on: I) -> SearchableResolver
-where
-    I: IntoIterator<Item = S>,
-    S: Into<String>,
-{
-    SearchableResolver::new(skills, always_on)
-}
-
 impl SearchableResolver {
     /// A resolver over `skills` that lists only those named in `always_on`
-    /// and finds the rest by search (seed 004's `searchable-resolver`, also
-    /// [`searchable_resolver`]).
+    /// and finds the rest by search.
     pub fn new<I, S>(skills: Vec<Skill>, always_on: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -204,7 +186,7 @@ impl SkillResolver for SearchableResolver {
 }
 
 /// The resolver a run uses: an explicit resolver wins outright; otherwise
-/// the skills (if there are any) are wrapped in [`in_memory_resolver`]; with neither,
+/// the skills (if there are any) are wrapped in an [`InMemoryResolver`]; with neither,
 /// `None` — the run gets no skill index and no skill built-ins.
 pub fn effective_resolver(
     skill_resolver: Option<Arc<dyn SkillResolver>>,
@@ -212,7 +194,7 @@ pub fn effective_resolver(
 ) -> Option<Arc<dyn SkillResolver>> {
     match (skill_resolver, skills) {
         (Some(resolver), _) => Some(resolver),
-        (None, Some(skills)) if !skills.is_empty() => Some(Arc::new(in_memory_resolver(skills))),
+        (None, Some(skills)) if !skills.is_empty() => Some(Arc::new(InMemoryResolver::new(skills))),
         (None, _) => None,
     }
 }

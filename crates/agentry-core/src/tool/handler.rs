@@ -204,7 +204,9 @@ impl Arguments {
     }
 }
 
-/// Deserialise a whole input (a `pass_input` handler's single parameter).
+/// Deserialise a whole input into `T` (a `pass_input` handler's single
+/// parameter, or a hand-written handler's input), as an invalid-argument
+/// error the model can act on when it does not fit.
 pub fn from_input<T: DeserializeOwned>(input: Value) -> Result<T, ToolError> {
     serde_json::from_value(input).map_err(|error| ToolError::InvalidArgument {
         pointer: String::new(),
@@ -212,7 +214,7 @@ pub fn from_input<T: DeserializeOwned>(input: Value) -> Result<T, ToolError> {
     })
 }
 
-/// Serialise a handler's return value.
+/// Serialise a handler's return value (for code `#[tool]` generates).
 pub fn to_output<T: Serialize>(value: T) -> Result<Value, ToolError> {
     serde_json::to_value(value).map_err(|error| ToolError::Output(error.to_string()))
 }

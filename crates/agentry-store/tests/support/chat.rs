@@ -3,7 +3,7 @@ use agentry::embed::KeywordEmbedder;
 use agentry::memory::{Memory, MemoryRecord, MemoryStore, RecentOpts};
 use agentry::model::{ScriptedModel, Step, Usage};
 use agentry::tool::{Identity, Session};
-use agentry::turn::{ChatTurn, TurnConfig, TurnEvent, TurnInput};
+use agentry::turn::{TurnConfig, TurnEvent, TurnInput};
 use std::sync::{Arc, Mutex};
 
 pub struct Chef {
@@ -33,8 +33,11 @@ impl Chef {
     pub async fn turn(&self, text: &str) -> (String, Vec<bool>) {
         self.events.lock().unwrap().clear();
         let input = TurnInput::new(Session::new("s"), Identity::new("ana"), text);
-        let output = ChatTurn::run(&self.config, input).await;
-        assert!(output.ok, "the turn answers whatever happens to memory");
+        let reply = self
+            .config
+            .run(input)
+            .await
+            .expect("the turn answers whatever happens to memory");
         let persisted = self
             .events
             .lock()
@@ -47,7 +50,7 @@ impl Chef {
                 _ => None,
             })
             .collect();
-        (output.text, persisted)
+        (reply.text, persisted)
     }
 }
 
