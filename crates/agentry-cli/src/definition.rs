@@ -61,8 +61,14 @@ pub struct ModelChoice {
 }
 
 impl ModelArgs {
+    /// The flags alone, as if there were no `agentry.toml`: what the
+    /// evaluation harness runs.
+    pub fn choose_from_flags(&self) -> ModelChoice {
+        self.choose(&Loaded::default())
+    }
+
     /// The flags over the file's `[model]`.
-    pub fn choose(&self, loaded: &Loaded) -> ModelChoice {
+    pub(crate) fn choose(&self, loaded: &Loaded) -> ModelChoice {
         let section = &loaded.file.model;
         let provider = self
             .provider

@@ -1,5 +1,6 @@
 //! `agentry skills list|search|show|validate`: Agent Skills folders from the
-//! command line.
+//! command line; loading them with warnings, and ranking them, as `agentry
+//! run --skills` and the evaluation harness do.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,7 +13,7 @@ use clap::Subcommand;
 /// How skills are ranked against a query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scorer {
-    /// Seed 004's case-insensitive substring scorer.
+    /// Case-insensitive substring matching (how the `search_skills` built-in ranks by default).
     Substring,
     /// BM25 over name, description, trigger phrases and body.
     Bm25,
@@ -24,7 +25,7 @@ pub enum Scorer {
 
 /// Skill commands.
 #[derive(Subcommand)]
-pub enum SkillsCommand {
+pub(crate) enum SkillsCommand {
     /// List the valid skills in a directory of skill folders.
     List {
         /// Directory of skill folders (or one skill folder).
@@ -149,7 +150,7 @@ pub async fn index_for(
 }
 
 /// Run a skills command.
-pub async fn run(command: SkillsCommand) -> Result<ExitCode, String> {
+pub(crate) async fn run(command: SkillsCommand) -> Result<ExitCode, String> {
     match command {
         SkillsCommand::List { dir } => {
             let report = load_and_warn(&dir)?;

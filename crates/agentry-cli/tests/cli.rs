@@ -188,80 +188,30 @@ fn skills_list_search_and_show() {
 }
 
 #[test]
-fn skill_choice_eval_writes_a_report() {
-    let dir = std::env::temp_dir().join(format!("agentry-skill-choice-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let requests = dir.join("requests.jsonl");
-    std::fs::write(
-        &requests,
-        "{\"request\": \"Write a status update.\", \"skill\": \"internal-comms\"}\n\
-         {\"request\": \"Make a Slack GIF.\", \"skill\": \"slack-gif-creator\"}\n",
-    )
-    .unwrap();
-    let out = dir.join("report.json");
-    let output = agentry(&[
-        "eval",
-        "skill-choice",
-        "--provider",
-        "offline",
-        "--requests",
-        requests.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    // The offline model answers without reading anything.
-    assert_eq!(report["requests"], 2);
-    assert_eq!(report["name_enums"], true);
-    assert_eq!(report["no_lookup"], 2);
-    assert_eq!(report["right_first"], 0);
-    assert_eq!(report["outcomes"][1]["expected"], "slack-gif-creator");
-    let broken = dir.join("broken.jsonl");
-    std::fs::write(&broken, "{\"request\": 1}\n").unwrap();
-    let output = agentry(&[
-        "eval",
-        "skill-choice",
-        "--provider",
-        "offline",
-        "--requests",
-        broken.to_str().unwrap(),
-    ]);
+fn the_program_has_no_evaluations_and_no_path_into_its_build_tree() {
+    // The evaluations are `agentry-eval`'s (crates/agentry-eval).
+    let output = agentry(&["eval", "bfcl"]);
     assert!(!output.status.success());
     assert!(
-        text(&output.stderr).contains("broken.jsonl"),
+        text(&output.stderr).contains("unrecognized subcommand 'eval'"),
         "{}",
         text(&output.stderr)
     );
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn metatool_eval_writes_a_report() {
-    let out = std::env::temp_dir().join(format!("agentry-metatool-{}.json", std::process::id()));
-    let output = agentry(&[
-        "eval",
-        "metatool",
-        "--scorer",
-        "bm25",
-        "--limit",
-        "50",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    assert_eq!(report["scorer"], "bm25");
-    assert_eq!(report["tools"], 199);
-    assert_eq!(report["queries"], 50);
-    let (at1, at5) = (
-        report["hits_at_1"].as_u64().unwrap(),
-        report["hits_at_5"].as_u64().unwrap(),
-    );
-    assert!(at1 <= at5 && at5 <= 50);
-    std::fs::remove_file(&out).unwrap();
+    // No default reaches into the repository it was built from (it once
+    // read `CARGO_MANIFEST_DIR` joined with `../../datasets`).
+    let binary = std::fs::read(env!("CARGO_BIN_EXE_agentry")).unwrap();
+    for build_tree in [
+        env!("CARGO_MANIFEST_DIR"),
+        "../../datasets",
+        "../../benches",
+    ] {
+        assert!(
+            !binary
+                .windows(build_tree.len())
+                .any(|window| window == build_tree.as_bytes()),
+            "the binary holds {build_tree}"
+        );
+    }
 }
 
 #[test]

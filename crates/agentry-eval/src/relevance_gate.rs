@@ -1,4 +1,4 @@
-//! `agentry eval relevance-gate`: how often the relevance gate
+//! `agentry-eval relevance-gate`: how often the relevance gate
 //! ([`RelevanceGate`]) turns a request away, without running a chat model.
 //! For each BFCL question the tools are the question's functions; each
 //! MetaTool dev query is asked twice, with the tool it is labelled with
@@ -16,19 +16,21 @@ use agentry::agent::{RelevanceGate, ToolText};
 use agentry::tool::ToolSchema;
 use serde_json::{Value, json};
 
-/// Arguments of `agentry eval relevance-gate`.
+/// Arguments of `agentry-eval relevance-gate`.
 #[derive(clap::Args)]
 pub struct RelevanceArgs {
     /// The floors to count at (comma-separated cosines).
     #[arg(long, value_delimiter = ',', default_values_t = [0.2, 0.25, 0.3, 0.35])]
     floors: Vec<f32>,
-    /// Where the datasets are (`bfcl/*.jsonl`, `metatool/{tools.json,queries_dev.jsonl}`).
-    #[arg(long, default_value_os_t = crate::default_datasets())]
-    datasets: PathBuf,
+    /// Where the datasets are (`bfcl/*.jsonl`, `metatool/{tools.json,queries_dev.jsonl}`)
+    /// [default: $AGENTRY_DATASETS, else the nearest `datasets` folder here or above].
+    #[arg(long, value_name = "DIR")]
+    datasets: Option<PathBuf>,
     /// Single-tool agent tasks in BFCL's layout (`bfcl/{simple_python,parallel,irrelevance}.jsonl`):
-    /// tools described as agents' tools are, with example values.
-    #[arg(long, default_value_os_t = crate::default_agent_tools())]
-    agent_tools: PathBuf,
+    /// tools described as agents' tools are, with example values [default:
+    /// the nearest `benches/data/agent-tools` here or above].
+    #[arg(long, value_name = "DIR")]
+    agent_tools: Option<PathBuf>,
     /// Write the JSON report here (default: stdout).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -72,7 +74,7 @@ fn bfcl(datasets: &Path, category: &str) -> Result<Vec<Case>, String> {
                     functions
                         .iter()
                         .map(|f| ToolSchema {
-                            input_schema: crate::eval::json_schema(&f["parameters"]),
+                            input_schema: crate::bfcl::json_schema(&f["parameters"]),
                             ..schema(
                                 f["name"].as_str().unwrap_or_default(),
                                 f["description"].as_str().unwrap_or_default(),
@@ -91,7 +93,7 @@ fn bfcl(datasets: &Path, category: &str) -> Result<Vec<Case>, String> {
 }
 
 /// MetaTool's dev queries, each with its labelled tool alone, or with all
-/// 199 tools (as `agentry eval metatool-agent` offers them inline).
+/// 199 tools (as `agentry-eval metatool-agent` offers them inline).
 fn metatool(datasets: &Path, all_tools: bool) -> Result<Vec<Case>, String> {
     let dir = datasets.join("metatool");
     let tools: Vec<Value> =
@@ -136,8 +138,14 @@ fn metatool(datasets: &Path, all_tools: bool) -> Result<Vec<Case>, String> {
 }
 
 /// Run the measurement.
-pub async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
-    let embedder = crate::definition::minilm().await?;
+pub(crate) async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
+    let datasets = crate::datasets::datasets(args.datasets.as_deref(), "--datasets DIR")?;
+    let agent_tools = crate::datasets::in_repository(
+        args.agent_tools.as_deref(),
+        crate::datasets::AGENT_TOOLS,
+        "--agent-tools DIR",
+    )?;
+    let embedder = agentry_cli::minilm().await?;
     // The floor does not matter here: only best similarities are read.
     let embedder: Arc<dyn agentry::embed::Embedder> = Arc::new(embedder);
     let gates = [
@@ -153,39 +161,35 @@ pub async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
     let sets = [
         (
             "bfcl simple_python",
-            bfcl(&args.datasets, "simple_python")?,
+            bfcl(&datasets, "simple_python")?,
             false,
         ),
-        ("bfcl multiple", bfcl(&args.datasets, "multiple")?, false),
-        ("bfcl parallel", bfcl(&args.datasets, "parallel")?, false),
-        (
-            "bfcl irrelevance",
-            bfcl(&args.datasets, "irrelevance")?,
-            true,
-        ),
+        ("bfcl multiple", bfcl(&datasets, "multiple")?, false),
+        ("bfcl parallel", bfcl(&datasets, "parallel")?, false),
+        ("bfcl irrelevance", bfcl(&datasets, "irrelevance")?, true),
         (
             "agent tools, one call",
-            bfcl(&args.agent_tools, "simple_python")?,
+            bfcl(&agent_tools, "simple_python")?,
             false,
         ),
         (
             "agent tools, several calls",
-            bfcl(&args.agent_tools, "parallel")?,
+            bfcl(&agent_tools, "parallel")?,
             false,
         ),
         (
             "agent tools, none fits",
-            bfcl(&args.agent_tools, "irrelevance")?,
+            bfcl(&agent_tools, "irrelevance")?,
             true,
         ),
         (
             "metatool dev (labelled tool)",
-            metatool(&args.datasets, false)?,
+            metatool(&datasets, false)?,
             false,
         ),
         (
             "metatool dev (all 199 tools)",
-            metatool(&args.datasets, true)?,
+            metatool(&datasets, true)?,
             false,
         ),
     ];
@@ -251,9 +255,9 @@ pub async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
     eprint!("{table}");
     let report = json!({
         "benchmark": "relevance-gate",
-        "embedder": crate::definition::MINILM_ID,
+        "embedder": agentry_cli::MINILM_ID,
         "sets": report,
     });
-    crate::eval::write_report(&report, args.out.as_deref())?;
+    crate::write_report(&report, args.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }

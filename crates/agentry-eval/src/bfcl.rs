@@ -1,4 +1,4 @@
-//! `agentry eval bfcl`: Berkeley Function Calling Leaderboard questions
+//! `agentry-eval bfcl`: Berkeley Function Calling Leaderboard questions
 //! through our stack, scored by BFCL's rule, written as a JSON report.
 //!
 //! The rule: every call names a function of the question, passes no argument
@@ -7,38 +7,18 @@
 //! characters ` ,./-_*^` ignored). `parallel` needs exactly as many calls as
 //! the answer, matched in any order. `irrelevance` passes only with no call.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use agentry::agent::RelevanceGate;
 use agentry::model::{ChatRequest, Message, Step, ToolChoice};
 use agentry::tool::{ToolCall, ToolSchema};
-use clap::{Subcommand, ValueEnum};
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::args::ModelArgs;
-
-/// Evaluation commands.
-#[derive(Subcommand)]
-pub enum EvalCommand {
-    /// Run BFCL questions and score them.
-    Bfcl(BfclArgs),
-    /// Score skill/tool retrieval on MetaTool (recall@1, recall@5).
-    Metatool(crate::metatool::MetaToolArgs),
-    /// MetaTool end to end through an agent: the share of queries whose first
-    /// tool call names the right tool, 199 tools inline or a catalog behind discovery.
-    MetatoolAgent(crate::metatool_agent::MetaToolAgentArgs),
-    /// Count the tokens a tool catalog costs per step, inline and with discovery.
-    ToolPrompt(crate::tool_prompt::ToolPromptArgs),
-    /// Whether the agent reads the right skill for requests written from the
-    /// shared skills' descriptions.
-    SkillChoice(crate::skill_choice::SkillChoiceArgs),
-    /// How often the relevance gate turns requests away, on BFCL and
-    /// MetaTool (embeddings only, no chat model).
-    RelevanceGate(crate::relevance_eval::RelevanceArgs),
-}
+use agentry_cli::args::ModelArgs;
 
 /// The BFCL categories shipped in the repository's `datasets/bfcl`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
@@ -66,7 +46,7 @@ impl Category {
     }
 }
 
-/// Arguments of `agentry eval bfcl`.
+/// Arguments of `agentry-eval bfcl`.
 #[derive(clap::Args)]
 pub struct BfclArgs {
     /// Which category.
@@ -84,9 +64,10 @@ pub struct BfclArgs {
     /// Only the first N questions.
     #[arg(long)]
     limit: Option<usize>,
-    /// Where the BFCL files are (`bfcl/<category>.jsonl`).
-    #[arg(long, default_value_os_t = crate::default_datasets())]
-    datasets: PathBuf,
+    /// Where the BFCL files are (`bfcl/<category>.jsonl`) [default:
+    /// $AGENTRY_DATASETS, else the nearest `datasets` folder here or above].
+    #[arg(long, value_name = "DIR")]
+    datasets: Option<PathBuf>,
     /// Write the JSON report here (default: stdout).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -132,22 +113,12 @@ struct Outcome {
     error: Option<String>,
 }
 
-/// Run an evaluation command.
-pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
-    match command {
-        EvalCommand::Bfcl(args) => run_bfcl(args).await,
-        EvalCommand::Metatool(args) => crate::metatool::run(args).await,
-        EvalCommand::MetatoolAgent(args) => crate::metatool_agent::run(args).await,
-        EvalCommand::ToolPrompt(args) => crate::tool_prompt::run(args).await,
-        EvalCommand::SkillChoice(args) => crate::skill_choice::run(args).await,
-        EvalCommand::RelevanceGate(args) => crate::relevance_eval::run(args).await,
-    }
-}
-
-async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
-    let choice = args.model.choose(&crate::config::Loaded::default());
-    let model = crate::providers::chat_model(&choice).await?;
-    let gate = crate::definition::relevance_gate(&choice).await?;
+/// Run `agentry-eval bfcl`.
+pub(crate) async fn run(args: BfclArgs) -> Result<ExitCode, String> {
+    let datasets = crate::datasets::datasets(args.datasets.as_deref(), "--datasets DIR")?;
+    let choice = args.model.choose_from_flags();
+    let model = agentry_cli::chat_model(&choice).await?;
+    let gate = agentry_cli::relevance_gate(&choice).await?;
     let gate = gate.as_ref();
     let Some(category) = args.category else {
         let mut reports = Vec::new();
@@ -157,7 +128,8 @@ async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
             Category::Parallel,
             Category::Irrelevance,
         ] {
-            let report = run_category(&args, &choice, model.as_ref(), gate, category).await?;
+            let report =
+                run_category(&args, &datasets, &choice, model.as_ref(), gate, category).await?;
             let mode = if choice.grammar { "grammar" } else { "free" };
             let path = args
                 .out_dir
@@ -169,23 +141,9 @@ async fn run_bfcl(args: BfclArgs) -> Result<ExitCode, String> {
         print!("{}", table(&reports));
         return Ok(ExitCode::SUCCESS);
     };
-    let report = run_category(&args, &choice, model.as_ref(), gate, category).await?;
-    write_report(&report, args.out.as_deref())?;
+    let report = run_category(&args, &datasets, &choice, model.as_ref(), gate, category).await?;
+    crate::write_report(&report, args.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Write an evaluation's JSON report to `out`, or to stdout without one.
-pub fn write_report(report: &impl Serialize, out: Option<&std::path::Path>) -> Result<(), String> {
-    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
-    match out {
-        Some(path) => {
-            std::fs::write(path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))
-        }
-        None => {
-            println!("{json}");
-            Ok(())
-        }
-    }
 }
 
 /// The Markdown table of BFCL reports, one row each.
@@ -227,12 +185,13 @@ fn table(reports: &[Value]) -> String {
 /// Run one category's questions and return its JSON report.
 async fn run_category(
     args: &BfclArgs,
-    choice: &crate::definition::ModelChoice,
+    datasets: &Path,
+    choice: &agentry_cli::ModelChoice,
     model: &dyn agentry::model::ChatModel,
     gate: Option<&RelevanceGate>,
     category: Category,
 ) -> Result<Value, String> {
-    let dir = args.datasets.join("bfcl");
+    let dir = datasets.join("bfcl");
     let read = |name: String| {
         std::fs::read_to_string(dir.join(&name))
             .map_err(|e| format!("{}: {e}", dir.join(&name).display()))

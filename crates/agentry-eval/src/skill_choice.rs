@@ -1,4 +1,4 @@
-//! `agentry eval skill-choice`: does the agent read the right skill? Each
+//! `agentry-eval skill-choice`: does the agent read the right skill? Each
 //! request of `benches/data/skill-requests.jsonl` (written for this from
 //! the eight shared skills' descriptions, four a skill, worded as users
 //! would) goes to an agent set up as `agentry run --skills` sets it up (demo
@@ -18,21 +18,23 @@ use agentry::tool::Capability;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use crate::args::ModelArgs;
-use crate::definition::{DEFAULT_MAX_STEPS, DEFAULT_MAX_TOKENS};
+use agentry_cli::args::ModelArgs;
+use agentry_cli::{DEFAULT_MAX_STEPS, DEFAULT_MAX_TOKENS};
 
 /// What each request ends with, as in the trial that found the problem.
 const ASK: &str = "Use the right skill: read it first.";
 
-/// Arguments of `agentry eval skill-choice`.
+/// Arguments of `agentry-eval skill-choice`.
 #[derive(clap::Args)]
 pub struct SkillChoiceArgs {
-    /// The skills (a directory of Agent Skills folders).
-    #[arg(long, default_value_os_t = crate::default_datasets().join("skills"))]
-    skills: PathBuf,
-    /// The labelled requests, one `{"request", "skill"}` object a line.
-    #[arg(long, default_value_os_t = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/data/skill-requests.jsonl"))]
-    requests: PathBuf,
+    /// The skills (a directory of Agent Skills folders) [default: `skills`
+    /// in $AGENTRY_DATASETS, else in the nearest `datasets` folder here or above].
+    #[arg(long, value_name = "DIR")]
+    skills: Option<PathBuf>,
+    /// The labelled requests, one `{"request", "skill"}` object a line
+    /// [default: the nearest `benches/data/skill-requests.jsonl` here or above].
+    #[arg(long, value_name = "FILE")]
+    requests: Option<PathBuf>,
     /// Offer skill names as free strings instead of an enum of the listed
     /// skills (for comparison).
     #[arg(long)]
@@ -81,25 +83,34 @@ struct Report {
 }
 
 /// Run the evaluation.
-pub async fn run(args: SkillChoiceArgs) -> Result<ExitCode, String> {
-    let text = std::fs::read_to_string(&args.requests)
-        .map_err(|e| format!("{}: {e}", args.requests.display()))?;
+pub(crate) async fn run(args: SkillChoiceArgs) -> Result<ExitCode, String> {
+    let requests_file = crate::datasets::in_repository(
+        args.requests.as_deref(),
+        crate::datasets::SKILL_REQUESTS,
+        "--requests FILE",
+    )?;
+    let skills_dir = match &args.skills {
+        Some(dir) => dir.clone(),
+        None => crate::datasets::datasets(None, "--skills DIR")?.join("skills"),
+    };
+    let text = std::fs::read_to_string(&requests_file)
+        .map_err(|e| format!("{}: {e}", requests_file.display()))?;
     let requests: Vec<Request> = text
         .lines()
         .filter(|line| !line.trim().is_empty())
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("{}: {e}", args.requests.display()))?;
-    let skills = crate::skills::load_and_warn(&args.skills)?.to_skills();
+        .map_err(|e| format!("{}: {e}", requests_file.display()))?;
+    let skills = agentry_cli::skills::load_and_warn(&skills_dir)?.to_skills();
     let known: Vec<String> = skills.iter().map(|skill| skill.name.clone()).collect();
-    let choice = args.model.choose(&crate::config::Loaded::default());
-    let model: Arc<dyn ChatModel> = crate::providers::chat_model(&choice).await?;
+    let choice = args.model.choose_from_flags();
+    let model: Arc<dyn ChatModel> = agentry_cli::chat_model(&choice).await?;
     let here = PathBuf::from(".")
         .canonicalize()
         .map_err(|e| format!(".: {e}"))?;
     let agent = Agent::builder(model.clone())
-        .system(crate::run::SYSTEM)
-        .tools(crate::demo_tools::all(&here))
+        .system(agentry_cli::SYSTEM)
+        .tools(agentry_cli::demo_tools(&here))
         .grant(Capability::fs_read(&here))
         .skills(skills)
         .name_enums(!args.no_name_enums)
@@ -176,6 +187,6 @@ pub async fn run(args: SkillChoiceArgs) -> Result<ExitCode, String> {
         report.no_lookup,
         report.unknown_names
     );
-    crate::eval::write_report(&report, args.out.as_deref())?;
+    crate::write_report(&report, args.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,4 @@
-//! `agentry eval metatool-agent`: MetaTool end to end through an agent on a
+//! `agentry-eval metatool-agent`: MetaTool end to end through an agent on a
 //! real model. Each query of a fixed sample goes to an agent whose tools are
 //! either MetaTool's 199 tools inline (every schema in the prompt) or a
 //! catalog of N tools behind discovery (`search_tools`, then the call). The
@@ -17,9 +17,9 @@ use agentry_search::{TOOL_LEXICAL_WEIGHT, ToolSearch, tool_embedding_text};
 use futures_util::StreamExt;
 use serde::Serialize;
 
-use crate::args::ModelArgs;
 use crate::metatool::{Query, read_dataset};
 use crate::metatool_catalog::{PLUGINS, catalog_groups, flatten, plugins_group, vectors};
+use agentry_cli::args::ModelArgs;
 
 /// The built-in that searches the catalog.
 const SEARCH_TOOLS: &str = "search_tools";
@@ -28,7 +28,7 @@ const SEARCH_TOOLS: &str = "search_tools";
 const SYSTEM: &str = "You route each user request to the one tool that can handle it. \
      Call that tool with the user's request as its `request` argument.";
 
-/// Arguments of `agentry eval metatool-agent`.
+/// Arguments of `agentry-eval metatool-agent`.
 #[derive(clap::Args)]
 pub struct MetaToolAgentArgs {
     /// Hide the 199 tools in a catalog of N tools (real APIs' operations from
@@ -46,9 +46,10 @@ pub struct MetaToolAgentArgs {
     /// How many dev queries: an evenly spaced, fixed sample.
     #[arg(long, default_value_t = 200)]
     sample: usize,
-    /// Where the datasets are (`metatool/tools.json`, `metatool/queries_dev.jsonl`).
-    #[arg(long, default_value_os_t = crate::default_datasets())]
-    datasets: PathBuf,
+    /// Where the datasets are (`metatool/tools.json`, `metatool/queries_dev.jsonl`)
+    /// [default: $AGENTRY_DATASETS, else the nearest `datasets` folder here or above].
+    #[arg(long, value_name = "DIR")]
+    datasets: Option<PathBuf>,
     /// Write the JSON report here (default: stdout).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -111,11 +112,14 @@ fn sample(queries: Vec<Query>, n: usize) -> Vec<Query> {
 }
 
 /// Run the evaluation.
-pub async fn run(args: MetaToolAgentArgs) -> Result<ExitCode, String> {
-    let (tools, queries) = read_dataset(&args.datasets)?;
+pub(crate) async fn run(args: MetaToolAgentArgs) -> Result<ExitCode, String> {
+    let (tools, queries) = read_dataset(&crate::datasets::datasets(
+        args.datasets.as_deref(),
+        "--datasets DIR",
+    )?)?;
     let queries = sample(queries, args.sample);
-    let choice = args.model.choose(&crate::config::Loaded::default());
-    let model: Arc<dyn ChatModel> = crate::providers::chat_model(&choice).await?;
+    let choice = args.model.choose_from_flags();
+    let model: Arc<dyn ChatModel> = agentry_cli::chat_model(&choice).await?;
     let (groups, search, tool_count) = match args.catalog {
         Some(size) => {
             let groups = catalog_groups(args.directory.as_deref(), size, &tools)?;
@@ -248,7 +252,7 @@ pub async fn run(args: MetaToolAgentArgs) -> Result<ExitCode, String> {
         report.queries,
         report.right_tool_rate * 100.0
     );
-    crate::eval::write_report(&report, args.out.as_deref())?;
+    crate::write_report(&report, args.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 

