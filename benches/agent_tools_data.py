@@ -5,7 +5,7 @@ BFCL's function descriptions rarely carry examples; agents' tools often do
 ("a city name, e.g. `Paris`"). These tasks give the model one tool described
 the way agent tools are, with an example value in the descriptions, and ask
 for values unlike the example, so a model that copies the example fails.
-Scored by `agentry eval bfcl --datasets benches/data/agent-tools` like BFCL
+Scored by `agentry-eval bfcl --datasets benches/data/agent-tools` like BFCL
 (`simple_python`: one call; `parallel`: several calls to the one tool;
 `irrelevance`: no call). Written for agentry (issue 15); run this script
 again after editing it.

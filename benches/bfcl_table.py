@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarise `agentry eval bfcl` reports (benches/results/bfcl-*.json) as a Markdown table."""
+"""Summarise `agentry-eval bfcl` reports (benches/results/bfcl-*.json) as a Markdown table."""
 import json
 import pathlib
 

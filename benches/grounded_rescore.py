@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Score stored `agentry eval bfcl` reports again with the later calls that
+"""Score stored `agentry-eval bfcl` reports again with the later calls that
 the conversation does not ground left out, as `agentry_local::grounding`
 does by default since 2026-11-26 (`LocalConfig::ungrounded_calls`): after a
 reply's first call, a call that repeats an earlier one with its numbers in
@@ -14,7 +14,7 @@ Usage: python3 benches/grounded_rescore.py DATASETS_DIR REPORT.json [REPORT.json
 or `benches/data/agent-tools/bfcl`.)
 
 The rule is a transcription of `crates/agentry-local/src/grounding.rs`, and
-BFCL's scoring one of `crates/agentry-cli/src/eval.rs`; a report's stored
+BFCL's scoring one of `crates/agentry-eval/src/bfcl.rs`; a report's stored
 `pass` flags are checked against the transcribed scoring first.
 """
 import json
