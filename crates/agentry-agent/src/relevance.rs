@@ -188,7 +188,7 @@ impl RelevanceGate {
         asked.extend(missing.iter().cloned());
         let mut vectors = self.embedder.embed(&asked).await?;
         if vectors.len() != asked.len() {
-            return Err(EmbedError(format!(
+            return Err(EmbedError::failed(format!(
                 "{} vectors for {} texts",
                 vectors.len(),
                 asked.len()
@@ -435,6 +435,6 @@ mod tests {
     async fn a_miscounting_embedder_is_an_error() {
         let gate = RelevanceGate::new(Arc::new(Short), 0.5);
         let error = gate.allows_calls("x", &[tool("a", "b")]).await.unwrap_err();
-        assert_eq!(error, EmbedError("1 vectors for 2 texts".into()));
+        assert_eq!(error.to_string(), "embedding failed: 1 vectors for 2 texts");
     }
 }

@@ -3,10 +3,37 @@
 
 use crate::BoxFuture;
 
-/// Why embedding failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("embedding failed: {0}")]
-pub struct EmbedError(pub String);
+/// Why embedding failed. Its text starts with `embedding failed: `; the
+/// error it comes from, if any, is its [`source`](std::error::Error::source).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmbedError {
+    /// The model or the service failed.
+    #[error("embedding failed: {source}")]
+    Backend {
+        /// Its error.
+        #[source]
+        source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// Embedding failed for the reason given (a wrong count or length of
+    /// vectors, no vector, a malformed answer).
+    #[error("embedding failed: {0}")]
+    Failed(String),
+}
+
+impl EmbedError {
+    /// A failure of the model or service, keeping its error.
+    pub fn backend(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Backend {
+            source: std::sync::Arc::new(source),
+        }
+    }
+
+    /// A failure, in words.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed(message.into())
+    }
+}
 
 /// Turns texts into fixed-size vectors.
 pub trait Embedder: Send + Sync {

@@ -39,7 +39,7 @@ struct Inner {
 }
 
 fn failed(error: impl std::fmt::Display) -> EmbedError {
-    EmbedError(error.to_string())
+    EmbedError::failed(error.to_string())
 }
 
 impl LocalEmbedder {

@@ -59,7 +59,7 @@ impl OpenAiEmbedder {
     /// Configure from `OPENAI_API_KEY` and `OPENAI_BASE_URL` (a key is
     /// required unless a base URL is set).
     pub fn from_env(model: impl Into<String>, dimensions: usize) -> Result<Self, EmbedError> {
-        let (base, key) = openai_env().map_err(EmbedError)?;
+        let (base, key) = openai_env().map_err(EmbedError::Failed)?;
         Ok(Self::new(base, key, model, dimensions))
     }
 
@@ -86,13 +86,13 @@ impl OpenAiEmbedder {
             }
         })
         .await
-        .map_err(|e| EmbedError(e.to_string()))?;
+        .map_err(EmbedError::backend)?;
         let parsed: Response = response
             .json()
             .await
-            .map_err(|e| EmbedError(format!("malformed embeddings response: {e}")))?;
+            .map_err(|e| EmbedError::failed(format!("malformed embeddings response: {e}")))?;
         if parsed.data.len() != texts.len() {
-            return Err(EmbedError(format!(
+            return Err(EmbedError::failed(format!(
                 "asked for {} embeddings, got {}",
                 texts.len(),
                 parsed.data.len()
@@ -101,19 +101,19 @@ impl OpenAiEmbedder {
         let mut vectors = vec![Vec::new(); texts.len()];
         for datum in parsed.data {
             if datum.embedding.len() != self.dimensions {
-                return Err(EmbedError(format!(
+                return Err(EmbedError::failed(format!(
                     "expected {} dimensions, got {}",
                     self.dimensions,
                     datum.embedding.len()
                 )));
             }
             let slot = vectors.get_mut(datum.index).ok_or_else(|| {
-                EmbedError(format!("embedding index {} out of range", datum.index))
+                EmbedError::failed(format!("embedding index {} out of range", datum.index))
             })?;
             *slot = datum.embedding;
         }
         if vectors.iter().any(Vec::is_empty) {
-            return Err(EmbedError("an input got no embedding".into()));
+            return Err(EmbedError::failed("an input got no embedding"));
         }
         Ok(vectors)
     }

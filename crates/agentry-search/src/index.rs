@@ -45,13 +45,13 @@ impl Vectors {
         let mut owners = Vec::with_capacity(passages.len());
         for (i, (owner, vector)) in passages.iter().enumerate() {
             if vector.len() != dimensions {
-                return Err(EmbedError(format!(
+                return Err(EmbedError::failed(format!(
                     "vector {i} has {} dimensions, the first has {dimensions}",
                     vector.len()
                 )));
             }
             if *owner >= documents {
-                return Err(EmbedError(format!(
+                return Err(EmbedError::failed(format!(
                     "passage {i} belongs to document {owner}, but there are {documents}"
                 )));
             }
@@ -139,7 +139,7 @@ impl HybridIndex {
         texts: &[String],
     ) -> Result<Self, EmbedError> {
         if texts.len() != self.len {
-            return Err(EmbedError(format!(
+            return Err(EmbedError::failed(format!(
                 "{} texts to embed for {} documents",
                 texts.len(),
                 self.len
@@ -161,7 +161,7 @@ impl HybridIndex {
         let texts: Vec<String> = passages.iter().map(|(_, text)| text.clone()).collect();
         let vectors = embedder.embed(&texts).await?;
         if vectors.len() != passages.len() {
-            return Err(EmbedError(format!(
+            return Err(EmbedError::failed(format!(
                 "{} vectors for {} passages",
                 vectors.len(),
                 passages.len()
@@ -180,7 +180,7 @@ impl HybridIndex {
         vectors: Vec<Vec<f32>>,
     ) -> Result<Self, EmbedError> {
         if vectors.len() != self.len {
-            return Err(EmbedError(format!(
+            return Err(EmbedError::failed(format!(
                 "{} vectors for {} documents",
                 vectors.len(),
                 self.len
@@ -253,7 +253,7 @@ impl HybridIndex {
         let query = vectors.embedder.embed(&[query.to_owned()]).await?;
         let query = query
             .first()
-            .ok_or_else(|| EmbedError("no vector".into()))?;
+            .ok_or_else(|| EmbedError::failed("no vector"))?;
         Ok(self.nearest(query, depth))
     }
 

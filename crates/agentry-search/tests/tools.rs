@@ -122,7 +122,7 @@ async fn a_failing_embedder_falls_back_to_bm25_and_a_wrong_count_is_an_error() {
                 if first {
                     Ok(vec![vec![1.0]; 3])
                 } else {
-                    Err(EmbedError("down".into()))
+                    Err(EmbedError::failed("down"))
                 }
             })
         }

@@ -24,8 +24,8 @@ pub struct PgStore {
     stats: text::StatsCache,
 }
 
-fn failed(error: impl std::fmt::Display) -> MemoryError {
-    MemoryError(format!("postgres: {error}"))
+fn failed(error: impl std::error::Error + Send + Sync + 'static) -> MemoryError {
+    MemoryError::backend("postgres", error)
 }
 
 impl PgStore {
@@ -135,7 +135,7 @@ impl PgStore {
         );
         for record in records {
             if record.embedding.len() != self.dimensions {
-                return Err(MemoryError(format!(
+                return Err(MemoryError::refused(format!(
                     "postgres: this store holds {}-dimension embeddings, got {}",
                     self.dimensions,
                     record.embedding.len()

@@ -19,7 +19,7 @@ struct WriteFails;
 
 impl MemoryStore for WriteFails {
     fn add<'a>(&'a self, _record: MemoryRecord) -> BoxFuture<'a, Result<(), MemoryError>> {
-        Box::pin(async { Err(MemoryError("disk full".into())) })
+        Box::pin(async { Err(MemoryError::refused("disk full")) })
     }
     fn recall<'a>(
         &'a self,

@@ -33,7 +33,7 @@ struct Broken;
 
 impl MemoryStore for Broken {
     fn add<'a>(&'a self, _record: MemoryRecord) -> BoxFuture<'a, Result<(), MemoryError>> {
-        Box::pin(async { Err(MemoryError("disk full".into())) })
+        Box::pin(async { Err(MemoryError::refused("disk full")) })
     }
     fn recall<'a>(
         &'a self,
@@ -41,14 +41,14 @@ impl MemoryStore for Broken {
         _query: &'a [f32],
         _opts: RecallOpts,
     ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
-        Box::pin(async { Err(MemoryError("connection lost".into())) })
+        Box::pin(async { Err(MemoryError::refused("connection lost")) })
     }
     fn recent<'a>(
         &'a self,
         _session: &'a str,
         _opts: &'a RecentOpts,
     ) -> BoxFuture<'a, Result<Vec<MemoryRecord>, MemoryError>> {
-        Box::pin(async { Err(MemoryError("connection lost".into())) })
+        Box::pin(async { Err(MemoryError::refused("connection lost")) })
     }
 }
 
@@ -106,10 +106,12 @@ async fn build_context_safe_never_fails() {
             .await,
         ""
     );
-    assert_eq!(
-        memory.remember("s", "x", Remember::default()).await,
-        Err(MemoryError("disk full".into()))
-    );
+    let error = memory
+        .remember("s", "x", Remember::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, MemoryError::Refused(_)), "{error:?}");
+    assert_eq!(error.to_string(), "memory store: disk full");
 }
 
 /// A store that recalls by vector but cannot search text (the trait's default).

@@ -102,7 +102,7 @@ impl Embedder for Broken {
         2
     }
     fn embed<'a>(&'a self, _: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
-        Box::pin(async { Err(EmbedError("no model".into())) })
+        Box::pin(async { Err(EmbedError::failed("no model")) })
     }
 }
 

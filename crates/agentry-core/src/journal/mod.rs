@@ -20,7 +20,7 @@ mod seal;
 #[cfg(any(test, feature = "test-utils"))]
 pub use check::check_journal;
 pub use memory::InMemoryJournal;
-pub use seal::{JournalKey, KEY_ENV, SEAL_LEN, SealedEntry, SealedHead};
+pub use seal::{JournalKey, KEY_ENV, SealedEntry, SealedHead};
 
 /// One thing a durable run did, in the order it did them. Entries are
 /// numbered from 0 per run; a journal never rewrites one.

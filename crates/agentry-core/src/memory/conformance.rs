@@ -354,7 +354,7 @@ pub async fn check_management(store: &dyn MemoryStore, prefix: &str) {
     let error = import_records(store, bad.as_bytes(), Some(&m3))
         .await
         .unwrap_err();
-    assert!(error.0.starts_with("line 2: "), "{error}");
+    assert!(error.detail().starts_with("line 2: "), "{error}");
     assert_eq!(store.list(&m3, ListOpts::default()).await.unwrap().len(), 1);
 
     for session in [&m1, &m3] {

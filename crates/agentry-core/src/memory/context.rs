@@ -81,10 +81,10 @@ impl Memory {
             .embedder
             .embed(&[text.to_owned()])
             .await
-            .map_err(|e| MemoryError(e.to_string()))?;
+            ?;
         vectors
             .pop()
-            .ok_or_else(|| MemoryError("the embedder returned no vector".into()))
+            .ok_or_else(|| MemoryError::refused("the embedder returned no vector"))
     }
 
     /// Embed `text` and keep it in `session`, timestamped now.

@@ -56,7 +56,7 @@ impl InMemoryStore {
 }
 
 fn poisoned() -> MemoryError {
-    MemoryError("the in-memory store's lock was poisoned by a panic".into())
+    MemoryError::refused("the in-memory store's lock was poisoned by a panic")
 }
 
 impl MemoryStore for InMemoryStore {

@@ -3,7 +3,10 @@
 //! two ways back out — recall by cosine similarity, and the recent window
 //! with role filters.
 
+use std::sync::Arc;
+
 use super::manage::{Forget, ListOpts, SessionSummary, StoredRecord};
+use crate::embed::EmbedError;
 use crate::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -100,10 +103,58 @@ impl RecentOpts {
     }
 }
 
-/// Why a store operation failed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("memory store: {0}")]
-pub struct MemoryError(pub String);
+/// Why a store operation failed. Its text starts with `memory store: `;
+/// the error it comes from, if any, is its [`source`](std::error::Error::source).
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryError {
+    /// The store does not offer this operation (`forget`, text search,
+    /// listing): the words say which.
+    #[error("memory store: this memory store {0}")]
+    Unsupported(&'static str),
+    /// Embedding the text failed.
+    #[error("memory store: {0}")]
+    Embed(#[from] EmbedError),
+    /// The database or file under the store failed; `backend` names it
+    /// (`sqlite`, `postgres`, `writing the export`, ...).
+    #[error("memory store: {backend}: {source}")]
+    Backend {
+        /// What failed.
+        backend: String,
+        /// Its error.
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// The store refused the request or a record, in words.
+    #[error("memory store: {0}")]
+    Refused(String),
+}
+
+impl MemoryError {
+    /// A failure of `backend` (`sqlite`, `postgres`, ...) keeping its error.
+    pub fn backend(
+        backend: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Backend {
+            backend: backend.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// A refusal, in words.
+    pub fn refused(message: impl Into<String>) -> Self {
+        Self::Refused(message.into())
+    }
+
+    /// The words after `memory store: `.
+    pub fn detail(&self) -> String {
+        let text = self.to_string();
+        text.strip_prefix("memory store: ")
+            .map(str::to_owned)
+            .unwrap_or(text)
+    }
+}
 
 /// Where memory records live: in memory, SQLite, PostgreSQL with pgvector.
 ///
@@ -190,7 +241,7 @@ pub trait MemoryStore: Send + Sync {
     /// cannot delete says so (the default), and keeps everything.
     fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64, MemoryError>> {
         let _ = session;
-        Box::pin(async { Err(MemoryError("this memory store cannot forget".into())) })
+        Box::pin(async { Err(MemoryError::Unsupported("cannot forget")) })
     }
 
     /// The records of `session` whose text best matches the words of
@@ -207,7 +258,7 @@ pub trait MemoryStore: Send + Sync {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<Recalled>, MemoryError>> {
         let _ = (session, text, limit);
-        Box::pin(async { Err(MemoryError("this memory store cannot search text".into())) })
+        Box::pin(async { Err(MemoryError::Unsupported("cannot search text")) })
     }
 
     /// Keep several records. The SQLite and PostgreSQL stores keep all or
@@ -228,7 +279,7 @@ pub trait MemoryStore: Send + Sync {
     /// Every session the store holds, by name. A store that cannot list
     /// says so (the default).
     fn sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionSummary>, MemoryError>> {
-        Box::pin(async { Err(MemoryError("this memory store cannot list sessions".into())) })
+        Box::pin(async { Err(MemoryError::Unsupported("cannot list sessions")) })
     }
 
     /// A page of `session`'s records with their ids, in id (insertion)
@@ -239,7 +290,7 @@ pub trait MemoryStore: Send + Sync {
         opts: ListOpts,
     ) -> BoxFuture<'a, Result<Vec<StoredRecord>, MemoryError>> {
         let _ = (session, opts);
-        Box::pin(async { Err(MemoryError("this memory store cannot list records".into())) })
+        Box::pin(async { Err(MemoryError::Unsupported("cannot list records")) })
     }
 
     /// Delete what `what` names; the number deleted. The default forgets
@@ -249,8 +300,8 @@ pub trait MemoryStore: Send + Sync {
         match what {
             Forget::Session(session) => self.forget_session(session),
             _ => Box::pin(async {
-                Err(MemoryError(
-                    "this memory store can only forget whole sessions".into(),
+                Err(MemoryError::Unsupported(
+                    "can only forget whole sessions",
                 ))
             }),
         }

@@ -18,7 +18,7 @@
 //!
 //! let broken = "{\"session\": \"s1\"}\n";
 //! let error = import_records(&other, broken.as_bytes(), None).await.unwrap_err();
-//! assert!(error.0.starts_with("line 1: "), "{error}");
+//! assert!(error.detail().starts_with("line 1: "), "{error}");
 //! assert_eq!(other.len(), 1, "a bad file imports nothing");
 //! # Ok::<_, agentry_core::memory::MemoryError>(())
 //! # });
@@ -57,9 +57,9 @@ pub async fn export_session(
         after = Some(last.id);
         for stored in &page {
             serde_json::to_writer(&mut *out, &stored.record)
-                .map_err(|e| MemoryError(format!("writing the export: {e}")))?;
+                .map_err(|e| MemoryError::backend("writing the export", e))?;
             out.write_all(b"\n")
-                .map_err(|e| MemoryError(format!("writing the export: {e}")))?;
+                .map_err(|e| MemoryError::backend("writing the export", e))?;
             written += 1;
         }
         if page.len() < EXPORT_PAGE {
@@ -67,7 +67,7 @@ pub async fn export_session(
         }
     }
     out.flush()
-        .map_err(|e| MemoryError(format!("writing the export: {e}")))?;
+        .map_err(|e| MemoryError::backend("writing the export", e))?;
     Ok(written)
 }
 
@@ -86,19 +86,19 @@ pub async fn import_records(
     let mut records = Vec::new();
     for (index, line) in input.lines().enumerate() {
         let number = index + 1;
-        let line = line.map_err(|e| MemoryError(format!("line {number}: {e}")))?;
+        let line = line.map_err(|e| MemoryError::backend(format!("line {number}"), e))?;
         if line.trim().is_empty() {
             continue;
         }
         let mut record: MemoryRecord = serde_json::from_str(&line)
-            .map_err(|e| MemoryError(format!("line {number}: not a memory record: {e}")))?;
+            .map_err(|e| MemoryError::backend(format!("line {number}: not a memory record"), e))?;
         if record.embedding.is_empty() {
-            return Err(MemoryError(format!(
+            return Err(MemoryError::refused(format!(
                 "line {number}: the embedding is empty"
             )));
         }
         if record.embedding.iter().any(|x| !x.is_finite()) {
-            return Err(MemoryError(format!(
+            return Err(MemoryError::refused(format!(
                 "line {number}: the embedding has a value that is not a finite number"
             )));
         }

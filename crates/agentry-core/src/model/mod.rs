@@ -10,12 +10,12 @@ mod offline;
 mod scripted;
 mod step;
 
-pub use chat_model::{ChatModel, EventStream, collect_step, events_of};
+pub use chat_model::{ChatModel, EventStream, collect_step};
 pub use error::ModelError;
 pub use message::{ChatRequest, Message, ResponseFormat, ToolChoice};
 pub use offline::{OFFLINE_TEXT, OfflineModel};
 pub use scripted::ScriptedModel;
-pub use step::{FinishReason, Step, StepAssembler, StreamEvent, Usage, parse_arguments};
+pub use step::{FinishReason, Step, StreamEvent, Usage};
 
 #[cfg(test)]
 mod tests {

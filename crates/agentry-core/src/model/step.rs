@@ -218,11 +218,6 @@ impl StepAssembler {
         }
     }
 
-    /// True once a `Finish` event arrived.
-    pub fn is_finished(&self) -> bool {
-        self.finish.is_some()
-    }
-
     /// The step so far. Fails when the stream never finished.
     pub fn finish(self) -> Result<Step, ModelError> {
         if self.finish.is_none() {

@@ -25,7 +25,7 @@ mod skill;
 
 pub use builtins::{
     APPLY_SKILL, BUILTIN_NAMES, LIST_SKILLS, READ_SKILL, RESERVED_CTX_KEY, SEARCH_SKILLS,
-    apply_skill_tool, body_with_requirements, builtin_tools, list_skills_tool, merge_skill_context,
+    apply_skill_tool, builtin_tools, list_skills_tool,
     read_skill_tool, search_skills_tool,
 };
 pub use files::{MAX_FILE_BYTES, read_skill_file, skill_files};
@@ -33,7 +33,7 @@ pub use resolver::{
     InMemoryResolver, ListContext, SearchableResolver, SkillResolver, effective_resolver,
 };
 pub use search::{
-    DESCRIPTION_POINTS, NAME_POINTS, SearchOpts, WHEN_POINTS, search_skills_of, substring_score,
+    SearchOpts, search_skills_of,
 };
 pub use skill::{
     BodyFn, INDEX_HEADER, IntoBody, Skill, SkillContext, SkillError, SkillSummary, build_index,

@@ -43,15 +43,15 @@ pub use call::{ToolCall, ToolResult};
 pub use capability::{Capabilities, Capability, normalize_path};
 pub use context::{Identity, Progress, ProgressSink, Session, ToolContext};
 pub use dispatch::{MAX_BLOCKING_TOOLS, dispatch};
-pub use grant::{call, call_tool, gated_dispatch};
+pub use grant::{CallError, call, call_tool, gated_dispatch};
 pub use group::ToolGroup;
 pub use guard::{CapabilityError, Fs};
 pub use handler::{Arguments, ToolError, ToolHandler, from_input};
 pub use into_handler::IntoHandler;
-pub use net_grant::{HostPattern, NetGrant, NetGrantError, is_public};
+pub use net_grant::{HostPattern, NetGrant, NetGrantError};
 pub use sandbox::{SandboxedCall, ToolSandbox};
 pub use schema::{
-    ObjectSchemaBuilder, SchemaConflict, ToolSchema, normalize as normalize_schema, registry,
+    ObjectSchemaBuilder, SchemaConflict, ToolSchema, registry,
     schema_for_type,
 };
 pub use search::ToolSearcher;

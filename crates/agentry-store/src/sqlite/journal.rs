@@ -18,7 +18,6 @@ use agentry_core::BoxFuture;
 use agentry_core::journal::{
     JournalError, JournalKey, Lease, RunEntry, RunJournal, SealedEntry, SealedHead, now_ms,
 };
-use agentry_core::memory::MemoryError;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{Db, Inner, SqliteStore, blocking};
@@ -157,7 +156,7 @@ impl SqliteStore {
     }
 
     fn journal_db(&self) -> Result<std::sync::MutexGuard<'_, Db>, JournalError> {
-        let mut db = self.db().map_err(|MemoryError(e)| JournalError::Store(e))?;
+        let mut db = self.db().map_err(|e| JournalError::Store(e.detail()))?;
         prepared(&mut db.conn)?;
         Ok(db)
     }
@@ -409,7 +408,7 @@ fn on_worker<T: Send + 'static>(
     Box::pin(async move {
         outer
             .await
-            .map_err(|MemoryError(e)| JournalError::Store(e))?
+            .map_err(|e| JournalError::Store(e.detail()))?
     })
 }
 

@@ -80,8 +80,8 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
-fn failed(error: impl std::fmt::Display) -> MemoryError {
-    MemoryError(format!("sqlite: {error}"))
+fn failed(error: impl std::error::Error + Send + Sync + 'static) -> MemoryError {
+    MemoryError::backend("sqlite", error)
 }
 
 /// Lock a mutex even if a thread panicked while holding it: the data it
@@ -188,13 +188,13 @@ impl SqliteStore {
         };
         match file.state() {
             FileState::Same => Ok(db),
-            FileState::Gone(error) => Err(MemoryError(format!(
+            FileState::Gone(error) => Err(MemoryError::refused(format!(
                 "sqlite: the database file {} is gone ({error}): deleted, moved, or on a disk that went away; nothing was read or written",
                 file.path().display()
             ))),
             // Reopening could replay this connection's write-ahead log onto
             // the new file; the caller opens the store again instead.
-            FileState::Replaced => Err(MemoryError(format!(
+            FileState::Replaced => Err(MemoryError::refused(format!(
                 "sqlite: the database file {} was replaced by another file while open; open the store again to use it",
                 file.path().display()
             ))),
@@ -248,7 +248,7 @@ impl SqliteStore {
             let mut dims: HashMap<&str, usize> = HashMap::new();
             for record in records {
                 if let Some(problem) = unusable(&record.embedding) {
-                    return Err(MemoryError(format!(
+                    return Err(MemoryError::refused(format!(
                         "sqlite: the embedding of a record for session {:?} {problem}",
                         record.session
                     )));
@@ -263,7 +263,7 @@ impl SqliteStore {
                     }
                 };
                 if record.embedding.len() != expected {
-                    return Err(MemoryError(format!(
+                    return Err(MemoryError::refused(format!(
                         "sqlite: session {:?} holds {expected}-dimension embeddings, got {}",
                         record.session,
                         record.embedding.len()
@@ -306,7 +306,7 @@ impl SqliteStore {
         tx.commit().map_err(failed)?;
         // Gone while writing: the commit went to a file no one will open again.
         match &db.file {
-            Some(file) if !matches!(file.state(), FileState::Same) => Err(MemoryError(format!(
+            Some(file) if !matches!(file.state(), FileState::Same) => Err(MemoryError::refused(format!(
                 "sqlite: the database file {} went away while writing; the records may not be stored",
                 file.path().display()
             ))),
@@ -322,7 +322,7 @@ impl SqliteStore {
         opts: RecallOpts,
     ) -> Result<Vec<Recalled>, MemoryError> {
         if let Some(problem) = unusable(query) {
-            return Err(MemoryError(format!("sqlite: the query vector {problem}")));
+            return Err(MemoryError::refused(format!("sqlite: the query vector {problem}")));
         }
         let db = self.db()?;
         let conn = &db.conn;
@@ -429,13 +429,13 @@ fn blocking<T: Send + 'static>(
     let store = store.clone();
     Box::pin(async move {
         let turn = store.inner.turn.clone().acquire_owned().await;
-        let turn = turn.map_err(|e| failed(format!("worker: {e}")))?;
+        let turn = turn.map_err(|e| MemoryError::backend("sqlite: worker", e))?;
         tokio::task::spawn_blocking(move || {
             let _turn = turn;
             work(store)
         })
         .await
-        .map_err(|e| failed(format!("worker: {e}")))?
+        .map_err(|e| MemoryError::backend("sqlite: worker", e))?
     })
 }
 

@@ -25,7 +25,7 @@ pub(super) fn create(path: &Path) {
 pub(super) fn refuse_link(path: &Path) -> Result<(), agentry_core::memory::MemoryError> {
     match std::fs::symlink_metadata(path) {
         Ok(metadata) if metadata.file_type().is_symlink() => {
-            Err(agentry_core::memory::MemoryError(format!(
+            Err(agentry_core::memory::MemoryError::refused(format!(
                 "sqlite: {} is a symbolic link; the store opens no link (name the file it leads to)",
                 path.display()
             )))
