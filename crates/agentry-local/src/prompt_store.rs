@@ -119,7 +119,7 @@ impl PromptStore {
     /// Load into sequence `seq`, whose cache holds `held` (sharing `common`
     /// reusable leading tokens with `tokens`), the stored prompt sharing the longest
     /// prefix with `tokens`, when that lets at least [`MIN_GAIN`] more tokens
-    /// be reused ([`reusable_prefix`](crate::reusable_prefix)) and fits `window`. Then `held` is what the sequence holds, and the result
+    /// be reused ([`reusable_prefix`](crate::scheduler::reusable_prefix)) and fits `window`. Then `held` is what the sequence holds, and the result
     /// how many leading tokens it shares with `tokens`. A file that fails to
     /// load is removed and leaves the sequence empty.
     pub(crate) fn load_into(
@@ -131,7 +131,7 @@ impl PromptStore {
         tokens: &[LlamaToken],
         common: usize,
     ) -> Option<usize> {
-        let reused = |held| crate::reusable_prefix(tokens.len(), held);
+        let reused = |held| crate::scheduler::reusable_prefix(tokens.len(), held);
         if reused(usize::MAX) < reused(common) + MIN_GAIN {
             return None;
         }

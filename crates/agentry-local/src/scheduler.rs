@@ -41,7 +41,7 @@ use llguidance::Matcher;
 use crate::engine::Loaded;
 use crate::prompt_store::{self, PromptStore};
 use reads::next_read;
-pub use reads::{MIN_PROMPT_READ, PROMPT_ALIGN, reusable_prefix};
+pub(crate) use reads::{MIN_PROMPT_READ, reusable_prefix};
 use sample::next_token;
 use slots::{Slot, choose_slot};
 
@@ -90,7 +90,7 @@ pub(crate) struct Job {
     /// Picks a token from the masked logits, built by the caller.
     pub sampler: LlamaSampler,
     /// The list floor of the reply's first call-block choice, where it
-    /// applies ([`crate::list_opening`]).
+    /// applies ([`list_opening`](agentry_local_calls::list_opening)).
     pub list_floor: Option<f32>,
     /// Most tokens to generate.
     pub max_tokens: u32,

@@ -592,7 +592,7 @@ async fn python_style_calls_come_several_at_once() {
     };
     let prompt = model.render_prompt(&request).unwrap().text();
     assert!(
-        prompt.contains(agentry_local::python_calls::PYTHON_CALLS_PROMPT),
+        prompt.contains(agentry_local_calls::python_calls::PYTHON_CALLS_PROMPT),
         "{prompt}"
     );
     assert!(!prompt.contains("<tools>"), "{prompt}");

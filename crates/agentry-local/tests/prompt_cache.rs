@@ -147,7 +147,7 @@ fn chat_turns_reuse_the_history_and_say_the_same() {
     eprintln!("(prompt, cached) per turn: {cached_per_turn:?}");
     // After the first turn each turn reads at most the last reply, its
     // question and the alignment (the history is never read again).
-    let most = (agentry_local::MIN_PROMPT_READ + agentry_local::PROMPT_ALIGN) as u64 + 40;
+    let most = common::MIN_PROMPT_READ + common::PROMPT_ALIGN + 40;
     for (turn, tokens) in evaluated.iter().enumerate().skip(1) {
         assert!(
             *tokens < most,

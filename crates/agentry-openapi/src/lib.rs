@@ -327,7 +327,8 @@ impl OpenApiToolset {
             .collect()
     }
 
-    /// The tools as a function group (seed 001) named after the API.
+    /// The tools as one [`ToolGroup`], with this toolset's
+    /// [`name`](Self::name), [`title`](Self::title) and description.
     pub fn group(&self) -> ToolGroup {
         let mut group =
             ToolGroup::new(self.name.clone(), self.title.clone()).tools_from(self.tools());

@@ -23,8 +23,8 @@ pub struct LocalConfig {
     /// tokens of cache memory. Between 1 and 256.
     pub sequences: u32,
     /// Evaluate only the tokens after the longest prefix a sequence already
-    /// holds, less a last read of at least 64 tokens
-    /// ([`reusable_prefix`](crate::reusable_prefix)); while idle, read a
+    /// holds, less a last read of at least 64 tokens (the reused prefix ends
+    /// at a multiple of 32, so the last read starts at one); while idle, read a
     /// finished reply again so the next turn reuses it too (on by default;
     /// greedy output is the same either way).
     pub prompt_cache: bool,
@@ -37,7 +37,7 @@ pub struct LocalConfig {
     /// per model file, 16 at most, least recently used dropped first. The
     /// folder holds the prompts' text (as tokens): it is created private
     /// (0700) and refused when it is not. Greedy output is the same as a full
-    /// evaluation ([`reusable_prefix`](crate::reusable_prefix)).
+    /// evaluation (a stored prefix is reused as a cached one is).
     pub prompt_store: Option<PathBuf>,
     /// Read a call the model wrote inside its text (a fenced or bare JSON
     /// object naming an offered tool) as a call, validated like any other
@@ -61,7 +61,7 @@ pub struct LocalConfig {
     /// when a reply to a request offering one tool opens a call block, how
     /// likely the model must find a JSON list of calls (against one bare
     /// call) for the list to be opened
-    /// ([`list_opening`](crate::list_opening)). The 0.5B model stops after
+    /// ([`list_opening`](agentry_local_calls::list_opening)). The 0.5B model stops after
     /// one call where a request asks for several, and a list it gave even a
     /// small chance is then usually what was asked for. [`DEFAULT_LIST_FLOOR`]
     /// by default; `1.0` leaves the choice to the model, and `0.0` opens a
@@ -78,7 +78,7 @@ pub struct LocalConfig {
     /// Run every call of a reply as written. Off by default: after a reply's
     /// first call, a call that repeats an earlier one with its numbers in
     /// another order, or brings in a number found nowhere in the
-    /// conversation, is left out ([`grounded_calls`](crate::grounding::grounded_calls)):
+    /// conversation, is left out ([`grounded_calls`](agentry_local_calls::grounding::grounded_calls)):
     /// a small model writing a list adds such calls where one was asked for
     /// (`math.factorial(5)`, then `math.factorial(10)`); see `BENCHMARKS.md`.
     pub ungrounded_calls: bool,

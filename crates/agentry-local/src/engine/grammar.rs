@@ -5,13 +5,15 @@
 
 use agentry_core::model::{ChatRequest, ModelError, ToolChoice};
 use agentry_core::tool::wire::WireNames;
+use agentry_local_calls::python_calls::python_call_grammar;
+use agentry_local_calls::tool_calls::{
+    GrammarTool, json_answer_grammar, text_only_grammar, tool_call_grammar,
+};
 use llama_cpp_2::sampling::LlamaSampler;
 use llguidance::api::TopLevelGrammar;
 use llguidance::{Matcher, ParserFactory};
 
 use super::{CallSyntax, LocalModel, wire_names};
-use crate::python_calls::python_call_grammar;
-use crate::tool_calls::{GrammarTool, json_answer_grammar, tool_call_grammar};
 
 impl LocalModel {
     /// The grammar a request's reply is constrained by, if any.
@@ -37,7 +39,7 @@ impl LocalModel {
             let grammar = match answer {
                 Some(schema) => json_answer_grammar(schema),
                 None if request.tools.is_empty() => return Ok(None),
-                None => crate::tool_calls::text_only_grammar(),
+                None => text_only_grammar(),
             };
             let matcher = self.matcher(&grammar)?;
             return Ok(Some((grammar, matcher)));

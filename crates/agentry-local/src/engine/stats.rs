@@ -49,8 +49,8 @@ pub struct LocalStats {
     /// The most requests decoded together in one batch.
     pub peak_sequences: u64,
     /// Tokens read again while the model was idle: what requests generated
-    /// (and up to [`MIN_PROMPT_READ`](crate::MIN_PROMPT_READ) +
-    /// [`PROMPT_ALIGN`](crate::PROMPT_ALIGN) tokens before it), so that the
+    /// (and up to 96 tokens before it: a prompt read is at least 64 tokens
+    /// long and starts at a multiple of 32), so that the
     /// next turn of a conversation reuses its last reply. Not counted in
     /// [`evaluated_tokens`](Self::evaluated_tokens).
     pub reread_tokens: u64,

@@ -4,13 +4,13 @@
 
 use agentry_core::model::{ChatRequest, Message, ModelError, ToolChoice};
 use agentry_core::tool::wire::WireNames;
-
-use super::{CALL_LIST_NOTE, LocalModel};
-use crate::python_calls::{
+use agentry_local_calls::python_calls::{
     ListedTool, parse_python_calls, python_calls_system, write_python_calls,
 };
-use crate::template::Prompt;
-use crate::tool_calls::{ParsedReply, parse_reply};
+use agentry_local_calls::template::Prompt;
+use agentry_local_calls::tool_calls::{ParsedReply, parse_reply};
+
+use super::{CALL_LIST_NOTE, LocalModel};
 
 /// How a [`LocalModel`] asks the model to write tool calls
 /// ([`LocalConfig::call_syntax`](crate::LocalConfig::call_syntax)).
@@ -26,7 +26,7 @@ pub enum CallSyntax {
     #[default]
     Template,
     /// A Python-style list, `[get_weather(city="Paris"), get_weather(city="Rome")]`
-    /// ([`crate::python_calls`]). The tools are listed in the system prompt
+    /// ([`python_calls`](agentry_local_calls::python_calls)). The tools are listed in the system prompt
     /// with the Berkeley Function Calling Leaderboard's wording, and earlier
     /// calls in the conversation are shown the same way. On BFCL the 0.5B
     /// model writes the several calls a request asks for far more often this

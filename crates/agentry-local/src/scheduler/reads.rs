@@ -6,7 +6,7 @@
 //! that computed it, in two ways (measured on a prompt split in many ways
 //! against one read of it, comparing logits bit for bit: every split that
 //! keeps the rules below was equal, every other one tried was not;
-//! `BENCHMARKS.md`, and `tests/prompt_reads.rs` checks it):
+//! `BENCHMARKS.md`, and the test in `reads/on_llama.rs` checks it):
 //!
 //! - flash attention takes a tiled path for a sequence with at least 64
 //!   tokens in the call (`GGML_FA_TILE_Q`) and a row-by-row path otherwise;
@@ -22,24 +22,17 @@
 //! at a time and are read again.
 
 /// The fewest tokens a prompt read has, unless the whole prompt is shorter.
-pub const MIN_PROMPT_READ: usize = 64;
+pub(crate) const MIN_PROMPT_READ: usize = 64;
 
 /// Prompt reads start at multiples of this position. llama.cpp groups
 /// activation rows by four (sixteen for AMX tiles); 32 is a multiple of each.
-pub const PROMPT_ALIGN: usize = 32;
+pub(crate) const PROMPT_ALIGN: usize = 32;
 
 /// How many leading tokens of a prompt of `prompt` tokens come from a cache
 /// whose first `held` tokens (a prompt read computed them) match it: at most
 /// all but the last [`MIN_PROMPT_READ`], down to a multiple of
 /// [`PROMPT_ALIGN`]. Shorter prompts are read whole.
-///
-/// ```
-/// use agentry_local::reusable_prefix;
-/// assert_eq!(reusable_prefix(500, 400), 384); // 116 read
-/// assert_eq!(reusable_prefix(500, 480), 416); // 84 read, at least 64
-/// assert_eq!(reusable_prefix(60, 59), 0);
-/// ```
-pub fn reusable_prefix(prompt: usize, held: usize) -> usize {
+pub(crate) fn reusable_prefix(prompt: usize, held: usize) -> usize {
     held.min(prompt.saturating_sub(MIN_PROMPT_READ)) / PROMPT_ALIGN * PROMPT_ALIGN
 }
 
@@ -56,6 +49,9 @@ pub(super) fn next_read(remaining: usize, limit: usize) -> usize {
         (remaining - MIN_PROMPT_READ) / PROMPT_ALIGN * PROMPT_ALIGN
     }
 }
+
+#[cfg(test)]
+mod on_llama;
 
 #[cfg(test)]
 mod tests {
@@ -104,6 +100,9 @@ mod tests {
 
     #[test]
     fn reuse_leaves_a_full_read_and_ends_aligned() {
+        assert_eq!(reusable_prefix(500, 400), 384); // 116 read
+        assert_eq!(reusable_prefix(500, 480), 416); // 84 read, at least 64
+        assert_eq!(reusable_prefix(60, 59), 0);
         assert_eq!(reusable_prefix(300, 300), 224);
         assert_eq!(reusable_prefix(300, 100), 96);
         assert_eq!(reusable_prefix(64, 64), 0);

@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use agentry_local_calls::list_opening::{Shape, list_share};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
@@ -11,8 +12,8 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llguidance::Matcher;
 
 use super::{Event, Running};
+use crate::call_choices::OPENINGS;
 use crate::engine::Loaded;
-use crate::list_opening::{OPENINGS, Shape, list_share};
 
 /// Sample one token for `request` from the logits at `logits`; `false` when
 /// the request is finished.

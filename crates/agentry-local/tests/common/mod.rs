@@ -4,7 +4,7 @@
 
 use agentry::model::ChatRequest;
 use agentry::tool::ToolSchema;
-use agentry_local::{Generation, LocalConfig, LocalModel, fetch, reusable_prefix};
+use agentry_local::{Generation, LocalConfig, LocalModel, fetch};
 
 /// Where the default model is; `None`, after a loud message, when it is
 /// not in the cache, unless `AGENTRY_REQUIRE_MODEL=1` (then it panics).
@@ -29,10 +29,18 @@ pub fn load(config: LocalConfig) -> Option<LocalModel> {
     Some(LocalModel::load_with(model_path()?, config).expect("the model loads"))
 }
 
+/// The fewest tokens a prompt read has (`LocalConfig::prompt_cache`: the
+/// last read after a cached prefix is at least this long).
+pub const MIN_PROMPT_READ: u64 = 64;
+
+/// Where a prompt read after a cached prefix starts: a multiple of this.
+pub const PROMPT_ALIGN: u64 = 32;
+
 /// How much of a prompt of `tokens` a cache holding `held` of its leading
-/// tokens (read as a prompt) supplies.
+/// tokens (read as a prompt) supplies: all but the last [`MIN_PROMPT_READ`]
+/// at most, down to a multiple of [`PROMPT_ALIGN`].
 pub fn reusable(tokens: u64, held: u64) -> u64 {
-    reusable_prefix(tokens as usize, held as usize) as u64
+    held.min(tokens.saturating_sub(MIN_PROMPT_READ)) / PROMPT_ALIGN * PROMPT_ALIGN
 }
 
 /// `request` through `model` as the agent would send it (its template and

@@ -1,25 +1,42 @@
-//! What the scheduler's prompt reads rest on (`src/scheduler/reads.rs`),
-//! checked on llama.cpp itself with the default model: a prompt read after a
-//! cached prefix gives the same logits, bit for bit, as one read of the whole
-//! prompt, when the prefix was computed by prompt reads, every read has at
-//! least [`MIN_PROMPT_READ`] tokens and starts at a multiple of
-//! [`PROMPT_ALIGN`]; and a read shorter than that does not.
+//! What the scheduler's prompt reads rest on, checked on llama.cpp itself
+//! with the default model: a prompt read after a cached prefix gives the
+//! same logits, bit for bit, as one read of the whole prompt, when the
+//! prefix was computed by prompt reads, every read has at least
+//! [`MIN_PROMPT_READ`] tokens and starts at a multiple of [`PROMPT_ALIGN`];
+//! and a read shorter than that does not.
 //!
 //! Needs the model in the cache (`agentry model pull`); without it the test
 //! says so loudly and passes, unless `AGENTRY_REQUIRE_MODEL=1` (set by CI).
 
-#[allow(dead_code)] // the other helpers are for the cache tests
-mod common;
-
 use std::num::NonZeroU32;
+use std::path::PathBuf;
 
-use agentry_local::{MIN_PROMPT_READ, PROMPT_ALIGN, reusable_prefix};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::token::LlamaToken;
+
+use super::{MIN_PROMPT_READ, PROMPT_ALIGN, reusable_prefix};
+use crate::fetch;
+
+/// Where the default model is; `None`, after a loud message, when it is
+/// not in the cache, unless `AGENTRY_REQUIRE_MODEL=1` (then it panics).
+fn model_path() -> Option<PathBuf> {
+    let Some(path) = fetch::installed(&fetch::QWEN) else {
+        if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
+            panic!("{} is missing and AGENTRY_REQUIRE_MODEL=1", fetch::QWEN.id);
+        }
+        eprintln!(
+            "\n*** SKIPPED: {} is not in {}; run `agentry model pull` to run this test ***\n",
+            fetch::QWEN.id,
+            fetch::cache_dir().display()
+        );
+        return None;
+    };
+    Some(path)
+}
 
 /// Read `tokens[from..]` into sequence 1, which holds `tokens[..from]`, in
 /// calls of `sizes`; the last token's logits.
@@ -58,10 +75,10 @@ fn cached(ctx: &mut LlamaContext, tokens: &[LlamaToken], held: usize, from: usiz
 
 #[test]
 fn reads_after_a_cached_prefix_match_one_read_bit_for_bit() {
-    let Some(path) = common::model_path() else {
+    let Some(path) = model_path() else {
         return;
     };
-    let backend = agentry_local::backend().unwrap();
+    let backend = crate::backend().unwrap();
     let model = LlamaModel::load_from_file(backend, &path, &LlamaModelParams::default()).unwrap();
     let text = "<|im_start|>system\nYou are a careful technical writer.<|im_end|>\n\
                 <|im_start|>user\n"

@@ -33,7 +33,7 @@ pub enum TagStyle {
 /// calls only. The answer is free text (not starting with `<`), or, given
 /// `answer`, one JSON value that satisfies that schema. A call block holds
 /// one call or a JSON list of calls; with `lists_only`, always a list
-/// ([`LocalConfig::one_tool_lists`](crate::LocalConfig::one_tool_lists)).
+/// (agentry-local's `LocalConfig::one_tool_lists`).
 pub fn tool_call_grammar(
     tools: &[GrammarTool<'_>],
     allow_text: bool,
@@ -185,7 +185,7 @@ pub fn parse_reply(output: &str) -> ParsedReply {
 
 /// `calls` with every call that repeats an earlier one exactly (same name,
 /// same arguments) left out, in their order
-/// ([`LocalConfig::repeated_calls`](crate::LocalConfig::repeated_calls)).
+/// (agentry-local's `LocalConfig::repeated_calls` turns this off).
 pub fn distinct_calls(calls: impl IntoIterator<Item = (String, Value)>) -> Vec<(String, Value)> {
     let mut distinct: Vec<(String, Value)> = Vec::new();
     for call in calls {

@@ -1,7 +1,7 @@
 //! Tool calls written as a Python-style list, `[get_weather(city="Paris"),
 //! get_weather(city="Rome")]`: the form the Berkeley Function Calling
 //! Leaderboard prompts models with, and the one a small coding model writes
-//! several calls in most readily ([`CallSyntax::Python`](crate::CallSyntax)).
+//! several calls in most readily (agentry-local's `CallSyntax::Python`).
 //! Here are the system prompt that offers the tools in that form, the
 //! llguidance grammar that holds each call to its tool's name, argument names
 //! and argument schemas, and the parser that reads the calls back.

@@ -21,7 +21,7 @@ const SCHEMA_KEYS: [&str; 3] = ["properties", "required", "type"];
 /// `required` and `type` dropped with it. Anything else is returned as it is.
 ///
 /// ```
-/// use agentry_local::schema_echo::unwrap_schema_echo;
+/// use agentry_local_calls::schema_echo::unwrap_schema_echo;
 /// use serde_json::json;
 ///
 /// let schema = json!({"type": "object", "properties": {"base": {"type": "number"}}});

@@ -1,5 +1,5 @@
 //! One call or a list of calls: the first choice inside a call block
-//! ([`LocalConfig::list_floor`](crate::LocalConfig::list_floor)).
+//! (agentry-local's `LocalConfig::list_floor`).
 //!
 //! With the template's JSON a call block holds one call (`{"name": …}`) or
 //! a JSON list of calls (`[{"name": …}, …]`), and the model picks by the
@@ -9,10 +9,10 @@
 //! where one is wanted hardly any. So a list is opened when its share of
 //! the probability, against a bare call's, reaches the floor; the model
 //! still writes every call in it, and later calls the conversation does not
-//! ground are left out afterwards ([`crate::grounding`]).
+//! ground are left out afterwards ([`grounding`](crate::grounding)).
 //!
 //! ```
-//! use agentry_local::list_opening::{Shape, opens_list};
+//! use agentry_local_calls::list_opening::{Shape, opens_list};
 //!
 //! // The model's logits for the allowed first tokens of a call block.
 //! let allowed = [(2.0, Shape::Call), (0.0, Shape::List)];
@@ -22,16 +22,6 @@
 //! // Nothing to choose between: the grammar already decided.
 //! assert!(!opens_list([(0.0, Shape::List)], 0.05));
 //! ```
-
-use agentry_core::model::{ChatRequest, ToolChoice};
-
-use crate::LocalConfig;
-use crate::engine::CallSyntax;
-
-/// The text a reply has at the moment a call block's first choice is made:
-/// the template's tag or a JSON fence, each followed by a line break (the
-/// grammar's calls start the reply).
-pub(crate) const OPENINGS: [&str; 2] = ["<tool_call>\n", "```json\n"];
 
 /// What an allowed first token of a call block begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,25 +77,6 @@ pub fn list_share(allowed: impl IntoIterator<Item = (f32, Shape)>) -> Option<f32
     both.then(|| list / (list + call))
 }
 
-/// The floor for `request`'s reply, when its first call-block choice is
-/// made this way: the template's JSON with call lists, a grammar, one tool
-/// offered and calls allowed, and a floor that can change a greedy choice.
-pub(crate) fn floor_for(config: &LocalConfig, request: &ChatRequest) -> Option<f32> {
-    let offered = match &request.tool_choice {
-        ToolChoice::None => 0,
-        ToolChoice::Tool(_) => 1,
-        _ => request.tools.len(),
-    };
-    let applies = config.call_syntax.for_request(request) == CallSyntax::Template
-        && config.call_lists
-        && config.constrained
-        && !config.one_tool_lists
-        && offered == 1
-        && request.response_format.is_none()
-        && config.list_floor < 1.0;
-    applies.then_some(config.list_floor.max(0.0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,60 +115,5 @@ mod tests {
             [(-1000.0, Shape::Call), (1000.0, Shape::List)],
             0.99
         ));
-    }
-
-    fn tool(name: &str) -> agentry_core::tool::ToolSchema {
-        agentry_core::tool::ToolSchema {
-            name: name.into(),
-            input_schema: serde_json::json!({"type": "object"}),
-            output_schema: None,
-            description: None,
-        }
-    }
-
-    #[test]
-    fn the_floor_applies_to_one_offered_tool_in_the_template_json() {
-        let config = LocalConfig::default();
-        let mut request = ChatRequest::new(None, "Weather in Paris and Rome?");
-        request.tools = vec![tool("get_weather")];
-        assert_eq!(
-            floor_for(&config, &request),
-            Some(crate::DEFAULT_LIST_FLOOR)
-        );
-        request.tools.push(tool("get_time"));
-        assert_eq!(floor_for(&config, &request), None);
-        request.tool_choice = ToolChoice::Tool("get_time".into());
-        assert_eq!(
-            floor_for(&config, &request),
-            Some(crate::DEFAULT_LIST_FLOOR)
-        );
-        request.tool_choice = ToolChoice::None;
-        assert_eq!(floor_for(&config, &request), None);
-        request.tool_choice = ToolChoice::Auto;
-        request.tools.pop();
-        for off in [
-            LocalConfig {
-                list_floor: 1.0,
-                ..LocalConfig::default()
-            },
-            LocalConfig {
-                one_tool_lists: true,
-                ..LocalConfig::default()
-            },
-            LocalConfig {
-                call_lists: false,
-                ..LocalConfig::default()
-            },
-            LocalConfig {
-                constrained: false,
-                ..LocalConfig::default()
-            },
-            LocalConfig {
-                call_syntax: CallSyntax::Auto,
-                ..LocalConfig::default()
-            },
-        ] {
-            assert_eq!(floor_for(&off, &request), None, "{off:?}");
-        }
     }
 }

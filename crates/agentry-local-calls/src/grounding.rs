@@ -7,7 +7,7 @@
 //! [`grounded_calls`] keeps a reply's first call as it is and leaves out a
 //! later call that repeats an earlier one with its numbers in another order,
 //! or that brings in a number found nowhere in the conversation
-//! ([`LocalConfig::ungrounded_calls`](crate::LocalConfig::ungrounded_calls)).
+//! (agentry-local's `LocalConfig::ungrounded_calls` turns this off).
 //! Strings are not checked: agents' tools take values the conversation
 //! names another way (`Australia/Sydney` for "Sydney", `lb` for "pounds").
 //! A call left out costs at most a step: the model sees the results of the
@@ -19,37 +19,12 @@ use agentry_core::model::{ChatRequest, Message};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::LocalConfig;
-use crate::tool_calls::distinct_calls;
-
 /// How a number in a call may be written differently in the conversation:
 /// as itself, as a percentage (`5%` for 0.05), or in thousands, millions,
 /// billions or trillions (`1.341 billion` for 1341000000).
 const SCALES: [f64; 11] = [
     1.0, 100.0, 0.01, 1e3, 1e-3, 1e6, 1e-6, 1e9, 1e-9, 1e12, 1e-12,
 ];
-
-/// The calls of a reply to `request` that run, in order: calls repeated word
-/// for word read once (unless [`LocalConfig::repeated_calls`]), then the
-/// later calls the conversation does not ground left out (unless
-/// [`LocalConfig::ungrounded_calls`]).
-pub(crate) fn kept_calls(
-    config: &LocalConfig,
-    request: &ChatRequest,
-    calls: Vec<(String, Value)>,
-) -> Vec<(String, Value)> {
-    let calls = if config.repeated_calls {
-        calls
-    } else {
-        distinct_calls(calls)
-    };
-    // With one call there is nothing to leave out, and no conversation to read.
-    if config.ungrounded_calls || calls.len() < 2 {
-        calls
-    } else {
-        grounded_calls(calls, &conversation_text(request))
-    }
-}
 
 /// `calls` (name and arguments, in the reply's order) without the later
 /// ones that `conversation` does not ground (see the module docs). The
@@ -239,7 +214,7 @@ mod tests {
         ];
         let kept = grounded_calls(calls.clone(), "The GCD of 40 and 50.");
         assert_eq!(kept, calls[..1]);
-        // A word-for-word repeat is left to `LocalConfig::repeated_calls`.
+        // A word-for-word repeat is left to `distinct_calls`.
         let twice = vec![calls[0].clone(), calls[0].clone()];
         assert_eq!(
             grounded_calls(twice.clone(), "The GCD of 40 and 50."),
