@@ -3,25 +3,23 @@
 //! at the step limit or past the token budget.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use futures_util::future::join_all;
 use tracing::{Instrument, field};
 
 use super::agent::Agent;
-use super::child::CallScope;
-use super::durable::{Durable, OpenStep, Replay, RunEntry, WaitingCall};
+use super::durable::{Durable, OpenStep, Replay, RunEntry};
 use super::events::{AgentEvent, EventSink};
 use super::outcome::{CallRecord, Outcome, RunOutcome, StepRecord};
-use super::policy::{AuditOutcome, AuditRecord, arguments_digest};
 use super::spend::Spend;
 use crate::run_tools::RunTools;
 use agentry_core::model::collect_step;
 use agentry_core::model::{
-    ChatModel, ChatRequest, Message, ModelError, Step, StreamEvent, ToolChoice,
+    ChatModel, ChatRequest, Message, ModelError, Step, StreamEvent, ToolChoice, Usage,
 };
-use agentry_core::tool::{Capabilities, ToolCall, ToolContext, ToolResult};
+use agentry_core::tool::{Capabilities, ToolCall, ToolContext};
+
+mod calls;
 
 /// Where in a tree of agents a run stands, and what it may spend and touch.
 pub(crate) struct Frame {
@@ -52,14 +50,6 @@ impl Frame {
             durable: None,
         }
     }
-}
-
-/// What became of one call.
-enum Executed {
-    /// It ran, or was refused: its result goes back to the model.
-    Done(CallRecord),
-    /// It waits for a person's decision (durable runs only).
-    Waiting(WaitingCall),
 }
 
 impl Agent {
@@ -104,6 +94,8 @@ impl Agent {
         outcome
     }
 
+    /// Step until the model answers, the step limit or the budget is
+    /// reached, calls wait for a person, or the model or the journal fails.
     async fn run_loop(
         &self,
         model: &dyn ChatModel,
@@ -111,395 +103,266 @@ impl Agent {
         start: Replay,
         sink: Option<&EventSink>,
     ) -> RunOutcome {
-        let settings = &self.settings;
         let Replay {
-            mut messages,
-            mut steps,
-            open,
+            messages,
+            steps,
+            mut open,
             started,
             ..
         } = start;
         // The run's tools come from the conversation it started with, also
         // when it is resumed (the conversation has grown since).
-        let mut run_tools = {
-            let started = started.as_deref().unwrap_or(&messages);
-            let mut run_tools = RunTools::prepare(self, model, started).await;
-            if settings.search_first {
-                run_tools.search_first(self, started).await;
-            }
-            run_tools
-        };
+        let started = started.as_deref().unwrap_or(&messages);
+        let run_tools = self.prepare_tools(model, started).await;
         let spend = &frame.spend;
-        let durable = frame.durable.as_deref();
-        let mut n = 0;
-        let mut tool_rounds = 0;
-        // The step before only loaded functions (discovery): now call one.
-        let mut discovered = false;
-        let end = |outcome, steps, messages| RunOutcome {
-            outcome,
-            usage: spend.usage(),
-            steps,
+        let mut run = Progress {
             messages,
+            steps,
+            run_tools,
+            index: 0,
+            tool_rounds: 0,
+            discovered: false,
         };
-        // A resumed run: what its finished steps made available, as they did.
-        for step in &steps {
-            n = step.index;
-            if !step.calls.is_empty() {
-                (discovered, tool_rounds) =
-                    after_calls(self, &mut run_tools, &step.calls, tool_rounds).await;
-            }
-        }
-        let mut open = open;
+        run.replay_finished(self).await;
         loop {
-            if let Some(step) = open.take() {
-                n = step.step;
-                let record = match self.carry_out(&run_tools, frame, step, sink).await {
-                    Ok(record) => record,
-                    Err(outcome) => return end(outcome, steps, messages),
-                };
-                (discovered, tool_rounds) =
-                    after_calls(self, &mut run_tools, &record.calls, tool_rounds).await;
-                messages.extend(record.calls.iter().map(|r| Message::tool(r.result.clone())));
-                emit(sink, || AgentEvent::StepEnd {
-                    step: record.clone(),
-                });
-                steps.push(record);
+            if let Some(step) = open.take()
+                && let Err(outcome) = self.close_step(&mut run, frame, step, sink).await
+            {
+                return run.end(outcome, spend);
             }
-            if n >= settings.max_steps || !spend.within_budget() {
+            if run.index >= self.settings.max_steps || !spend.within_budget() {
                 break;
             }
-            n += 1;
-            let tool_choice = match settings.max_tool_rounds {
-                Some(limit) if tool_rounds >= limit => ToolChoice::None,
-                _ if n == 1 => settings.first_tool_choice.clone(),
-                _ if discovered => ToolChoice::Required,
-                _ => ToolChoice::Auto,
-            };
-            let tool_choice = match tool_choice {
-                ToolChoice::Auto if n == 1 => {
-                    super::relevance::first_step_choice(settings, &run_tools.advertised, &messages)
-                        .await
-                }
-                other => other,
-            };
-            let request = ChatRequest {
-                system: run_tools.system.clone(),
-                messages: messages.clone(),
-                tools: run_tools.advertised.as_ref().clone(),
-                tool_choice,
-                max_tokens: settings.max_tokens,
-                temperature: settings.temperature,
-                response_format: settings.response_format.clone(),
-                ..ChatRequest::default()
-            };
-            let step = match model_step(model, &request, sink, n).await {
+            run.index += 1;
+            let request = self.request(&run).await;
+            let step = match model_step(model, &request, sink, run.index).await {
                 Ok(step) => step,
-                Err(error) => return end(Outcome::ModelError(error), steps, messages),
+                Err(error) => return run.end(Outcome::ModelError(error), spend),
             };
             spend.charge(step.tokens());
-            match step {
+            let open_step = match step {
                 Step::Final { text, tokens } => {
-                    if let Some(durable) = durable {
-                        // The answer is the run's end: nothing is written after it.
-                        let answer = RunEntry::Answer {
-                            step: n,
-                            text: text.clone(),
-                            tokens,
-                        };
-                        if let Err(error) = durable.write(answer).await {
-                            let outcome = Outcome::JournalFailed(error);
-                            return end(outcome, steps, messages);
-                        }
-                    }
-                    messages.push(Message::assistant(text.clone()));
-                    let record = StepRecord {
-                        index: n,
-                        tokens,
-                        text: text.clone(),
-                        calls: Vec::new(),
-                    };
-                    emit(sink, || AgentEvent::StepEnd {
-                        step: record.clone(),
-                    });
-                    steps.push(record);
-                    return end(Outcome::Final(text), steps, messages);
+                    let outcome = answer(&mut run, frame, text, tokens, sink).await;
+                    return run.end(outcome, spend);
                 }
                 Step::Tool {
                     calls,
                     text,
                     tokens,
-                } => {
-                    if let Some(durable) = durable {
-                        let entry = RunEntry::ToolStep {
-                            step: n,
-                            text: text.clone(),
-                            calls: calls.clone(),
-                            tokens,
-                        };
-                        if let Err(error) = durable.write(entry).await {
-                            let outcome = Outcome::JournalFailed(error);
-                            return end(outcome, steps, messages);
-                        }
-                        // Decisions were on the last step's calls, whose ids
-                        // this step's may repeat.
-                        durable.new_step();
-                    }
-                    messages.push(Message::Assistant {
-                        text: text.clone(),
-                        tool_calls: calls.clone(),
-                    });
-                    for call in &calls {
-                        emit(sink, || AgentEvent::ToolCall {
-                            step: n,
-                            call: call.clone(),
-                        });
-                    }
-                    open = Some(OpenStep::new(n, text, calls, tokens));
-                }
-            }
-        }
-        let outcome = if spend.within_budget() {
-            Outcome::OutOfSteps
-        } else {
-            Outcome::OverBudget
-        };
-        if let Some(durable) = durable {
-            let ended = RunEntry::Ended {
-                outcome: outcome.kind().into(),
-                detail: String::new(),
+                } => call_step(&mut run, frame, text, calls, tokens, sink).await,
             };
-            if let Err(error) = durable.write(ended).await {
-                return end(Outcome::JournalFailed(error), steps, messages);
+            match open_step {
+                Ok(step) => open = Some(step),
+                Err(outcome) => return run.end(outcome, spend),
             }
         }
-        end(outcome, steps, messages)
+        let outcome = limit_reached(frame).await;
+        run.end(outcome, spend)
     }
 
-    /// Run the calls of a tool step that have no result yet. Child agents
-    /// charge the budget themselves, as they go; a step that spent past the
-    /// budget gets no tool run at all. `Err` when the run must stop here:
-    /// calls wait for a person, or the journal failed.
-    async fn carry_out(
-        &self,
-        run_tools: &RunTools,
-        frame: &Frame,
-        mut step: OpenStep,
-        sink: Option<&EventSink>,
-    ) -> Result<StepRecord, Outcome> {
-        let spend = &frame.spend;
-        let limit = self.settings.max_calls_per_step;
-        let n = step.step;
-        let mut pending: Vec<(ToolCall, bool)> = Vec::new();
-        let mut extra = Vec::new();
-        for (at, call) in step.calls.iter().enumerate() {
-            if step.finished.contains_key(&call.id) {
-                continue;
-            }
-            // A call a process started runs again (if it may) with the
-            // input it was started with: a person's edit, say.
-            let mut call = call.clone();
-            let interrupted = match step.started.get(&call.id) {
-                Some(input) => {
-                    call.input = input.clone();
-                    true
-                }
-                None => false,
-            };
-            if at < limit {
-                pending.push((call, interrupted));
-            } else {
-                extra.push(call);
-            }
+    /// The tools of a run whose conversation started with `started`.
+    async fn prepare_tools(&self, model: &dyn ChatModel, started: &[Message]) -> RunTools {
+        let mut run_tools = RunTools::prepare(self, model, started).await;
+        if self.settings.search_first {
+            run_tools.search_first(self, started).await;
         }
-        let mut records = Vec::new();
-        let mut waiting = Vec::new();
-        if spend.within_budget() {
-            for executed in self.execute(run_tools, frame, pending, sink, n).await {
-                match executed {
-                    Executed::Done(record) => records.push(record),
-                    Executed::Waiting(call) => waiting.push(call),
-                }
-            }
-            let reason = format!("a step may make at most {limit} tool calls; make fewer at once");
-            records.extend(self.refuse(frame, extra, &reason, sink, n).await);
-        } else {
-            let spent = spend.usage().total();
-            let reason = format!("the token budget is spent ({spent} tokens used)");
-            let (interrupted, fresh): (Vec<_>, Vec<_>) = pending
-                .into_iter()
-                .partition(|(_, interrupted)| *interrupted);
-            let calls = fresh.into_iter().map(|(call, _)| call).chain(extra);
-            records.extend(self.refuse(frame, calls.collect(), &reason, sink, n).await);
-            // It was started before: it may have had its effect.
-            let again = format!(
-                "{reason}; it was started before the run stopped and may already have had its effect"
-            );
-            let calls = interrupted.into_iter().map(|(call, _)| call).collect();
-            records.extend(self.refuse(frame, calls, &again, sink, n).await);
-        }
-        if let Some(durable) = frame.durable.as_deref() {
-            if let Some(error) = durable.failure() {
-                return Err(Outcome::JournalFailed(error));
-            }
-            for call in &waiting {
-                if step.waiting.get(&call.call.id) == Some(&call.waiting) {
-                    continue; // already written down, still waiting
-                }
-                let entry = RunEntry::AwaitingDecision {
-                    call_id: call.call.id.clone(),
-                    waiting: call.waiting,
-                };
-                if let Err(error) = durable.write(entry).await {
-                    return Err(Outcome::JournalFailed(error));
-                }
-            }
-        }
-        for record in records {
-            step.finished.insert(record.call.id.clone(), record);
-        }
-        if !waiting.is_empty() {
-            return Err(Outcome::AwaitingDecision(waiting));
-        }
-        Ok(step.into_record())
+        run_tools
     }
 
-    /// Run one step's calls: all at once when every tool involved is
-    /// concurrency-safe, one after another otherwise (then a call that
-    /// waits for a person holds back the calls after it). Results keep call
-    /// order. Each call comes with whether a process already started it.
-    async fn execute(
+    /// Carry out the open step's calls, then take in their results: what
+    /// they make available, their messages, and the step's record. `Err`
+    /// when the run must stop here.
+    async fn close_step(
         &self,
-        run_tools: &RunTools,
+        run: &mut Progress,
         frame: &Frame,
-        calls: Vec<(ToolCall, bool)>,
+        step: OpenStep,
         sink: Option<&EventSink>,
-        step: usize,
-    ) -> Vec<Executed> {
-        let parallel = calls.len() > 1
-            && calls.iter().all(|(call, _)| {
-                run_tools
-                    .toolbox
-                    .find_for_call(&call.name)
-                    .is_some_and(|tool| tool.hints.concurrency_safe)
-            });
-        let one = |(call, interrupted)| async move {
-            let executed = self.execute_one(run_tools, frame, call, interrupted).await;
-            if let Executed::Done(record) = &executed {
-                emit(sink, || AgentEvent::ToolResult {
-                    step,
-                    record: record.clone(),
-                });
-            }
-            executed
+    ) -> Result<(), Outcome> {
+        run.index = step.step;
+        let record = self.carry_out(&run.run_tools, frame, step, sink).await?;
+        (run.discovered, run.tool_rounds) =
+            after_calls(self, &mut run.run_tools, &record.calls, run.tool_rounds).await;
+        run.messages
+            .extend(record.calls.iter().map(|r| Message::tool(r.result.clone())));
+        emit(sink, || AgentEvent::StepEnd {
+            step: record.clone(),
+        });
+        run.steps.push(record);
+        Ok(())
+    }
+
+    /// The request for the step under way: the conversation so far, the
+    /// tools on offer, and how the model may use them.
+    async fn request(&self, run: &Progress) -> ChatRequest {
+        let settings = &self.settings;
+        let tool_choice = self.tool_choice(run).await;
+        ChatRequest {
+            system: run.run_tools.system.clone(),
+            messages: run.messages.clone(),
+            tools: run.run_tools.advertised.as_ref().clone(),
+            tool_choice,
+            max_tokens: settings.max_tokens,
+            temperature: settings.temperature,
+            response_format: settings.response_format.clone(),
+            ..ChatRequest::default()
+        }
+    }
+
+    /// How the model may use tools in the step under way: not at all past
+    /// the limit on tool rounds; on the first step as the agent is set to
+    /// (`Auto` narrowed by the relevance gate); right after a step that only
+    /// loaded functions, it must call one.
+    async fn tool_choice(&self, run: &Progress) -> ToolChoice {
+        let settings = &self.settings;
+        let tool_choice = match settings.max_tool_rounds {
+            Some(limit) if run.tool_rounds >= limit => ToolChoice::None,
+            _ if run.index == 1 => settings.first_tool_choice.clone(),
+            _ if run.discovered => ToolChoice::Required,
+            _ => ToolChoice::Auto,
         };
-        if parallel {
-            join_all(calls.into_iter().map(one)).await
-        } else {
-            let mut done = Vec::with_capacity(calls.len());
-            for call in calls {
-                let executed = one(call).await;
-                let waits = matches!(executed, Executed::Waiting(_));
-                done.push(executed);
-                if waits {
-                    break;
-                }
+        match tool_choice {
+            ToolChoice::Auto if run.index == 1 => {
+                super::relevance::first_step_choice(
+                    settings,
+                    &run.run_tools.advertised,
+                    &run.messages,
+                )
+                .await
             }
-            done
+            other => other,
+        }
+    }
+}
+
+/// A run under way: its conversation, its finished steps, its tools, and
+/// where it stands.
+struct Progress {
+    messages: Vec<Message>,
+    steps: Vec<StepRecord>,
+    run_tools: RunTools,
+    /// The step under way (0 before the first).
+    index: usize,
+    /// The steps whose calls count against the limit on tool rounds.
+    tool_rounds: usize,
+    /// The step before only loaded functions (discovery): now call one.
+    discovered: bool,
+}
+
+impl Progress {
+    /// A resumed run: what its finished steps made available, as they did.
+    async fn replay_finished(&mut self, agent: &Agent) {
+        for step in &self.steps {
+            self.index = step.index;
+            if !step.calls.is_empty() {
+                (self.discovered, self.tool_rounds) =
+                    after_calls(agent, &mut self.run_tools, &step.calls, self.tool_rounds).await;
+            }
         }
     }
 
-    /// Results for calls that are not run (past the budget, past the
-    /// per-step limit), each recorded and audited as denied for `reason`.
-    async fn refuse(
-        &self,
-        frame: &Frame,
-        calls: Vec<ToolCall>,
-        reason: &str,
-        sink: Option<&EventSink>,
-        step: usize,
-    ) -> Vec<CallRecord> {
-        let mut records = Vec::with_capacity(calls.len());
-        for call in calls {
-            let outcome = AuditOutcome::Denied(reason.to_owned());
-            let result = ToolResult::error(call.id.clone(), format!("not run: {reason}"));
-            let record = self
-                .finish(frame, call, result, outcome, Duration::ZERO, None)
-                .await;
-            emit(sink, || AgentEvent::ToolResult {
-                step,
-                record: record.clone(),
-            });
-            records.push(record);
+    /// The run's end: `outcome`, what was spent, the steps and the conversation.
+    fn end(self, outcome: Outcome, spend: &Spend) -> RunOutcome {
+        RunOutcome {
+            outcome,
+            usage: spend.usage(),
+            steps: self.steps,
+            messages: self.messages,
         }
-        records
     }
+}
 
-    async fn execute_one(
-        &self,
-        run_tools: &RunTools,
-        frame: &Frame,
-        call: ToolCall,
-        interrupted: bool,
-    ) -> Executed {
-        let span = tracing::info_span!(
-            "execute_tool",
-            otel.name = format!("execute_tool {}", call.name),
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = call.name.as_str(),
-            gen_ai.tool.call.id = call.id.as_str(),
-        );
-        let started = Instant::now();
-        let scope = Arc::new(CallScope::new(frame));
-        let gated = self
-            .admit(run_tools, frame, &scope, &call, interrupted)
-            .instrument(span)
-            .await;
-        let (ran, result, outcome) = match gated {
-            Ok(ran) => ran,
-            Err(waiting) => return Executed::Waiting(WaitingCall { call, waiting }),
+/// The model answered: the answer is written to the journal of a durable
+/// run (nothing is written after it), then added to the conversation and the
+/// steps. The run's outcome: the answer, or the journal's failure.
+async fn answer(
+    run: &mut Progress,
+    frame: &Frame,
+    text: String,
+    tokens: Usage,
+    sink: Option<&EventSink>,
+) -> Outcome {
+    if let Some(durable) = frame.durable.as_deref() {
+        let answer = RunEntry::Answer {
+            step: run.index,
+            text: text.clone(),
+            tokens,
         };
-        let child = scope.take_child().map(Box::new);
-        let record = self
-            .finish(frame, ran, result, outcome, started.elapsed(), child)
-            .await;
-        Executed::Done(record)
+        if let Err(error) = durable.write(answer).await {
+            return Outcome::JournalFailed(error);
+        }
     }
+    run.messages.push(Message::assistant(text.clone()));
+    let record = StepRecord {
+        index: run.index,
+        tokens,
+        text: text.clone(),
+        calls: Vec::new(),
+    };
+    emit(sink, || AgentEvent::StepEnd {
+        step: record.clone(),
+    });
+    run.steps.push(record);
+    Outcome::Final(text)
+}
 
-    /// A call's record, audited, and written to the journal of a durable run.
-    async fn finish(
-        &self,
-        frame: &Frame,
-        call: ToolCall,
-        result: ToolResult,
-        outcome: AuditOutcome,
-        duration: Duration,
-        child: Option<Box<super::outcome::ChildRun>>,
-    ) -> CallRecord {
-        if let Some(audit) = &self.settings.audit {
-            audit.record(AuditRecord {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                arguments_digest: arguments_digest(&call),
-                outcome,
-                duration,
-            });
+/// The model called tools: the step is written to the journal of a durable
+/// run, added to the conversation and announced call by call; it is open
+/// until its calls are carried out. `Err` when the journal failed.
+async fn call_step(
+    run: &mut Progress,
+    frame: &Frame,
+    text: String,
+    calls: Vec<ToolCall>,
+    tokens: Usage,
+    sink: Option<&EventSink>,
+) -> Result<OpenStep, Outcome> {
+    let n = run.index;
+    if let Some(durable) = frame.durable.as_deref() {
+        let entry = RunEntry::ToolStep {
+            step: n,
+            text: text.clone(),
+            calls: calls.clone(),
+            tokens,
+        };
+        if let Err(error) = durable.write(entry).await {
+            return Err(Outcome::JournalFailed(error));
         }
-        if let Some(durable) = frame.durable.as_deref() {
-            let entry = RunEntry::CallFinished {
-                result: result.clone(),
-                duration_ms: duration.as_millis() as u64,
-                child_usage: child.as_ref().map(|child| child.usage),
-            };
-            // A failure is kept by the journal and stops the run after this step.
-            let _ = durable.write(entry).await;
-        }
-        CallRecord {
-            call,
-            result,
-            duration,
-            child,
+        // Decisions were on the last step's calls, whose ids
+        // this step's may repeat.
+        durable.new_step();
+    }
+    run.messages.push(Message::Assistant {
+        text: text.clone(),
+        tool_calls: calls.clone(),
+    });
+    for call in &calls {
+        emit(sink, || AgentEvent::ToolCall {
+            step: n,
+            call: call.clone(),
+        });
+    }
+    Ok(OpenStep::new(n, text, calls, tokens))
+}
+
+/// The run stopped at its step limit or past its budget: which, written to
+/// the journal of a durable run (or the journal's failure).
+async fn limit_reached(frame: &Frame) -> Outcome {
+    let outcome = if frame.spend.within_budget() {
+        Outcome::OutOfSteps
+    } else {
+        Outcome::OverBudget
+    };
+    if let Some(durable) = frame.durable.as_deref() {
+        let ended = RunEntry::Ended {
+            outcome: outcome.kind().into(),
+            detail: String::new(),
+        };
+        if let Err(error) = durable.write(ended).await {
+            return Outcome::JournalFailed(error);
         }
     }
+    outcome
 }
 
 /// After a step's calls: whether the step only loaded functions
