@@ -17,7 +17,8 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::ToSchema;
 
@@ -25,7 +26,7 @@ use crate::App;
 use crate::auth::Principal;
 use crate::checked::Checked;
 use crate::error::{ApiError, ErrorBody};
-use crate::metrics::Face;
+use crate::metrics::{Face, Metrics, TurnGuard};
 
 /// A chat completion request. Fields OpenAI defines and agentry does not use
 /// (temperature, tools, …) are accepted and ignored.
@@ -167,9 +168,44 @@ pub(crate) async fn chat_completions(
             request.model, app.name
         )));
     }
+    let (system, messages) = conversation(&request.messages);
+    if !messages.iter().any(|m| matches!(m, Message::User { .. })) {
+        return Err(ApiError::bad_request(
+            "`messages` needs at least one user message",
+        ));
+    }
+    let agent = agent_for(&app, &system)?;
+    let permit = app.limits.acquire(&principal)?;
+    let (sender, receiver) = mpsc::unbounded_channel::<AgentEvent>();
+    let span = tracing::info_span!("chat_completion", key = %principal.id);
+    let run = Run {
+        agent,
+        metrics: app.metrics.clone(),
+        counted: app.metrics.turn(Face::ChatCompletions),
+        permit,
+    };
+    tokio::spawn(tracing::Instrument::instrument(
+        run.send_events(messages, sender),
+        span,
+    ));
+    let chunks = Chunks {
+        id: format!("chatcmpl-{}", crate::sessions::new_id()),
+        created: now(),
+        model: app.name.clone(),
+        last_step: None,
+    };
+    if request.stream {
+        return Ok(stream_response(receiver, chunks));
+    }
+    completion(receiver, chunks).await
+}
+
+/// The client's conversation: the texts of its system (and developer)
+/// messages, and its user and assistant messages; others are left out.
+fn conversation(chat: &[ChatMessage]) -> (Vec<String>, Vec<Message>) {
     let mut system = Vec::new();
     let mut messages = Vec::new();
-    for message in &request.messages {
+    for message in chat {
         let text = text_of(&message.content);
         match message.role.as_str() {
             "system" | "developer" => system.push(text),
@@ -178,99 +214,140 @@ pub(crate) async fn chat_completions(
             _ => {}
         }
     }
-    if !messages.iter().any(|m| matches!(m, Message::User { .. })) {
-        return Err(ApiError::bad_request(
-            "`messages` needs at least one user message",
-        ));
+    (system, messages)
+}
+
+/// The agent that answers: the server's, with the client's system messages
+/// added to its prompt when there are any.
+fn agent_for(app: &App, system: &[String]) -> Result<Arc<Agent>, ApiError> {
+    if system.is_empty() {
+        return Ok(app.agent.clone());
     }
-    let agent: Arc<Agent> = if system.is_empty() {
-        app.agent.clone()
-    } else {
-        let base = app.agent.system().unwrap_or_default();
-        let prompt = format!("{base}\n\n{}", system.join("\n\n"))
-            .trim()
-            .to_owned();
-        let built = app.agent.to_builder().system(prompt).build();
-        Arc::new(built.map_err(|error| ApiError::bad_request(error.to_string()))?)
-    };
-    let permit = app.limits.acquire(&principal)?;
-    let (sender, receiver) = mpsc::unbounded_channel::<AgentEvent>();
-    let span = tracing::info_span!("chat_completion", key = %principal.id);
-    let metrics = app.metrics.clone();
-    let mut counted = app.metrics.turn(Face::ChatCompletions);
-    tokio::spawn(tracing::Instrument::instrument(
-        async move {
-            let mut events = std::pin::pin!(agent.stream_messages(messages));
-            loop {
-                tokio::select! {
-                    event = events.next() => match event {
-                        Some(event) => {
-                            if let AgentEvent::Final { run } = &event {
-                                counted.finish(outcome_name(&run.outcome));
-                                for record in run.steps.iter().flat_map(|step| &step.calls) {
-                                    metrics.tool_call(&record.call.name, record.result.is_error);
-                                }
+    let base = app.agent.system().unwrap_or_default();
+    let prompt = format!("{base}\n\n{}", system.join("\n\n"))
+        .trim()
+        .to_owned();
+    let built = app.agent.to_builder().system(prompt).build();
+    Ok(Arc::new(built.map_err(|error| {
+        ApiError::bad_request(error.to_string())
+    })?))
+}
+
+/// An agent run for one request, with what it holds until it ends: its
+/// count in the metrics and its place among the key's running requests.
+struct Run {
+    agent: Arc<Agent>,
+    metrics: Metrics,
+    counted: TurnGuard,
+    permit: OwnedSemaphorePermit,
+}
+
+impl Run {
+    /// Run the agent on `messages`, sending its events to `sender`; the
+    /// final one is counted in the metrics, with the tool calls it made. A
+    /// client that goes away stops the run.
+    async fn send_events(self, messages: Vec<Message>, sender: UnboundedSender<AgentEvent>) {
+        let Self {
+            agent,
+            metrics,
+            mut counted,
+            permit,
+        } = self;
+        let mut events = std::pin::pin!(agent.stream_messages(messages));
+        loop {
+            tokio::select! {
+                event = events.next() => match event {
+                    Some(event) => {
+                        if let AgentEvent::Final { run } = &event {
+                            counted.finish(outcome_name(&run.outcome));
+                            for record in run.steps.iter().flat_map(|step| &step.calls) {
+                                metrics.tool_call(&record.call.name, record.result.is_error);
                             }
-                            if sender.send(event).is_err() { break }
                         }
-                        None => break,
-                    },
-                    // The client went away: stop the run.
-                    () = sender.closed() => break,
-                }
+                        if sender.send(event).is_err() { break }
+                    }
+                    None => break,
+                },
+                // The client went away: stop the run.
+                () = sender.closed() => break,
             }
-            drop(counted);
-            drop(permit);
-        },
-        span,
-    ));
-    let id = format!("chatcmpl-{}", crate::sessions::new_id());
-    let created = now();
-    if request.stream {
-        let chunk = {
-            let (id, model) = (id.clone(), app.name.clone());
-            move |delta: Value, finish: Option<&str>| {
-                json!({
-                    "id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-                })
-            }
-        };
-        let first = chunk(json!({"role": "assistant", "content": ""}), None);
-        let mut steps_seen = None;
-        let body = UnboundedReceiverStream::new(receiver).filter_map(move |event| {
-            let data = match event {
-                AgentEvent::TextDelta { step, text } => {
-                    // A blank line between the texts of different steps.
-                    let text = match steps_seen.replace(step) {
-                        Some(previous) if previous != step => format!("\n\n{text}"),
-                        _ => text,
-                    };
-                    Some(vec![chunk(json!({"content": text}), None).to_string()])
-                }
-                AgentEvent::Final { run } => Some(match &run.outcome {
-                    Outcome::ModelError(error) => vec![
-                        json!({"error": {"message": error.to_string(), "type": "server_error", "code": "model_error"}}).to_string(),
-                        "[DONE]".to_owned(),
-                    ],
-                    outcome => vec![
-                        chunk(json!({}), Some(finish_reason(outcome))).to_string(),
-                        "[DONE]".to_owned(),
-                    ],
-                }),
-                _ => None,
-            };
-            async move { data }
-        });
-        let body = futures_util::stream::iter([vec![first.to_string()]])
-            .chain(body)
-            .flat_map(futures_util::stream::iter)
-            .map(|data| Ok::<_, Infallible>(Event::default().data(data)));
-        return Ok(Sse::new(body)
-            .keep_alive(KeepAlive::default())
-            .into_response());
+        }
+        drop(counted);
+        drop(permit);
     }
-    let mut receiver = receiver;
+}
+
+/// The completion's `id`, `created` and `model`, and for a stream, the step
+/// whose text came last.
+struct Chunks {
+    id: String,
+    created: u64,
+    model: String,
+    last_step: Option<usize>,
+}
+
+impl Chunks {
+    /// One `chat.completion.chunk`.
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+        let Self {
+            id, created, model, ..
+        } = self;
+        json!({
+            "id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        })
+    }
+
+    /// The data of the events `event` makes: text as it arrives (a blank
+    /// line between the texts of different steps), and at the end the
+    /// finish reason or the model's error, then `[DONE]`.
+    fn data(&mut self, event: AgentEvent) -> Option<Vec<String>> {
+        match event {
+            AgentEvent::TextDelta { step, text } => {
+                // A blank line between the texts of different steps.
+                let text = match self.last_step.replace(step) {
+                    Some(previous) if previous != step => format!("\n\n{text}"),
+                    _ => text,
+                };
+                Some(vec![self.chunk(json!({"content": text}), None).to_string()])
+            }
+            AgentEvent::Final { run } => Some(match &run.outcome {
+                Outcome::ModelError(error) => vec![
+                    json!({"error": {"message": error.to_string(), "type": "server_error", "code": "model_error"}}).to_string(),
+                    "[DONE]".to_owned(),
+                ],
+                outcome => vec![
+                    self.chunk(json!({}), Some(finish_reason(outcome))).to_string(),
+                    "[DONE]".to_owned(),
+                ],
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The answer as `chat.completion.chunk` server-sent events, the first
+/// opening the assistant's message, the last `[DONE]`.
+fn stream_response(receiver: UnboundedReceiver<AgentEvent>, mut chunks: Chunks) -> Response {
+    let first = chunks.chunk(json!({"role": "assistant", "content": ""}), None);
+    let body = UnboundedReceiverStream::new(receiver).filter_map(move |event| {
+        let data = chunks.data(event);
+        async move { data }
+    });
+    let body = futures_util::stream::iter([vec![first.to_string()]])
+        .chain(body)
+        .flat_map(futures_util::stream::iter)
+        .map(|data| Ok::<_, Infallible>(Event::default().data(data)));
+    Sse::new(body)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// The answer as one `chat.completion`, once the run has ended.
+async fn completion(
+    mut receiver: UnboundedReceiver<AgentEvent>,
+    chunks: Chunks,
+) -> Result<Response, ApiError> {
     let mut run: Option<Box<RunOutcome>> = None;
     while let Some(event) = receiver.recv().await {
         if let AgentEvent::Final { run: done } = event {
@@ -282,10 +359,10 @@ pub(crate) async fn chat_completions(
         return Err(ApiError::internal(format!("the model failed: {error}")));
     }
     Ok(Json(ChatCompletion {
-        id,
+        id: chunks.id,
         object: "chat.completion",
-        created,
-        model: app.name.clone(),
+        created: chunks.created,
+        model: chunks.model,
         choices: vec![json!({
             "index": 0,
             "message": {"role": "assistant", "content": run.text()},

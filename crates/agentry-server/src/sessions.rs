@@ -5,9 +5,11 @@
 
 use std::convert::Infallible;
 
-use agentry_agent::turn::{Attachment, Reply, TurnError, TurnEvent, TurnEvents, TurnInput};
+use agentry_agent::turn::{
+    Attachment, Reply, TurnConfig, TurnError, TurnEvent, TurnEvents, TurnInput,
+};
 use agentry_core::memory::RecentOpts;
-use agentry_core::tool::{Identity, Session, ToolCall, ToolResult};
+use agentry_core::tool::{Identity, Session};
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
@@ -15,208 +17,25 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
-use utoipa::{IntoParams, ToSchema};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
 use crate::App;
 use crate::auth::Principal;
 use crate::checked::Checked;
 use crate::driven::Driven;
 use crate::error::{ApiError, ErrorBody};
-use crate::metrics::Face;
+use crate::metrics::{Face, Metrics, TurnGuard};
 use crate::runs::WaitingCallBody;
 
-/// One user message: the fields of a chat turn's input (`TurnInput`) a client may set.
-/// The session comes from the path and the sender from the API key; the
-/// request context for tools is the server's.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TurnRequest {
-    /// The user's message.
-    pub text: String,
-    /// Files that came with it (described to the model, not uploaded).
-    #[serde(default)]
-    pub attachments: Vec<AttachmentBody>,
-    /// Forwarded on every reply event: `message_id` (generated when absent).
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub payload: Option<Map<String, Value>>,
-    /// Recall options (default `{limit: 5, min_score: 0.3}`).
-    #[serde(default)]
-    pub recall_opts: Option<RecallBody>,
-    /// Heading of the memory block in the prompt (default `## Memory`).
-    #[serde(default)]
-    pub memory_heading: Option<String>,
-    /// Store the user's message (default true).
-    #[serde(default)]
-    pub persist_user: Option<bool>,
-    /// Store the reply (default true).
-    #[serde(default)]
-    pub persist_assistant: Option<bool>,
-    /// Metadata stored with the user's message.
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub user_metadata: Option<Map<String, Value>>,
-    /// Metadata stored with the reply.
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub assistant_metadata: Option<Map<String, Value>>,
-    /// Reply with this text instead of asking the model.
-    #[serde(default)]
-    pub fallback_text: Option<String>,
-}
+pub use bodies::{
+    AttachmentBody, MessagesQuery, MessagesResponse, RecallBody, RunWaiting, StoredMessage,
+    ToolCallRecord, TurnRequest, TurnResponse,
+};
 
-/// A file that came with a message.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AttachmentBody {
-    /// File name.
-    pub name: String,
-    /// MIME type.
-    #[serde(default)]
-    pub mime_type: Option<String>,
-    /// Where it can be fetched.
-    #[serde(default)]
-    pub url: Option<String>,
-    /// Size in bytes.
-    #[serde(default, deserialize_with = "whole_number")]
-    #[schema(minimum = 0, maximum = 9007199254740991_u64)]
-    pub size: Option<u64>,
-}
-
-/// How much memory to recall into the prompt.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RecallBody {
-    /// Most records (default 5).
-    #[serde(default, deserialize_with = "whole_number")]
-    #[schema(minimum = 0, maximum = 9007199254740991_u64)]
-    pub limit: Option<u64>,
-    /// Lowest similarity (default 0.3).
-    #[serde(default)]
-    #[schema(minimum = -1.0, maximum = 1.0)]
-    pub min_score: Option<f32>,
-}
-
-/// The answer to a turn asked for as JSON.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TurnResponse {
-    /// The session (as the client named it).
-    pub session_id: String,
-    /// The reply's message id.
-    pub message_id: String,
-    /// False when the model failed (the user's message is still stored).
-    pub ok: bool,
-    /// The reply.
-    pub text: String,
-    /// Why the model failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The tool calls the agent made, in order, with their results.
-    pub tool_calls: Vec<ToolCallRecord>,
-    /// With durable runs: the run stopped for these decisions
-    /// (`POST /v1/runs/{run}/approvals`); the reply comes once it goes on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub waiting: Option<RunWaiting>,
-}
-
-/// A durable turn's run, stopped for decisions on its calls.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct RunWaiting {
-    /// The run's id: `{session}~{message_id}`.
-    pub run: String,
-    /// The calls that wait.
-    pub calls: Vec<WaitingCallBody>,
-}
-
-/// One tool call and what it returned.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct ToolCallRecord {
-    /// The call.
-    #[schema(value_type = Object)]
-    pub call: ToolCall,
-    /// Its result (absent if the turn stopped first).
-    #[schema(value_type = Option<Object>)]
-    pub result: Option<ToolResult>,
-}
-
-/// A stored message of a session.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct StoredMessage {
-    /// `user` or `assistant`.
-    pub role: String,
-    /// What was said.
-    pub text: String,
-    /// When, in Unix seconds.
-    pub timestamp: i64,
-    /// Its metadata.
-    #[schema(value_type = Object)]
-    pub metadata: Map<String, Value>,
-}
-
-/// A session's stored messages, oldest first.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct MessagesResponse {
-    /// The session.
-    pub session_id: String,
-    /// The messages.
-    pub messages: Vec<StoredMessage>,
-}
-
-/// `?limit=N`: only the newest N messages.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct MessagesQuery {
-    /// The newest N messages only.
-    #[param(value_type = Option<i32>, minimum = 0)]
-    #[serde(default, deserialize_with = "count_in_query")]
-    pub limit: Option<u32>,
-}
-
-/// A count in a query string: a whole number from 0 to 2^31 − 1 (the
-/// document's `int32`, `minimum: 0`).
-fn count_in_query<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<u32>, D::Error> {
-    let Some(text) = Option::<String>::deserialize(deserializer)? else {
-        return Ok(None);
-    };
-    match text.parse::<i32>() {
-        Ok(count) if count >= 0 => Ok(Some(count as u32)),
-        _ => Err(serde::de::Error::custom(format!(
-            "expected a whole number from 0 to {}, got {text:?}",
-            i32::MAX
-        ))),
-    }
-}
-
-/// The largest integer every JSON reader holds exactly (2^53 − 1).
-const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
-
-/// An optional count in a JSON body: an integer, or a number without a
-/// fraction (`3.0`, which JSON Schema also calls an integer), from 0 to
-/// 2^53 − 1; anything else is refused with what was expected.
-fn whole_number<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<u64>, D::Error> {
-    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
-        return Ok(None);
-    };
-    let whole = number.as_u64().or_else(|| {
-        number
-            .as_f64()
-            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX_SAFE_INTEGER as f64)
-            .map(|f| f as u64)
-    });
-    match whole {
-        Some(value) if value <= MAX_SAFE_INTEGER => Ok(Some(value)),
-        _ => Err(serde::de::Error::custom(format!(
-            "expected a whole number from 0 to {MAX_SAFE_INTEGER}, got {number}"
-        ))),
-    }
-}
+mod bodies;
 
 /// The memory session of `id` for `principal`: the client's id, checked,
 /// under the key's own prefix.
@@ -315,18 +134,71 @@ pub(crate) async fn post_turn(
         return Err(ApiError::bad_request("`text` must not be empty"));
     }
     let permit = app.limits.acquire(&principal)?;
-    let payload = request.payload.unwrap_or_default();
-    let message_id = match payload.get("message_id").and_then(Value::as_str) {
+    let message_id = message_id(&app, &principal, request.payload.as_ref())?;
+    let input = turn_input(request, session, &principal, &id, &message_id);
+    let (sender, receiver) = mpsc::unbounded_channel::<Report>();
+    let mut config = app.turn.clone();
+    let streaming = wants_events(&headers);
+    config.events = reports(app.metrics.clone(), sender.clone(), streaming);
+    let turn = Turn {
+        config,
+        input,
+        streaming,
+        key_prefix: format!("{}/", principal.id),
+        counted: app.metrics.turn(Face::Sessions),
+        permit,
+    };
+    let span = tracing::info_span!("turn", session = %id, key = %principal.id, %message_id);
+    // The turn runs on its own task: it ends when the reply does, or when
+    // a streaming client goes away (what was said so far is stored).
+    let turn = tracing::Instrument::instrument(turn.run(sender), span);
+    if streaming {
+        // The response runs the turn; a client that leaves stops it.
+        let stream = Driven::new(turn, receiver)
+            .flat_map(|report| futures_util::stream::iter(sse_events(report)))
+            .map(Ok::<_, Infallible>);
+        return Ok(Sse::new(stream)
+            .keep_alive(KeepAlive::default())
+            .into_response());
+    }
+    let task = tokio::spawn(turn);
+    let _ = task.await;
+    json_answer(receiver, id, message_id).await
+}
+
+/// The reply's message id: the payload's `message_id`, else a fresh one.
+fn message_id(
+    app: &App,
+    principal: &Principal,
+    payload: Option<&Map<String, Value>>,
+) -> Result<String, ApiError> {
+    let message_id = match payload
+        .and_then(|payload| payload.get("message_id"))
+        .and_then(Value::as_str)
+    {
         Some(given) => given.to_owned(),
         None => new_id(),
     };
     // A durable turn's run is named after its message id: it must be one an
     // approval can name.
-    if app.runs.is_some() && owned_session(&principal, &message_id).is_err() {
+    if app.runs.is_some() && owned_session(principal, &message_id).is_err() {
         return Err(ApiError::bad_request(format!(
             "invalid payload.message_id {message_id:?}: use 1 to 128 of A-Z a-z 0-9 - _ . :"
         )));
     }
+    Ok(message_id)
+}
+
+/// The chat turn's input: the request's message and options, in memory
+/// session `session`, from the key's identity; the reply names the
+/// client's session `id` and `message_id`.
+fn turn_input(
+    request: TurnRequest,
+    session: String,
+    principal: &Principal,
+    id: &str,
+    message_id: &str,
+) -> TurnInput {
     let mut input = TurnInput::new(
         Session::new(session),
         Identity::new(principal.id.clone()),
@@ -342,8 +214,8 @@ pub(crate) async fn post_turn(
             size: a.size,
         })
         .collect();
-    input.reply_session_id = Some(id.clone());
-    input.message_id = Some(message_id.clone());
+    input.reply_session_id = Some(id.to_owned());
+    input.message_id = Some(message_id.to_owned());
     input.recall_opts = request.recall_opts.map(|r| {
         let defaults = agentry_core::memory::RecallOpts::default();
         agentry_core::memory::RecallOpts {
@@ -357,17 +229,18 @@ pub(crate) async fn post_turn(
     input.user_metadata = request.user_metadata;
     input.assistant_metadata = request.assistant_metadata;
     input.fallback_text = request.fallback_text;
+    input
+}
 
-    let (sender, receiver) = mpsc::unbounded_channel::<Report>();
-    let events = sender.clone();
-    let mut config = app.turn.clone();
-    let metrics = app.metrics.clone();
-    let streaming = wants_events(&headers);
-    config.events = TurnEvents::new(move |event| {
+/// The turn's listener: each tool result counted in the metrics, and the
+/// events the response needs sent to it as reports — written out as
+/// server-sent events here, once, when `streaming`, rather than copied for
+/// the response to write.
+fn reports(metrics: Metrics, events: UnboundedSender<Report>, streaming: bool) -> TurnEvents {
+    TurnEvents::new(move |event| {
         if let TurnEvent::ToolResult { name, result, .. } = event {
             metrics.tool_call(name, result.is_error);
         }
-        // Written out here, once, rather than copied for the response to write.
         let report = match event {
             TurnEvent::ReplyStart { .. }
             | TurnEvent::ReplyDelta { .. }
@@ -397,51 +270,67 @@ pub(crate) async fn post_turn(
             _ => return,
         };
         let _ = events.send(report);
-    });
-    let key_prefix = format!("{}/", principal.id);
-    let mut counted = app.metrics.turn(Face::Sessions);
-    let span = tracing::info_span!("turn", session = %id, key = %principal.id, %message_id);
-    // The turn runs on its own task: it ends when the reply does, or when
-    // a streaming client goes away (what was said so far is stored).
-    let turn = tracing::Instrument::instrument(
-        async move {
-            let gone = sender.clone();
-            let stop = async move {
-                if streaming {
-                    gone.closed().await
-                } else {
-                    std::future::pending().await
-                }
-            };
-            let reply = config.run_until(input, stop).await;
-            counted.finish(match &reply {
-                Ok(_) => "ok",
-                Err(TurnError::Stopped { .. }) => "cancelled",
-                Err(_) => "error",
-            });
-            // A durable run's journal id carries the key's id: not shown.
-            let output = TurnEnd::new(reply, &key_prefix);
-            drop(counted);
-            drop(permit);
-            let _ = sender.send(Report::Done(output));
-        },
-        span,
-    );
-    if streaming {
-        // The response runs the turn; a client that leaves stops it.
-        let stream = Driven::new(turn, receiver)
-            .flat_map(|report| futures_util::stream::iter(sse_events(report)))
-            .map(Ok::<_, Infallible>);
-        return Ok(Sse::new(stream)
-            .keep_alive(KeepAlive::default())
-            .into_response());
+    })
+}
+
+/// A turn ready to run, with what it holds until it ends: its count in the
+/// metrics and its place among the key's running requests.
+struct Turn {
+    config: TurnConfig,
+    input: TurnInput,
+    /// Stop when the client goes away (a streaming client only).
+    streaming: bool,
+    /// The key's part of a durable run's journal id: not shown.
+    key_prefix: String,
+    counted: TurnGuard,
+    permit: OwnedSemaphorePermit,
+}
+
+impl Turn {
+    /// Run the turn; once it ends, let go of its count and permit, then
+    /// report its end to `sender`.
+    async fn run(self, sender: UnboundedSender<Report>) {
+        let Self {
+            config,
+            input,
+            streaming,
+            key_prefix,
+            mut counted,
+            permit,
+        } = self;
+        let gone = sender.clone();
+        let stop = async move {
+            if streaming {
+                gone.closed().await
+            } else {
+                std::future::pending().await
+            }
+        };
+        let reply = config.run_until(input, stop).await;
+        counted.finish(match &reply {
+            Ok(_) => "ok",
+            Err(TurnError::Stopped { .. }) => "cancelled",
+            Err(_) => "error",
+        });
+        // A durable run's journal id carries the key's id: not shown.
+        let output = TurnEnd::new(reply, &key_prefix);
+        drop(counted);
+        drop(permit);
+        let _ = sender.send(Report::Done(output));
     }
-    let task = tokio::spawn(turn);
-    let _ = task.await;
+}
+
+/// The JSON answer of session `id`'s finished turn, from its reports: the
+/// tool calls with their results, in order, the end, and any run waiting
+/// for decisions.
+async fn json_answer(
+    mut receiver: UnboundedReceiver<Report>,
+    id: String,
+    message_id: String,
+) -> Result<Response, ApiError> {
     let mut tool_calls: Vec<ToolCallRecord> = Vec::new();
     let mut output = None;
     let mut waiting = None;
-    let mut receiver = receiver;
     while let Some(report) = receiver.recv().await {
         match report {
             Report::Tool(TurnEvent::ToolCall { call, .. }) => {
