@@ -41,7 +41,7 @@ pub const TOOL_VECTORS_KEPT: usize = 4096;
 /// away and more that none fits are: on BFCL `simple_python` 4 of 400
 /// instead of 5, on single-tool agent tasks 12 of 40 instead of 14, on BFCL
 /// `irrelevance` 133 of 240 instead of 124, at the default floor
-/// (`agentry eval relevance-gate`, `BENCHMARKS.md`).
+/// (`agentry-eval relevance-gate`, `BENCHMARKS.md`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ToolText {
     /// `name: description`.
