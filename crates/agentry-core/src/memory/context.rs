@@ -77,11 +77,7 @@ impl Memory {
     }
 
     async fn embed_one(&self, text: &str) -> Result<Vec<f32>, MemoryError> {
-        let mut vectors = self
-            .embedder
-            .embed(&[text.to_owned()])
-            .await
-            ?;
+        let mut vectors = self.embedder.embed(&[text.to_owned()]).await?;
         vectors
             .pop()
             .ok_or_else(|| MemoryError::refused("the embedder returned no vector"))
