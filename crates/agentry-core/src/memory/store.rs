@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use super::manage::{Forget, ListOpts, SessionSummary, StoredRecord};
-use crate::embed::EmbedError;
 use crate::BoxFuture;
+use crate::embed::EmbedError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -299,11 +299,9 @@ pub trait MemoryStore: Send + Sync {
     fn forget<'a>(&'a self, what: &'a Forget) -> BoxFuture<'a, Result<u64, MemoryError>> {
         match what {
             Forget::Session(session) => self.forget_session(session),
-            _ => Box::pin(async {
-                Err(MemoryError::Unsupported(
-                    "can only forget whole sessions",
-                ))
-            }),
+            _ => {
+                Box::pin(async { Err(MemoryError::Unsupported("can only forget whole sessions")) })
+            }
         }
     }
 }

@@ -25,16 +25,13 @@ mod skill;
 
 pub use builtins::{
     APPLY_SKILL, BUILTIN_NAMES, LIST_SKILLS, READ_SKILL, RESERVED_CTX_KEY, SEARCH_SKILLS,
-    apply_skill_tool, builtin_tools, list_skills_tool,
-    read_skill_tool, search_skills_tool,
+    apply_skill_tool, builtin_tools, list_skills_tool, read_skill_tool, search_skills_tool,
 };
 pub use files::{MAX_FILE_BYTES, read_skill_file, skill_files};
 pub use resolver::{
     InMemoryResolver, ListContext, SearchableResolver, SkillResolver, effective_resolver,
 };
-pub use search::{
-    SearchOpts, search_skills_of,
-};
+pub use search::{SearchOpts, search_skills_of};
 pub use skill::{
     BodyFn, INDEX_HEADER, IntoBody, Skill, SkillContext, SkillError, SkillSummary, build_index,
     ctx_arg, find_skill, for_agent, index_line, list_skills_of, load_body,

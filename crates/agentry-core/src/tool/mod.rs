@@ -50,10 +50,7 @@ pub use handler::{Arguments, ToolError, ToolHandler, from_input};
 pub use into_handler::IntoHandler;
 pub use net_grant::{HostPattern, NetGrant, NetGrantError};
 pub use sandbox::{SandboxedCall, ToolSandbox};
-pub use schema::{
-    ObjectSchemaBuilder, SchemaConflict, ToolSchema, registry,
-    schema_for_type,
-};
+pub use schema::{ObjectSchemaBuilder, SchemaConflict, ToolSchema, registry, schema_for_type};
 pub use search::ToolSearcher;
 pub use source::ToolSource;
 pub use state::State;

@@ -405,11 +405,7 @@ fn on_worker<T: Send + 'static>(
     work: impl FnOnce(SqliteStore) -> Result<T, JournalError> + Send + 'static,
 ) -> BoxFuture<'static, Result<T, JournalError>> {
     let outer = blocking(store, move |store| Ok(work(store)));
-    Box::pin(async move {
-        outer
-            .await
-            .map_err(|e| JournalError::Store(e.detail()))?
-    })
+    Box::pin(async move { outer.await.map_err(|e| JournalError::Store(e.detail()))? })
 }
 
 impl RunJournal for SqliteStore {

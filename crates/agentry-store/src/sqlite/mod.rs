@@ -306,10 +306,12 @@ impl SqliteStore {
         tx.commit().map_err(failed)?;
         // Gone while writing: the commit went to a file no one will open again.
         match &db.file {
-            Some(file) if !matches!(file.state(), FileState::Same) => Err(MemoryError::refused(format!(
-                "sqlite: the database file {} went away while writing; the records may not be stored",
-                file.path().display()
-            ))),
+            Some(file) if !matches!(file.state(), FileState::Same) => {
+                Err(MemoryError::refused(format!(
+                    "sqlite: the database file {} went away while writing; the records may not be stored",
+                    file.path().display()
+                )))
+            }
             _ => Ok(()),
         }
     }
@@ -322,7 +324,9 @@ impl SqliteStore {
         opts: RecallOpts,
     ) -> Result<Vec<Recalled>, MemoryError> {
         if let Some(problem) = unusable(query) {
-            return Err(MemoryError::refused(format!("sqlite: the query vector {problem}")));
+            return Err(MemoryError::refused(format!(
+                "sqlite: the query vector {problem}"
+            )));
         }
         let db = self.db()?;
         let conn = &db.conn;
