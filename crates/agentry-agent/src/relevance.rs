@@ -24,10 +24,10 @@ use agentry_core::model::{Message, ToolChoice};
 use agentry_core::tool::ToolSchema;
 
 /// The floor [`RelevanceGate::new`] callers start from with all-MiniLM-L6-v2
-/// (the local embedder) and [`ToolText::WithArguments`]: measured, it turns
-/// away 47% of BFCL's `irrelevance` questions, 0.5–1% of the BFCL questions
-/// a tool fits, and 20% of single-tool agent tasks a tool fits
-/// (`BENCHMARKS.md`; 0.25 turns away more of both).
+/// (the local embedder) and [`ToolText::WithArguments`]: measured for what
+/// it turns away of BFCL's questions no tool fits, of those a tool fits, and
+/// of single-tool agent tasks (`BENCHMARKS.md` has the figures; 0.25 turns
+/// away more of both).
 pub const DEFAULT_RELEVANCE_FLOOR: f32 = 0.2;
 
 /// How many tool texts' vectors a gate keeps (least recently used dropped):

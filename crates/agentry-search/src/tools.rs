@@ -74,8 +74,8 @@ pub fn tool_search_text(tool: &Tool) -> String {
 /// The text embedded for a tool: its name with separators as spaces and the
 /// first line of its description. (Unlike [`tool_search_text`], the name's
 /// camel case stays whole: split, operation names like `GetVaultById` read
-/// closer to everyday requests than they are, and MiniLM recall@5 on
-/// MetaTool-in-10,000 fell from 60.7% to 58.1%.)
+/// closer to everyday requests than they are, and MiniLM's recall on
+/// MetaTool-in-10,000 fell: `BENCHMARKS.md`, "Retrieval".)
 pub fn tool_embedding_text(tool: &Tool) -> String {
     let first = tool
         .description

@@ -95,9 +95,9 @@ pub const CALL_LIST_NOTE: &str = "To call several functions, write them as a JSO
 Make one call for each thing the user asks for.";
 
 /// The default [`LocalConfig::list_floor`]: the lowest floor that kept BFCL
-/// `simple_python` within 2 points of the model's own choice. With it the
-/// 0.5B model passes 51.5% of `parallel` against 35.5%, and 70.5% of
-/// `simple_python` against 71.0% (see `BENCHMARKS.md`).
+/// `simple_python` within 2 points of the model's own choice, while it
+/// raises `parallel` most (`BENCHMARKS.md`, "A list the model finds likely
+/// enough", has the figures).
 pub const DEFAULT_LIST_FLOOR: f32 = 0.05;
 
 impl Default for LocalConfig {

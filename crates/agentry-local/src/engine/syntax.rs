@@ -37,10 +37,10 @@ pub enum CallSyntax {
     /// Per request: [`Python`](Self::Python) when exactly one tool is
     /// offered (the model cannot pick a wrong function, and a list makes
     /// several calls of it easy), [`Template`](Self::Template) otherwise.
-    /// On BFCL it matches the default's `parallel` (51.5%, with
+    /// On BFCL it matches the default's `parallel` (with
     /// [`LocalConfig::list_floor`](crate::LocalConfig::list_floor)) and
-    /// beats its `simple_python` (71.5% against 70.5%) and `irrelevance`
-    /// (69.2% against 67.1%); it is not the default because tools described
+    /// does a little better on `simple_python` and `irrelevance`
+    /// (`BENCHMARKS.md`, "Python-style calls"); it is not the default because tools described
     /// as agents describe them, with example values, fare worse (18 of 40
     /// single-call agent tasks against 23: the model copies an example into
     /// a call, or fills an optional argument nobody gave).
