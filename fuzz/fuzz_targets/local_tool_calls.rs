@@ -1,18 +1,11 @@
 //! The local model's tool-call parsers (`<tool_call>` JSON and Python-style
-//! lists) on any text: calls and text, never a panic. The modules are
-//! compiled from `agentry-local`'s own source files, so the target fuzzes
-//! exactly the parsers the engine runs without building llama.cpp.
+//! lists) on any text: calls and text, never a panic. They live in
+//! `agentry-local-calls`, apart from llama.cpp, so the target fuzzes exactly
+//! the parsers the engine runs without building it.
 #![no_main]
 
+use agentry_local_calls::{python_calls, tool_calls};
 use libfuzzer_sys::fuzz_target;
-
-#[allow(dead_code)]
-#[path = "../../crates/agentry-local/src/tool_calls.rs"]
-mod tool_calls;
-
-#[allow(dead_code)]
-#[path = "../../crates/agentry-local/src/python_calls.rs"]
-mod python_calls;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
