@@ -277,6 +277,25 @@ pub trait RunJournal: Send + Sync {
     fn release<'a>(&'a self, run: &'a str, token: u64) -> BoxFuture<'a, Result<(), JournalError>>;
 }
 
+/// Whether entry `seq` may be appended to `run`, which has `next` entries:
+/// [`JournalError::Conflict`] when another writer put an entry `seq` there
+/// first, a [`JournalError::Store`] error when `seq` would leave a gap. What
+/// every [`RunJournal::append`] checks, in the same words.
+pub fn expect_next(run: &str, next: u64, seq: u64) -> Result<(), JournalError> {
+    if next > seq {
+        return Err(JournalError::Conflict {
+            run: run.to_owned(),
+            seq,
+        });
+    }
+    if next < seq {
+        return Err(JournalError::Store(format!(
+            "run \"{run}\" has {next} entries; entry {seq} cannot follow"
+        )));
+    }
+    Ok(())
+}
+
 /// Milliseconds since the Unix epoch, now (this machine's clock).
 pub fn now_ms() -> u64 {
     SystemTime::now()

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::{JournalError, Lease, RunEntry, RunJournal, now_ms};
+use super::{JournalError, Lease, RunEntry, RunJournal, expect_next, now_ms};
 use crate::BoxFuture;
 
 /// A journal in this process's memory: for tests, and for runs that only
@@ -76,18 +76,7 @@ impl RunJournal for InMemoryJournal {
                 });
             }
             let entries = runs.entries.entry(run.to_owned()).or_default();
-            let len = entries.len() as u64;
-            if len > seq {
-                return Err(JournalError::Conflict {
-                    run: run.to_owned(),
-                    seq,
-                });
-            }
-            if len < seq {
-                return Err(JournalError::Store(format!(
-                    "run \"{run}\" has {len} entries; entry {seq} cannot follow"
-                )));
-            }
+            expect_next(run, entries.len() as u64, seq)?;
             entries.push(entry.clone());
             if seq == 0 {
                 runs.order.push(run.to_owned());

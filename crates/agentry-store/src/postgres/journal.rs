@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use agentry_core::BoxFuture;
 use agentry_core::journal::{
-    JournalError, JournalKey, Lease, RunEntry, RunJournal, SealedEntry, SealedHead,
+    JournalError, JournalKey, Lease, RunEntry, RunJournal, SealedEntry, SealedHead, expect_next,
 };
 
 use super::PgStore;
@@ -122,17 +122,7 @@ impl PgStore {
                 });
             }
         };
-        if next > seq {
-            return Err(JournalError::Conflict {
-                run: run.to_owned(),
-                seq,
-            });
-        }
-        if next < seq {
-            return Err(JournalError::Store(format!(
-                "run \"{run}\" has {next} entries; entry {seq} cannot follow"
-            )));
-        }
+        expect_next(run, next, seq)?;
         let previous: Option<Vec<u8>> = match seq {
             0 => None,
             _ => sqlx::query_scalar::<_, Option<Vec<u8>>>(

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use agentry_core::BoxFuture;
 use agentry_core::journal::{
-    JournalError, JournalKey, Lease, RunEntry, RunJournal, SealedEntry, SealedHead, now_ms,
+    JournalError, JournalKey, Lease, RunEntry, RunJournal, SealedEntry, SealedHead, expect_next,
+    now_ms,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -195,17 +196,7 @@ impl SqliteStore {
                 });
             }
         };
-        if next > seq {
-            return Err(JournalError::Conflict {
-                run: run.to_owned(),
-                seq,
-            });
-        }
-        if next < seq {
-            return Err(JournalError::Store(format!(
-                "run \"{run}\" has {next} entries; entry {seq} cannot follow"
-            )));
-        }
+        expect_next(run, next, seq)?;
         let previous: Option<Vec<u8>> = match seq {
             0 => None,
             _ => tx
