@@ -148,7 +148,7 @@ impl Agent {
     /// Start building an agent over `model` (an `Arc` of a model works too,
     /// to share one model between agents).
     pub fn builder(model: impl ChatModel + 'static) -> AgentBuilder {
-        AgentBuilder::new(Arc::new(model))
+        AgentBuilder::new(model)
     }
 
     /// A builder holding this agent's model, tools and settings, to derive a variant.

@@ -85,9 +85,9 @@ pub struct AgentBuilder {
 
 impl AgentBuilder {
     /// A builder over a model shared with others.
-    pub fn new(model: Arc<dyn ChatModel>) -> Self {
+    pub fn new(model: impl ChatModel + 'static) -> Self {
         Self {
-            model,
+            model: Arc::new(model),
             toolbox: None,
             tools: Vec::new(),
             groups: Vec::new(),
@@ -174,8 +174,11 @@ impl AgentBuilder {
     /// `searcher` over the catalog (e.g. `agentry_search::ToolSearch`): the
     /// tools it finds are callable from the next step on. When there are too
     /// many modules to list in the prompt, it is how the model finds tools.
-    pub fn tool_search(mut self, searcher: Arc<dyn agentry_core::tool::ToolSearcher>) -> Self {
-        self.settings.tool_search = Some(searcher);
+    pub fn tool_search(
+        mut self,
+        searcher: impl agentry_core::tool::ToolSearcher + 'static,
+    ) -> Self {
+        self.settings.tool_search = Some(Arc::new(searcher));
         self
     }
 
@@ -299,8 +302,8 @@ impl AgentBuilder {
     /// starts and again between steps when they changed. They obey the
     /// allow-list like the agent's own tools; a name the agent already has
     /// stays the agent's.
-    pub fn tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
-        self.settings.sources.push(source);
+    pub fn tool_source(mut self, source: impl ToolSource + 'static) -> Self {
+        self.settings.sources.push(Arc::new(source));
         self
     }
 
@@ -317,8 +320,8 @@ impl AgentBuilder {
     }
 
     /// Where audit records go.
-    pub fn audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
-        self.settings.audit = Some(sink);
+    pub fn audit(mut self, sink: impl AuditSink + 'static) -> Self {
+        self.settings.audit = Some(Arc::new(sink));
         self
     }
 

@@ -208,10 +208,10 @@ pub struct DurableRuns {
 impl Agent {
     /// Run this agent durably: every step written to `journal` (SQLite or
     /// PostgreSQL stores in `agentry-store`, or [`InMemoryJournal`]).
-    pub fn durable(&self, journal: Arc<dyn RunJournal>) -> DurableRuns {
+    pub fn durable(&self, journal: impl RunJournal + 'static) -> DurableRuns {
         DurableRuns {
             agent: self.clone(),
-            journal,
+            journal: Arc::new(journal),
             leasing: Leasing::default(),
         }
     }

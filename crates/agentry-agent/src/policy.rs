@@ -1,6 +1,6 @@
 //! Approval of destructive calls and the audit trail of every call.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentry_core::BoxFuture;
@@ -97,6 +97,13 @@ pub fn arguments_digest(call: &ToolCall) -> String {
 pub trait AuditSink: Send + Sync {
     /// Store one record.
     fn record(&self, record: AuditRecord);
+}
+
+/// A shared sink is a sink (keep an `Arc<AuditLog>` to read it back).
+impl<S: AuditSink + ?Sized> AuditSink for Arc<S> {
+    fn record(&self, record: AuditRecord) {
+        (**self).record(record)
+    }
 }
 
 /// An in-memory audit trail.

@@ -94,7 +94,7 @@ impl ToolText {
 /// use agentry_core::embed::KeywordEmbedder;
 /// use agentry_core::tool::ToolSchema;
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let gate = RelevanceGate::new(Arc::new(KeywordEmbedder::new(["weather", "circle"])), 0.5);
+/// let gate = RelevanceGate::new(KeywordEmbedder::new(["weather", "circle"]), 0.5);
 /// let tools = [ToolSchema {
 ///     name: "weather".into(),
 ///     description: Some("The weather in a city.".into()),
@@ -126,8 +126,8 @@ impl std::fmt::Debug for RelevanceGate {
 impl RelevanceGate {
     /// A gate that lets calls through when some tool's similarity to the
     /// request is at least `floor`.
-    pub fn new(embedder: Arc<dyn Embedder>, floor: f32) -> Self {
-        Self::keeping(embedder, floor, TOOL_VECTORS_KEPT)
+    pub fn new(embedder: impl Embedder + 'static, floor: f32) -> Self {
+        Self::keeping(Arc::new(embedder), floor, TOOL_VECTORS_KEPT)
     }
 
     /// A gate that keeps at most `kept` tool vectors.
@@ -305,10 +305,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_best_tool_decides_and_tool_texts_are_embedded_once() {
-        let gate = RelevanceGate::new(
-            Arc::new(KeywordEmbedder::new(["weather", "circle", "tax"])),
-            0.5,
-        );
+        let gate = RelevanceGate::new(KeywordEmbedder::new(["weather", "circle", "tax"]), 0.5);
         let tools = [
             tool("weather", "Weather in a city."),
             tool("draw", "Draw a circle."),
@@ -433,7 +430,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_miscounting_embedder_is_an_error() {
-        let gate = RelevanceGate::new(Arc::new(Short), 0.5);
+        let gate = RelevanceGate::new(Short, 0.5);
         let error = gate.allows_calls("x", &[tool("a", "b")]).await.unwrap_err();
         assert_eq!(error.to_string(), "embedding failed: 1 vectors for 2 texts");
     }

@@ -235,7 +235,7 @@ pub async fn relevance_gate(choice: &ModelChoice) -> Result<Option<RelevanceGate
         return Ok(None);
     };
     let embedder = minilm().await?;
-    Ok(Some(RelevanceGate::new(Arc::new(embedder), floor)))
+    Ok(Some(RelevanceGate::new(embedder, floor)))
 }
 
 /// all-MiniLM-L6-v2, pulled into the cache first (with a progress bar) when missing.

@@ -5,19 +5,16 @@ use crate::BoxFuture;
 
 /// Why embedding failed. Its text starts with `embedding failed: `; the
 /// error it comes from, if any, is its [`source`](std::error::Error::source).
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum EmbedError {
     /// The model or the service failed.
-    #[error("embedding failed: {source}")]
     Backend {
-        /// Its error.
-        #[source]
+        /// Its error, the [`source`](std::error::Error::source).
         source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
     },
     /// Embedding failed for the reason given (a wrong count or length of
     /// vectors, no vector, a malformed answer).
-    #[error("embedding failed: {0}")]
     Failed(String),
 }
 
@@ -35,6 +32,25 @@ impl EmbedError {
     }
 }
 
+impl std::fmt::Display for EmbedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Backend { source } => write!(f, "embedding failed: {source}"),
+            Self::Failed(message) => write!(f, "embedding failed: {message}"),
+        }
+    }
+}
+
+/// The source is the backend's error itself, so `downcast_ref` finds its type.
+impl std::error::Error for EmbedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Backend { source } => Some(&**source),
+            Self::Failed(_) => None,
+        }
+    }
+}
+
 /// Turns texts into fixed-size vectors.
 pub trait Embedder: Send + Sync {
     /// The model's id, for traces and stored records.
@@ -46,6 +62,24 @@ pub trait Embedder: Send + Sync {
     /// One vector per text, in order.
     fn embed<'a>(&'a self, texts: &'a [String])
     -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>>;
+}
+
+/// A shared embedder is an embedder.
+impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E> {
+    fn model_id(&self) -> &str {
+        (**self).model_id()
+    }
+
+    fn dimensions(&self) -> usize {
+        (**self).dimensions()
+    }
+
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
+        (**self).embed(texts)
+    }
 }
 
 /// A deterministic embedder for tests and examples, next to

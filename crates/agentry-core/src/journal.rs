@@ -277,6 +277,50 @@ pub trait RunJournal: Send + Sync {
     fn release<'a>(&'a self, run: &'a str, token: u64) -> BoxFuture<'a, Result<(), JournalError>>;
 }
 
+/// A shared journal is a journal (so `Arc<dyn RunJournal>` goes wherever
+/// one is asked for).
+impl<J: RunJournal + ?Sized> RunJournal for std::sync::Arc<J> {
+    fn append<'a>(
+        &'a self,
+        run: &'a str,
+        seq: u64,
+        entry: &'a RunEntry,
+        token: u64,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        (**self).append(run, seq, entry, token)
+    }
+
+    fn entries<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<Vec<RunEntry>, JournalError>> {
+        (**self).entries(run)
+    }
+
+    fn runs(&self) -> BoxFuture<'_, Result<Vec<String>, JournalError>> {
+        (**self).runs()
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        run: &'a str,
+        owner: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Lease, JournalError>> {
+        (**self).acquire(run, owner, ttl)
+    }
+
+    fn renew<'a>(
+        &'a self,
+        run: &'a str,
+        token: u64,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Lease, JournalError>> {
+        (**self).renew(run, token, ttl)
+    }
+
+    fn release<'a>(&'a self, run: &'a str, token: u64) -> BoxFuture<'a, Result<(), JournalError>> {
+        (**self).release(run, token)
+    }
+}
+
 /// Whether entry `seq` may be appended to `run`, which has `next` entries:
 /// [`JournalError::Conflict`] when another writer put an entry `seq` there
 /// first, a [`JournalError::Store`] error when `seq` would leave a gap. What

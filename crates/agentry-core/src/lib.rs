@@ -57,5 +57,6 @@ pub mod __private {
     pub use serde_json;
     pub use std::sync::OnceLock;
 
+    pub use crate::tool::error::{AsToolError, DisplayToToolError, ErrorToToolError, HandlerErr};
     pub use crate::tool::handler::{result_to_output, to_output};
 }

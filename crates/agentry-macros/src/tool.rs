@@ -361,7 +361,22 @@ fn output_code(krate: &syn::Path, output: &ReturnType) -> syn::Result<(TokenStre
             let schema = (!is_unit(ok)).then(|| quote!(#krate::tool::schema_for_type::<#ok>()));
             (
                 schema,
-                quote!(#krate::__private::result_to_output(__agentry_out)),
+                quote!(#krate::__private::result_to_output(__agentry_out.map_err(
+                    |__agentry_error| {
+                        // The first of these that applies to the error's type
+                        // (autoref specialisation): a ToolError as it is, an
+                        // Error kept as the source, else its words.
+                        #[allow(unused_imports)]
+                        use #krate::__private::{
+                            AsToolError as _, DisplayToToolError as _, ErrorToToolError as _,
+                        };
+                        // Method lookup picks the impl by the borrows' depth.
+                        #[allow(clippy::needless_borrow)]
+                        let __agentry_error =
+                            (&&&#krate::__private::HandlerErr::new(__agentry_error)).into_tool_error();
+                        __agentry_error
+                    }
+                ))),
             )
         }
         ReturnType::Type(_, ty) => {

@@ -288,7 +288,7 @@ impl McpClient {
                 )));
             }
         };
-        let peer = self.peer().await.map_err(ToolError::failed)?;
+        let peer = self.peer().await.map_err(ToolError::from_error)?;
         let mut params = CallToolRequestParams::new(name.to_owned());
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
@@ -301,7 +301,7 @@ impl McpClient {
         );
         self.within(call)
             .await
-            .map_err(ToolError::failed)?
+            .map_err(ToolError::from_error)?
             .map_err(ToolError::failed)
     }
 

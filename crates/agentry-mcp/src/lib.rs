@@ -42,7 +42,7 @@
 //! assert_eq!(tools[0].name, "calc.math.add");
 //! assert!(tools[0].hints.destructive, "an untrusted server's tools need approval");
 //!
-//! // Give `client` to an agent with `.tool_source(Arc::new(client))`; here its
+//! // Give `client` to an agent with `.tool_source(client)`; here its
 //! // tools are dispatched directly.
 //! let toolbox = Toolbox::for_agent(tools)?;
 //! let sum = toolbox.dispatch(ToolCall::new("1", "calc.math.add", json!({"x": 2, "y": 40}))).await;

@@ -123,7 +123,7 @@ async fn a_changed_tool_list_is_picked_up_between_steps() {
             }),
     );
     let run = Agent::builder(model.clone())
-        .tool_source(Arc::new(client))
+        .tool_source(client)
         .approver(|_: &agentry_core::tool::Tool, _: &ToolCall| agentry_agent::Approval::Approve)
         .build()
         .unwrap()

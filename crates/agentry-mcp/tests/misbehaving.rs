@@ -180,7 +180,7 @@ async fn an_untrusted_servers_call_refused_by_the_approver_never_reaches_it() {
     let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen_by_approver = asked.clone();
     let run = Agent::builder(model)
-        .tool_source(Arc::new(client.clone()))
+        .tool_source(client.clone())
         .approver(move |tool: &Tool, call: &ToolCall| {
             seen_by_approver.lock().unwrap().push((
                 tool.name.clone(),

@@ -161,10 +161,7 @@ pub(crate) async fn call(
     {
         request = request.json(body);
     }
-    let response = request
-        .send()
-        .await
-        .map_err(|e| ToolError::failed(e.to_string()))?;
+    let response = request.send().await.map_err(ToolError::from_error)?;
     let status = response.status();
     let reading = |e: NetError| ToolError::failed(format!("reading the response: {e}"));
     if !status.is_success() {

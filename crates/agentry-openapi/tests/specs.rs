@@ -171,7 +171,7 @@ fn real_specifications_become_tools_an_agent_accepts() {
     let agent = Agent::builder(model.clone())
         .groups(groups)
         .discovery(true)
-        .tool_search(Arc::new(search))
+        .tool_search(search)
         .build()
         .unwrap();
     let started = std::time::Instant::now();

@@ -20,7 +20,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentry_core::tool::gated_dispatch;
@@ -191,7 +190,7 @@ fn main() {
             "in process, no sandbox",
             time(plain, ToolContext::new()).await,
         );
-        let cold = ToolContext::new().with_sandbox(Arc::new(Sandbox::new()));
+        let cold = ToolContext::new().with_sandbox(Sandbox::new());
         report(
             "agentry sandbox, cold child",
             time(toolbox.clone(), cold).await,
@@ -199,7 +198,7 @@ fn main() {
         let warm = Sandbox::new().warm(2);
         warm.prewarm();
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let warm = ToolContext::new().with_sandbox(Arc::new(warm));
+        let warm = ToolContext::new().with_sandbox(warm);
         report(
             "agentry sandbox, warm child (2 kept)",
             time(toolbox, warm.clone()).await,

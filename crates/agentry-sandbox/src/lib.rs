@@ -76,7 +76,7 @@
 //!         let refused = tools.dispatch(call.clone()).await;
 //!         assert!(refused.error_message().unwrap().contains("none is configured"));
 //!         // In the sandbox it runs, granted no directory, so the read fails.
-//!         let ctx = ToolContext::new().with_sandbox(Arc::new(Sandbox::new()));
+//!         let ctx = ToolContext::new().with_sandbox(Sandbox::new());
 //!         let denied = tools.dispatch_with(call, &ctx).await;
 //!         let message = denied.error_message().unwrap();
 //!         assert!(

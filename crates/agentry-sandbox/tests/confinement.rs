@@ -15,7 +15,6 @@
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use agentry::agent::Agent;
@@ -307,7 +306,7 @@ async fn run_all() {
     let world = World {
         toolbox: Toolbox::for_agent([probe(&inside, &inside)]).unwrap(),
         grants: Capabilities::from([Capability::fs_read(&inside), Capability::fs_write(&inside)]),
-        ctx: ToolContext::new().with_sandbox(Arc::new(sandbox.clone())),
+        ctx: ToolContext::new().with_sandbox(sandbox.clone()),
         inside,
         outside,
     };
@@ -569,7 +568,7 @@ async fn macro_and_refusal(sandbox: &Sandbox) {
             cat::NAME
         )
     );
-    let ctx = ToolContext::new().with_sandbox(Arc::new(sandbox.clone()));
+    let ctx = ToolContext::new().with_sandbox(sandbox.clone());
     let denied = toolbox.dispatch_with(call, &ctx).await;
     assert_eq!(
         error(&denied),
@@ -626,7 +625,7 @@ async fn through_an_agent(sandbox: &Sandbox, world: &World) {
 async fn warm_children(world: &World) {
     let warm = Sandbox::new().warm(1);
     warm.prewarm();
-    let ctx = ToolContext::new().with_sandbox(Arc::new(warm));
+    let ctx = ToolContext::new().with_sandbox(warm);
     let notes = world.inside.join("notes.txt");
     for _ in 0..3 {
         let call = ToolCall::new("w", "probe", json!({"action": "read", "arg": notes}));

@@ -29,7 +29,7 @@
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let model = ScriptedModel::new().reply(Step::Final { text: "Hello!".into(), tokens: Usage::new(5, 2) });
 //! let agent = Agent::builder(model).build().unwrap();
-//! let memory = Memory::new(Arc::new(InMemoryStore::new()), Arc::new(KeywordEmbedder::new(["hello"])));
+//! let memory = Memory::new(InMemoryStore::new(), KeywordEmbedder::new(["hello"]));
 //! let server = AgentServer::new("helper", agent, memory).api_keys(ApiKeys::from_list("s3cret"));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
 //! let address = listener.local_addr().unwrap();
@@ -198,8 +198,8 @@ impl AgentServer {
     /// stops the turn with a `run:waiting` event instead of being refused,
     /// `GET /v1/runs/{id}` shows the run and `POST /v1/runs/{id}/approvals`
     /// decides and resumes it, in any server process sharing the journal.
-    pub fn durable_runs(mut self, journal: Arc<dyn RunJournal>) -> Self {
-        self.runs = Some(journal);
+    pub fn durable_runs(mut self, journal: impl RunJournal + 'static) -> Self {
+        self.runs = Some(Arc::new(journal));
         self
     }
 

@@ -563,10 +563,7 @@ async fn shutdown_lets_a_running_stream_finish_then_serve_returns() {
     let agent = Agent::builder(DripModel::new("one two three four", 100))
         .build()
         .unwrap();
-    let memory = Memory::new(
-        Arc::new(InMemoryStore::new()),
-        Arc::new(KeywordEmbedder::new(["x"])),
-    );
+    let memory = Memory::new(InMemoryStore::new(), KeywordEmbedder::new(["x"]));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

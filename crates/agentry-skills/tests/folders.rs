@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use std::sync::Arc;
-
 use agentry_core::skill::{INDEX_HEADER, InMemoryResolver, build_index, builtin_tools};
 use agentry_core::tool::{ToolCall, Toolbox};
 use agentry_skills::{Problem, SkillFolder, SkillSearch, load_dir};
@@ -223,8 +221,7 @@ fn progressive_disclosure_and_confined_file_reads() {
         )
     );
     assert!(skills[0].body.is_none(), "the body is not loaded up front");
-    let tools =
-        Toolbox::for_agent(builtin_tools(Arc::new(InMemoryResolver::new(skills)), None)).unwrap();
+    let tools = Toolbox::for_agent(builtin_tools(InMemoryResolver::new(skills), None)).unwrap();
 
     let (error, body) = read(&tools, json!({"name": "pdf-processing"}));
     assert!(!error);
@@ -291,7 +288,7 @@ fn a_symlink_out_of_the_folder_is_refused() {
     std::os::unix::fs::symlink(skill.join("references/inside.md"), skill.join("alias.md")).unwrap();
     let report = load_dir(&dir).unwrap();
     let tools = Toolbox::for_agent(builtin_tools(
-        Arc::new(InMemoryResolver::new(report.to_skills())),
+        InMemoryResolver::new(report.to_skills()),
         None,
     ))
     .unwrap();

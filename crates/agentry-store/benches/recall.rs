@@ -158,7 +158,7 @@ async fn turn_overhead() {
     let store = SqliteStore::open(dir.join("memory.db")).unwrap();
     let config = TurnConfig::new(
         "bench",
-        Arc::new(OfflineModel),
+        OfflineModel,
         Memory::new(Arc::new(store), Arc::new(Cheap)),
     )
     .system_base("You are a benchmark.");

@@ -5,8 +5,6 @@
 //!
 //! Run: `cargo run -p agentry --example skills`
 
-use std::sync::Arc;
-
 use agentry::skill::{
     InMemoryResolver, Skill, SkillContext, build_index, builtin_tools, for_agent, load_body,
 };
@@ -38,7 +36,7 @@ async fn run() -> Vec<String> {
     // tries to pass its own, and loses.
     let harness = json!({"attachments": [{"name": "receipt.jpg"}]});
     let tools = Toolbox::for_agent(builtin_tools(
-        Arc::new(InMemoryResolver::new(skills.clone())),
+        InMemoryResolver::new(skills.clone()),
         harness.as_object().cloned(),
     ))
     .expect("built-ins");

@@ -174,7 +174,7 @@ async fn memory_from_before_the_turn_grounds_the_prompt_without_self_poisoning()
     // It would have been: now that it is stored, recall for it returns it.
     let memory = Memory::new(
         h.store.clone(),
-        Arc::new(KeywordEmbedder::new(["pasta", "lima"]).with_bias(0.05)),
+        KeywordEmbedder::new(["pasta", "lima"]).with_bias(0.05),
     );
     let hits = memory
         .recall("s1", "What pasta should I cook?", RecallOpts::default())

@@ -585,7 +585,7 @@ async fn a_durable_chat_turn_waits_for_approval_and_resumes_with_its_system_prom
         .build()
         .unwrap();
     let store = Arc::new(InMemoryStore::new());
-    let memory = Memory::new(store.clone(), Arc::new(KeywordEmbedder::new(["log"])));
+    let memory = Memory::new(store.clone(), KeywordEmbedder::new(["log"]));
     // Something to recall, so the turn's system prompt is not the agent's own.
     let earlier = agentry::memory::Remember {
         role: "user".into(),

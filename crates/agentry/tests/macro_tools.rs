@@ -183,6 +183,75 @@ async fn results_map_err_to_error_results() {
     );
 }
 
+/// Why a city could not be looked up: a real error type.
+#[derive(Debug)]
+pub struct NoStation(String);
+
+impl std::fmt::Display for NoStation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no weather station in {}", self.0)
+    }
+}
+
+impl std::error::Error for NoStation {}
+
+/// Look up the weather of a city.
+#[agentry::tool]
+pub fn weather(city: String) -> Result<String, NoStation> {
+    Err(NoStation(city))
+}
+
+/// Refuse with a chosen tool error.
+#[agentry::tool]
+pub fn strict(limit: u32) -> Result<u32, agentry::tool::ToolError> {
+    Err(agentry::tool::ToolError::InvalidArgument {
+        pointer: "/limit".into(),
+        message: format!("{limit} is over the quota"),
+    })
+}
+
+#[tokio::test]
+async fn an_error_type_is_kept_as_the_source_and_a_tool_error_as_it_is() {
+    let ctx = ToolContext::default();
+    let error = weather::tool()
+        .handler
+        .call(json!({"city": "Atlantis"}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(error.to_string(), "no weather station in Atlantis");
+    let source = std::error::Error::source(&error).expect("the handler's error is the source");
+    assert_eq!(
+        source.downcast_ref::<NoStation>().map(|e| e.0.as_str()),
+        Some("Atlantis")
+    );
+    // The model reads the same words as from a `Result<_, String>`.
+    let tools = Toolbox::for_agent([weather::tool(), strict::tool()]).unwrap();
+    let result = tools
+        .dispatch(ToolCall::new(
+            "w",
+            weather::NAME,
+            json!({"city": "Atlantis"}),
+        ))
+        .await;
+    assert_eq!(
+        result.output,
+        json!("tool \"macro_tools::weather\" failed: no weather station in Atlantis")
+    );
+
+    let error = strict::tool()
+        .handler
+        .call(json!({"limit": 9}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        agentry::tool::ToolError::InvalidArgument {
+            pointer: "/limit".into(),
+            message: "9 is over the quota".into()
+        }
+    );
+}
+
 #[tokio::test]
 async fn pass_input_hands_over_the_whole_object() {
     let tools = toolbox();

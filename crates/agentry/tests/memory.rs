@@ -55,8 +55,8 @@ impl MemoryStore for Broken {
 #[tokio::test]
 async fn memory_remembers_recalls_and_builds_prompt_text() {
     let memory = Memory::new(
-        Arc::new(InMemoryStore::new()),
-        Arc::new(KeywordEmbedder::new(["pasta", "weather"])),
+        InMemoryStore::new(),
+        KeywordEmbedder::new(["pasta", "weather"]),
     );
     let user = |role: &str| Remember {
         role: role.into(),
@@ -96,10 +96,7 @@ async fn memory_remembers_recalls_and_builds_prompt_text() {
 
 #[tokio::test]
 async fn build_context_safe_never_fails() {
-    let memory = Memory::new(
-        Arc::new(Broken),
-        Arc::new(KeywordEmbedder::new(["pasta", "weather"])),
-    );
+    let memory = Memory::new(Broken, KeywordEmbedder::new(["pasta", "weather"]));
     assert_eq!(
         memory
             .build_context_safe("s", "anything", RecallOpts::default())

@@ -35,10 +35,7 @@ fn call_weather() -> Step {
 }
 
 fn gate() -> RelevanceGate {
-    RelevanceGate::new(
-        Arc::new(KeywordEmbedder::new(["weather", "rectangle"])),
-        0.5,
-    )
+    RelevanceGate::new(KeywordEmbedder::new(["weather", "rectangle"]), 0.5)
 }
 
 fn choices(model: &ScriptedModel) -> Vec<ToolChoice> {
@@ -111,7 +108,7 @@ async fn an_embedder_fault_leaves_calls_allowed() {
     let model = Arc::new(ScriptedModel::new().reply(call_weather()).reply(done()));
     let run = Agent::builder(model.clone())
         .tool(weather())
-        .relevance_gate(RelevanceGate::new(Arc::new(Broken), 0.5))
+        .relevance_gate(RelevanceGate::new(Broken, 0.5))
         .build()
         .unwrap()
         .run("What is the area of a rectangle?")

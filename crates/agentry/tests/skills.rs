@@ -207,7 +207,7 @@ async fn resolvers_list_read_and_search_as_documented() {
 #[tokio::test]
 async fn builtins_read_apply_and_list() {
     let tools = Toolbox::for_agent(builtin_tools(
-        Arc::new(InMemoryResolver::new(vec![refunds_skill(), orders_skill()])),
+        InMemoryResolver::new(vec![refunds_skill(), orders_skill()]),
         None,
     ))
     .unwrap();
@@ -277,7 +277,7 @@ async fn apply_skill_merges_ctx_with_harness_keys_winning_and_attachments_reserv
     });
     let harness = json!({"tenant": "acme", "attachments": ["a.png"]});
     let tools = Toolbox::for_agent(builtin_tools(
-        Arc::new(InMemoryResolver::new(vec![probe.clone()])),
+        InMemoryResolver::new(vec![probe.clone()]),
         harness.as_object().cloned(),
     ))
     .unwrap();
@@ -294,11 +294,8 @@ async fn apply_skill_merges_ctx_with_harness_keys_winning_and_attachments_reserv
         json!({"tenant": "acme", "topic": "x", "attachments": ["a.png"]})
     );
     // Without harness attachments, the model still cannot supply them.
-    let tools = Toolbox::for_agent(builtin_tools(
-        Arc::new(InMemoryResolver::new(vec![probe])),
-        None,
-    ))
-    .unwrap();
+    let tools =
+        Toolbox::for_agent(builtin_tools(InMemoryResolver::new(vec![probe]), None)).unwrap();
     tools
         .dispatch(call(
             "2",
@@ -311,13 +308,10 @@ async fn apply_skill_merges_ctx_with_harness_keys_winning_and_attachments_reserv
 
 #[tokio::test]
 async fn search_skills_exists_only_when_the_resolver_can_search() {
-    let plain = builtin_tools(Arc::new(InMemoryResolver::new(vec![orders_skill()])), None);
+    let plain = builtin_tools(InMemoryResolver::new(vec![orders_skill()]), None);
     assert_eq!(plain.len(), 3);
     let searchable = builtin_tools(
-        Arc::new(SearchableResolver::new(
-            vec![refunds_skill(), orders_skill()],
-            Vec::<String>::new(),
-        )),
+        SearchableResolver::new(vec![refunds_skill(), orders_skill()], Vec::<String>::new()),
         None,
     );
     let tools = Toolbox::for_agent(searchable).unwrap();

@@ -50,11 +50,15 @@ pub struct TurnConfig {
 impl TurnConfig {
     /// Turns answered by one streamed call of `model`, with an empty system
     /// base and no event listener.
-    pub fn new(agent_name: impl Into<String>, model: Arc<dyn ChatModel>, memory: Memory) -> Self {
+    pub fn new(
+        agent_name: impl Into<String>,
+        model: impl ChatModel + 'static,
+        memory: Memory,
+    ) -> Self {
         Self::with_replier(
             agent_name.into(),
             String::new(),
-            Replier::Model(model),
+            Replier::Model(Arc::new(model)),
             memory,
         )
     }
@@ -94,8 +98,8 @@ impl TurnConfig {
     /// [`runs`](Self::runs)); the run's id is [`turn_run_id`].
     ///
     /// [`turn_run_id`]: super::turn_run_id
-    pub fn durable_runs(mut self, journal: Arc<dyn RunJournal>) -> Self {
-        self.runs = Some(journal);
+    pub fn durable_runs(mut self, journal: impl RunJournal + 'static) -> Self {
+        self.runs = Some(Arc::new(journal));
         self
     }
 

@@ -77,7 +77,7 @@ impl TurnError {
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let reply = |text: &str| Step::Final { text: text.into(), tokens: Usage::new(9, 3) };
 /// let model = Arc::new(ScriptedModel::new().reply(reply("Noted!")).reply(reply("Risotto.")));
-/// let memory = Memory::new(Arc::new(InMemoryStore::new()), Arc::new(KeywordEmbedder::new(["risotto"])));
+/// let memory = Memory::new(InMemoryStore::new(), KeywordEmbedder::new(["risotto"]));
 /// let events = Arc::new(Mutex::new(Vec::new()));
 /// let log = events.clone();
 /// let config = TurnConfig::new("chef", model.clone(), memory)

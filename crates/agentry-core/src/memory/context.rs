@@ -46,10 +46,10 @@ pub struct Remember {
 impl Memory {
     /// Memory over `store`, embedding with `embedder`, recalling by cosine
     /// similarity alone.
-    pub fn new(store: Arc<dyn MemoryStore>, embedder: Arc<dyn Embedder>) -> Self {
+    pub fn new(store: impl MemoryStore + 'static, embedder: impl Embedder + 'static) -> Self {
         Self {
-            store,
-            embedder,
+            store: Arc::new(store),
+            embedder: Arc::new(embedder),
             ranking: Ranking::default(),
         }
     }

@@ -105,28 +105,23 @@ impl RecentOpts {
 
 /// Why a store operation failed. Its text starts with `memory store: `;
 /// the error it comes from, if any, is its [`source`](std::error::Error::source).
-#[derive(Clone, Debug, thiserror::Error)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum MemoryError {
     /// The store does not offer this operation (`forget`, text search,
-    /// listing): the words say which.
-    #[error("memory store: this memory store {0}")]
+    /// listing): the words say which (`memory store: this memory store …`).
     Unsupported(&'static str),
     /// Embedding the text failed.
-    #[error("memory store: {0}")]
-    Embed(#[from] EmbedError),
+    Embed(EmbedError),
     /// The database or file under the store failed; `backend` names it
     /// (`sqlite`, `postgres`, `writing the export`, ...).
-    #[error("memory store: {backend}: {source}")]
     Backend {
         /// What failed.
         backend: String,
-        /// Its error.
-        #[source]
+        /// Its error, the [`source`](std::error::Error::source).
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// The store refused the request or a record, in words.
-    #[error("memory store: {0}")]
     Refused(String),
 }
 
@@ -149,10 +144,36 @@ impl MemoryError {
 
     /// The words after `memory store: `.
     pub fn detail(&self) -> String {
-        let text = self.to_string();
-        text.strip_prefix("memory store: ")
-            .map(str::to_owned)
-            .unwrap_or(text)
+        match self {
+            Self::Unsupported(what) => format!("this memory store {what}"),
+            Self::Embed(error) => error.to_string(),
+            Self::Backend { backend, source } => format!("{backend}: {source}"),
+            Self::Refused(message) => message.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for MemoryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "memory store: {}", self.detail())
+    }
+}
+
+/// The source is the error itself (the embedder's, or the backend's, so
+/// `downcast_ref` finds its type).
+impl std::error::Error for MemoryError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Embed(error) => Some(error),
+            Self::Backend { source, .. } => Some(&**source),
+            Self::Unsupported(_) | Self::Refused(_) => None,
+        }
+    }
+}
+
+impl From<EmbedError> for MemoryError {
+    fn from(error: EmbedError) -> Self {
+        Self::Embed(error)
     }
 }
 
@@ -354,5 +375,39 @@ impl<S: MemoryStore + ?Sized> MemoryStore for std::sync::Arc<S> {
     }
     fn forget<'a>(&'a self, what: &'a Forget) -> BoxFuture<'a, Result<u64, MemoryError>> {
         (**self).forget(what)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn errors_keep_their_source_and_their_words() {
+        let disk = || std::io::Error::other("disk full");
+        let backend = MemoryError::backend("sqlite", disk());
+        assert_eq!(backend.to_string(), "memory store: sqlite: disk full");
+        assert_eq!(backend.detail(), "sqlite: disk full");
+        let source = backend.source().expect("the backend's error");
+        assert!(source.downcast_ref::<std::io::Error>().is_some());
+
+        let embed = MemoryError::from(EmbedError::backend(disk()));
+        assert_eq!(
+            embed.to_string(),
+            "memory store: embedding failed: disk full"
+        );
+        let inner = embed.source().and_then(|e| e.downcast_ref::<EmbedError>());
+        let io = inner
+            .and_then(|e| e.source())
+            .and_then(|e| e.downcast_ref::<std::io::Error>());
+        assert!(io.is_some());
+
+        assert_eq!(
+            MemoryError::Unsupported("cannot forget one record").to_string(),
+            "memory store: this memory store cannot forget one record"
+        );
+        assert_eq!(MemoryError::refused("too long").detail(), "too long");
+        assert!(MemoryError::refused("too long").source().is_none());
     }
 }

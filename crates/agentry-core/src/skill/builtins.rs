@@ -38,7 +38,7 @@ fn read_only() -> ToolHints {
 }
 
 fn failed(error: SkillError) -> ToolError {
-    ToolError::failed(error)
+    ToolError::from_error(error)
 }
 
 fn to_value<T: serde::Serialize>(value: T) -> Result<Value, ToolError> {
@@ -93,7 +93,8 @@ pub async fn body_with_requirements(
 
 /// `list_skills` that asks the resolver on every call, so it stays in step
 /// with resolvers whose output changes.
-pub fn list_skills_tool(resolver: Arc<dyn SkillResolver>) -> Tool {
+pub fn list_skills_tool(resolver: impl SkillResolver + 'static) -> Tool {
+    let resolver: Arc<dyn SkillResolver> = Arc::new(resolver);
     let handler = ToolHandler::from_async(move |_input: Value, _ctx| {
         let resolver = resolver.clone();
         async move { to_value(list_skills_of(&resolver.list(ListContext::default()).await)) }
@@ -122,7 +123,8 @@ fn names_the_skill(path: &str, name: &str) -> bool {
 /// `read_skill` that looks names up through the resolver: the body of the
 /// named skill (with its requirements), the text of one of its bundled files
 /// when `path` is given, or an error for an unknown name.
-pub fn read_skill_tool(resolver: Arc<dyn SkillResolver>) -> Tool {
+pub fn read_skill_tool(resolver: impl SkillResolver + 'static) -> Tool {
+    let resolver: Arc<dyn SkillResolver> = Arc::new(resolver);
     let handler = ToolHandler::from_async(move |input: Value, _ctx| {
         let resolver = resolver.clone();
         async move {
@@ -177,9 +179,10 @@ pub fn merge_skill_context(model: SkillContext, harness: Option<&SkillContext>) 
 /// passes a `ctx` that reaches the skill's body function, merged with the
 /// harness's `skill_context` (harness keys win; `attachments` is reserved).
 pub fn apply_skill_tool(
-    resolver: Arc<dyn SkillResolver>,
+    resolver: impl SkillResolver + 'static,
     skill_context: Option<SkillContext>,
 ) -> Tool {
+    let resolver: Arc<dyn SkillResolver> = Arc::new(resolver);
     let skill_context = Arc::new(skill_context);
     let handler = ToolHandler::from_async(move |input: Value, _ctx| {
         let resolver = resolver.clone();
@@ -222,7 +225,8 @@ struct SearchInput {
 
 /// `search_skills` over the resolver's search (add it only when
 /// [`SkillResolver::can_search`] is true).
-pub fn search_skills_tool(resolver: Arc<dyn SkillResolver>) -> Tool {
+pub fn search_skills_tool(resolver: impl SkillResolver + 'static) -> Tool {
+    let resolver: Arc<dyn SkillResolver> = Arc::new(resolver);
     let handler = ToolHandler::from_async(move |input: Value, _ctx| {
         let resolver = resolver.clone();
         async move {
@@ -253,9 +257,10 @@ pub fn search_skills_tool(resolver: Arc<dyn SkillResolver>) -> Tool {
 /// The per-turn skill toolset: `list_skills`, `read_skill`, `apply_skill`,
 /// and `search_skills` when the resolver can search.
 pub fn builtin_tools(
-    resolver: Arc<dyn SkillResolver>,
+    resolver: impl SkillResolver + 'static,
     skill_context: Option<SkillContext>,
 ) -> Vec<Tool> {
+    let resolver: Arc<dyn SkillResolver> = Arc::new(resolver);
     let mut tools = vec![
         list_skills_tool(resolver.clone()),
         read_skill_tool(resolver.clone()),

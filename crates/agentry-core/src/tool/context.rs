@@ -175,8 +175,8 @@ impl ToolContext {
     /// Run calls of sandboxed tools ([`ToolHints::sandbox`]) in `sandbox`.
     ///
     /// [`ToolHints::sandbox`]: super::ToolHints::sandbox
-    pub fn with_sandbox(mut self, sandbox: Arc<dyn ToolSandbox>) -> Self {
-        self.inner_mut().sandbox = Some(sandbox);
+    pub fn with_sandbox(mut self, sandbox: impl ToolSandbox + 'static) -> Self {
+        self.inner_mut().sandbox = Some(Arc::new(sandbox));
         self
     }
 

@@ -14,7 +14,8 @@ use serde_json::value::RawValue;
 use super::call::{ToolCall, ToolResult};
 use super::capability::{Capabilities, Capability};
 use super::context::ToolContext;
-use super::handler::{ToolError, ToolHandler};
+use super::error::ToolError;
+use super::handler::ToolHandler;
 use super::sandbox::{SandboxedCall, no_sandbox_message};
 use super::tool::Tool;
 use super::toolbox::{Entry, Toolbox};
@@ -362,6 +363,7 @@ fn handler_error_message(tool: &str, error: ToolError) -> String {
             &[violation_line(&pointer, &message)],
         ),
         ToolError::Failed(message) => format!("tool \"{tool}\" failed: {message}"),
+        ToolError::Source(error) => format!("tool \"{tool}\" failed: {error}"),
         ToolError::Output(message) => {
             format!("tool \"{tool}\" returned output that could not be serialised: {message}")
         }

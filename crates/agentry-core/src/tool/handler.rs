@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::context::ToolContext;
+use super::error::ToolError;
 use crate::BoxFuture;
 
 type SyncFn = dyn Fn(Value, &ToolContext) -> Result<Value, ToolError> + Send + Sync;
@@ -26,34 +27,6 @@ pub(crate) type RawFn =
 pub(crate) struct JsonFastPath {
     pub(crate) schema: Arc<Value>,
     pub(crate) run: Arc<RawFn>,
-}
-
-/// Why a handler did not produce a value. Dispatch turns it into an error
-/// [`ToolResult`](crate::tool::ToolResult) the model can read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ToolError {
-    /// The arguments could not be turned into the handler's parameter types.
-    /// `pointer` is the JSON pointer of the offending value (`/x`), or empty for the whole input.
-    #[error("{pointer}: {message}")]
-    InvalidArgument {
-        /// JSON pointer of the argument.
-        pointer: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// The handler ran and reported a failure (the `Err` of a `Result`).
-    #[error("{0}")]
-    Failed(String),
-    /// The handler's return value could not be serialised to JSON.
-    #[error("output could not be serialised: {0}")]
-    Output(String),
-}
-
-impl ToolError {
-    /// A handler failure with the given message.
-    pub fn failed(message: impl fmt::Display) -> Self {
-        Self::Failed(message.to_string())
-    }
 }
 
 #[derive(Clone)]
@@ -219,14 +192,11 @@ pub fn to_output<T: Serialize>(value: T) -> Result<Value, ToolError> {
     serde_json::to_value(value).map_err(|error| ToolError::Output(error.to_string()))
 }
 
-/// Serialise the `Ok` of a handler's `Result`, or turn its `Err` into [`ToolError::Failed`].
-pub fn result_to_output<T: Serialize, E: fmt::Display>(
-    result: Result<T, E>,
-) -> Result<Value, ToolError> {
-    match result {
-        Ok(value) => to_output(value),
-        Err(error) => Err(ToolError::failed(error)),
-    }
+/// Serialise the `Ok` of a handler's `Result`; its `Err` was already made a
+/// [`ToolError`] by [`HandlerErr`](super::error::HandlerErr) (for code
+/// `#[tool]` generates).
+pub fn result_to_output<T: Serialize>(result: Result<T, ToolError>) -> Result<Value, ToolError> {
+    result.and_then(to_output)
 }
 
 /// Escape one JSON pointer segment (RFC 6901).
@@ -269,10 +239,10 @@ mod tests {
     }
 
     #[test]
-    fn results_map_err_to_failed() {
-        assert_eq!(result_to_output::<i32, &str>(Ok(1)).unwrap(), json!(1));
+    fn results_serialise_the_ok_and_keep_the_err() {
+        assert_eq!(result_to_output::<i32>(Ok(1)).unwrap(), json!(1));
         assert_eq!(
-            result_to_output::<i32, &str>(Err("nope")).unwrap_err(),
+            result_to_output::<i32>(Err(ToolError::failed("nope"))).unwrap_err(),
             ToolError::Failed("nope".into())
         );
     }

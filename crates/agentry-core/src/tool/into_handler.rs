@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::context::ToolContext;
+use super::error::ToolError;
 use super::handler::{ToolHandler, from_input, result_to_output};
 
 /// Host code that can run behind a tool. Implemented for:
@@ -68,7 +69,9 @@ where
     E: Display,
 {
     fn into_handler(self) -> ToolHandler {
-        ToolHandler::sync(move |input, _ctx| result_to_output(self(from_input(input)?)))
+        ToolHandler::sync(move |input, _ctx| {
+            result_to_output(self(from_input(input)?).map_err(ToolError::failed))
+        })
     }
 }
 
@@ -80,7 +83,9 @@ where
     E: Display,
 {
     fn into_handler(self) -> ToolHandler {
-        ToolHandler::sync(move |input, ctx| result_to_output(self(from_input(input)?, ctx)))
+        ToolHandler::sync(move |input, ctx| {
+            result_to_output(self(from_input(input)?, ctx).map_err(ToolError::failed))
+        })
     }
 }
 
@@ -96,7 +101,7 @@ where
         let f = Arc::new(self);
         ToolHandler::from_async(move |input, ctx| {
             let f = f.clone();
-            async move { result_to_output(f(from_input(input)?, ctx).await) }
+            async move { result_to_output(f(from_input(input)?, ctx).await.map_err(ToolError::failed)) }
         })
     }
 }

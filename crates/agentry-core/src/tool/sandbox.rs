@@ -41,6 +41,13 @@ pub trait ToolSandbox: Send + Sync + fmt::Debug {
     fn run<'a>(&'a self, call: SandboxedCall<'a>) -> BoxFuture<'a, Result<Value, String>>;
 }
 
+/// A shared sandbox is a sandbox.
+impl<S: ToolSandbox + ?Sized> ToolSandbox for std::sync::Arc<S> {
+    fn run<'a>(&'a self, call: SandboxedCall<'a>) -> BoxFuture<'a, Result<Value, String>> {
+        (**self).run(call)
+    }
+}
+
 /// The message for a sandboxed tool called where no sandbox is configured.
 pub(crate) fn no_sandbox_message(tool: &str) -> String {
     format!(

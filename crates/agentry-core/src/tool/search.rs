@@ -9,3 +9,10 @@ pub trait ToolSearcher: Send + Sync {
     /// The names of the best tools for `query`, best first, at most `limit`.
     fn search<'a>(&'a self, query: &'a str, limit: usize) -> BoxFuture<'a, Vec<String>>;
 }
+
+/// A shared searcher is a searcher.
+impl<S: ToolSearcher + ?Sized> ToolSearcher for std::sync::Arc<S> {
+    fn search<'a>(&'a self, query: &'a str, limit: usize) -> BoxFuture<'a, Vec<String>> {
+        (**self).search(query, limit)
+    }
+}

@@ -20,3 +20,18 @@ pub trait ToolSource: Send + Sync {
     /// True when the tools changed since [`tools`](Self::tools) last answered.
     fn changed(&self) -> bool;
 }
+
+/// A shared source is a source.
+impl<S: ToolSource + ?Sized> ToolSource for std::sync::Arc<S> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn tools(&self) -> BoxFuture<'_, Result<Vec<Tool>, String>> {
+        (**self).tools()
+    }
+
+    fn changed(&self) -> bool {
+        (**self).changed()
+    }
+}

@@ -7,7 +7,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use super::context::ToolContext;
-use super::handler::ToolError;
+use super::error::ToolError;
 
 /// Shared state of type `T`, attached with
 /// `AgentBuilder::state` (agentry-agent) or

@@ -54,7 +54,7 @@ pub(crate) async fn prompts(
             let handler = ToolHandler::from_async(move |input: Value, _ctx| {
                 let (client, name) = (owner.clone(), name.clone());
                 async move {
-                    let peer = client.peer().await.map_err(ToolError::failed)?;
+                    let peer = client.peer().await.map_err(ToolError::from_error)?;
                     let mut params = GetPromptRequestParams::new(name);
                     if let Value::Object(arguments) = input {
                         params = params.with_arguments(strings(arguments));
@@ -62,7 +62,7 @@ pub(crate) async fn prompts(
                     let got = client
                         .within(peer.get_prompt(params))
                         .await
-                        .map_err(ToolError::failed)?;
+                        .map_err(ToolError::from_error)?;
                     let messages: Vec<Value> = got
                         .messages
                         .iter()
@@ -86,7 +86,7 @@ pub(crate) fn resources(client: &McpClient) -> Vec<Tool> {
     let list = ToolHandler::from_async(move |_input: Value, _ctx| {
         let client = list_client.clone();
         async move {
-            let peer = client.peer().await.map_err(ToolError::failed)?;
+            let peer = client.peer().await.map_err(ToolError::from_error)?;
             let listed = client
                 .list("resources", |params| {
                     let peer = &peer;
@@ -96,7 +96,7 @@ pub(crate) fn resources(client: &McpClient) -> Vec<Tool> {
                     }
                 })
                 .await
-                .map_err(ToolError::failed)?;
+                .map_err(ToolError::from_error)?;
             Ok(Value::Array(
                 listed
                     .iter()
@@ -167,11 +167,11 @@ fn reader(client: McpClient, template: Option<String>) -> ToolHandler {
                 Some(template) => expand(template, &input),
                 None => input["uri"].as_str().unwrap_or_default().to_owned(),
             };
-            let peer = client.peer().await.map_err(ToolError::failed)?;
+            let peer = client.peer().await.map_err(ToolError::from_error)?;
             let read = client
                 .within(peer.read_resource(ReadResourceRequestParams::new(uri)))
                 .await
-                .map_err(ToolError::failed)?;
+                .map_err(ToolError::from_error)?;
             Ok(Value::Array(
                 read.contents.iter().map(convert::resource).collect(),
             ))

@@ -339,7 +339,7 @@ pub(super) async fn relayed_and_counted(world: &World, sandbox: &Sandbox) {
         .with_name("fetch_and_write");
     let toolbox = Toolbox::for_agent([tool]).unwrap();
     let grants = Capabilities::from([Capability::net(&grant), Capability::fs_write(&dir)]);
-    let ctx = ToolContext::new().with_sandbox(Arc::new(sandbox.clone()));
+    let ctx = ToolContext::new().with_sandbox(sandbox.clone());
     let arg = format!("127.0.0.1:{port} {}", dir.display());
     let call = ToolCall::new(
         "b",

@@ -157,7 +157,7 @@ pub(super) async fn try_net(
 ) -> ToolResult {
     let name = tool.name.clone();
     let toolbox = Toolbox::for_agent([tool]).unwrap();
-    let ctx = ToolContext::new().with_sandbox(Arc::new(sandbox.clone()));
+    let ctx = ToolContext::new().with_sandbox(sandbox.clone());
     let grants: Capabilities = grants.iter().map(Capability::net).collect();
     let call = ToolCall::new("n", name, json!({"action": action, "arg": arg}));
     gated_dispatch(&toolbox, call, &grants, &ctx).await
@@ -426,7 +426,7 @@ pub(super) async fn without_a_namespace(sandbox: &Sandbox) {
 pub(super) async fn granted_network(sandbox: &Sandbox) {
     let port = greeter("hello from the listener");
     let toolbox = Toolbox::for_agent([online(port)]).unwrap();
-    let ctx = ToolContext::new().with_sandbox(Arc::new(sandbox.clone()));
+    let ctx = ToolContext::new().with_sandbox(sandbox.clone());
     let grants = Capabilities::from([Capability::net(format!("http://127.0.0.1:{port}"))]);
     let call = |arg: String| ToolCall::new("n", "online", json!({"action": "connect", "arg": arg}));
     let open = gated_dispatch(&toolbox, call(format!("127.0.0.1:{port}")), &grants, &ctx).await;

@@ -94,7 +94,7 @@ pub async fn serve_agent(agent: Agent, tune: impl FnOnce(AgentServer) -> AgentSe
     let store = Arc::new(InMemoryStore::new());
     let memory = Memory::new(
         store.clone() as Arc<dyn MemoryStore>,
-        Arc::new(KeywordEmbedder::new(["paris", "rome"])),
+        KeywordEmbedder::new(["paris", "rome"]),
     );
     let server = tune(
         AgentServer::new("helper", agent, memory).api_keys(ApiKeys::from_list("alice-key,bob-key")),

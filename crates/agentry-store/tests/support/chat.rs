@@ -22,8 +22,8 @@ impl Chef {
         });
         let events = Arc::new(Mutex::new(Vec::new()));
         let log = events.clone();
-        let memory = Memory::new(store, Arc::new(KeywordEmbedder::new(["pasta"])));
-        let config = TurnConfig::new("chef", Arc::new(model), memory)
+        let memory = Memory::new(store, KeywordEmbedder::new(["pasta"]));
+        let config = TurnConfig::new("chef", model, memory)
             .on_event(move |event| log.lock().unwrap().push(event.clone()));
         Self { config, events }
     }
