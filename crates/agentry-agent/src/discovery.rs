@@ -27,7 +27,7 @@ pub const SEARCH_TOOLS: &str = "search_tools";
 
 /// Most modules the prompt lists; past this, with a searcher, the model
 /// finds tools with `search_tools` instead of reading the list.
-pub const MAX_LISTED_MODULES: usize = 40;
+pub(crate) const MAX_LISTED_MODULES: usize = 40;
 
 /// How many tools one `search_tools` call finds.
 pub const SEARCH_LIMIT: usize = 5;
@@ -44,7 +44,7 @@ pub const SEARCH_BUDGET_BYTES: usize = 5_000;
 /// The enum is written twice in the schema (one name, or a list), so this
 /// costs at most about 600 prompt tokens: 173 names at 100 tools had made
 /// step 1 3,858 tokens instead of 314.
-pub const DISCOVER_ENUM_BYTES: usize = 1_000;
+pub(crate) const DISCOVER_ENUM_BYTES: usize = 1_000;
 
 /// What the agent tells the model about one module.
 #[derive(Clone, Debug, PartialEq, Eq)]

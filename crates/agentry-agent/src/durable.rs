@@ -153,7 +153,7 @@ impl Durable {
     /// A new step began: decisions left from the last one (on calls that
     /// were refused before they needed one) must not reach this step's
     /// calls, whose ids may repeat the last step's.
-    pub fn new_step(&self) {
+    pub(crate) fn new_step(&self) {
         self.decisions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -162,7 +162,7 @@ impl Durable {
 
     /// What a person decided for `call` (taken: it is carried out once), or
     /// (`remembered`) for its tool in this run.
-    pub fn take_decision(&self, call: &ToolCall, remembered: bool) -> Option<Decision> {
+    pub(crate) fn take_decision(&self, call: &ToolCall, remembered: bool) -> Option<Decision> {
         let decided = self
             .decisions
             .lock()

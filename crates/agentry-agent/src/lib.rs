@@ -67,10 +67,7 @@ pub mod turn;
 pub use agent::{Agent, DEFAULT_MAX_CALLS_PER_STEP, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS};
 pub use builder::{AgentBuilder, AgentError};
 pub use child::CHILD_AGENT_TIMEOUT;
-pub use discovery::{
-    DISCOVER, DISCOVER_ENUM_BYTES, MAX_LISTED_MODULES, SEARCH_BUDGET_BYTES, SEARCH_LIMIT,
-    SEARCH_TOOLS,
-};
+pub use discovery::{DISCOVER, SEARCH_BUDGET_BYTES, SEARCH_LIMIT, SEARCH_TOOLS};
 pub use durable::{DurableRun, DurableRuns};
 pub use events::AgentEvent;
 pub use outcome::{
@@ -80,5 +77,5 @@ pub use policy::{
     Approval, Approver, AuditLog, AuditOutcome, AuditRecord, AuditSink, arguments_digest,
 };
 pub use prompt_schema::PROMPT_SCHEMA_BYTES;
-pub use relevance::{DEFAULT_RELEVANCE_FLOOR, RelevanceGate, TOOL_VECTORS_KEPT, ToolText};
+pub use relevance::{DEFAULT_RELEVANCE_FLOOR, RelevanceGate, ToolText};
 pub(crate) use run::Frame;

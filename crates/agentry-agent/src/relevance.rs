@@ -33,7 +33,7 @@ pub const DEFAULT_RELEVANCE_FLOOR: f32 = 0.2;
 /// How many tool texts' vectors a gate keeps (least recently used dropped):
 /// enough for every tool of a large catalog, bounded for a long-lived
 /// server whose tool sets change (about 6 MB at 384 dimensions).
-pub const TOOL_VECTORS_KEPT: usize = 4096;
+pub(crate) const TOOL_VECTORS_KEPT: usize = 4096;
 
 /// How much of a tool the gate compares with a request.
 ///
@@ -232,7 +232,7 @@ impl RelevanceGate {
 
     /// Whether a call may be made for `request`: some tool reaches the
     /// floor (with no tools, there is nothing to gate: `true`).
-    pub async fn allows_calls(
+    pub(crate) async fn allows_calls(
         &self,
         request: &str,
         tools: &[ToolSchema],

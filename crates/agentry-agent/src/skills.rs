@@ -43,7 +43,7 @@ impl RunTools {
     /// After a step: note the skills `search_skills` offered; then for each
     /// offered skill the model read or applied successfully, make its bundled
     /// tools and those of the skills it requires callable.
-    pub async fn activate(&mut self, records: &[CallRecord]) {
+    pub(crate) async fn activate(&mut self, records: &[CallRecord]) {
         let Some(resolver) = self.resolver.clone() else {
             return;
         };

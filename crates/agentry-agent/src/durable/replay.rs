@@ -43,14 +43,14 @@ impl OpenStep {
     }
 
     /// Every call has its result.
-    pub fn is_complete(&self) -> bool {
+    pub(crate) fn is_complete(&self) -> bool {
         self.calls
             .iter()
             .all(|call| self.finished.contains_key(&call.id))
     }
 
     /// The step's record, calls in the model's order.
-    pub fn into_record(mut self) -> StepRecord {
+    pub(crate) fn into_record(mut self) -> StepRecord {
         let calls = self
             .calls
             .iter()
@@ -103,7 +103,7 @@ pub(crate) struct Replay {
 
 impl Replay {
     /// Fold `entries` (in order) into where the run stands.
-    pub fn from_entries(entries: Vec<RunEntry>) -> Self {
+    pub(crate) fn from_entries(entries: Vec<RunEntry>) -> Self {
         let mut replay = Replay {
             entries: entries.len() as u64,
             ..Replay::default()

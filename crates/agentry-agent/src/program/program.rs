@@ -180,7 +180,7 @@ impl Program {
     }
 
     /// A program from a parsed [`Signature`].
-    pub fn from_signature(signature: &Signature) -> Self {
+    pub(crate) fn from_signature(signature: &Signature) -> Self {
         let internal = signature
             .outputs
             .iter()

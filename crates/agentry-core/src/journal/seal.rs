@@ -90,7 +90,7 @@ impl JournalKey {
     }
 
     /// The key written as 64 hex digits (spaces around are ignored).
-    pub fn from_hex(text: &str) -> Result<Self, JournalError> {
+    pub(crate) fn from_hex(text: &str) -> Result<Self, JournalError> {
         let text = text.trim();
         if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(key_error("it must be 64 hex digits (32 bytes)"));

@@ -211,12 +211,6 @@ impl FunctionBuilder {
         self
     }
 
-    /// Use a hand-written JSON Schema for the whole argument object.
-    pub fn args_schema(mut self, schema: Value) -> Self {
-        self.whole_args = Some(schema);
-        self
-    }
-
     /// Declare the return value's type.
     pub fn returns<T: JsonSchema>(mut self) -> Self {
         self.returns = Returns::Schema(schema_for_type::<T>());

@@ -167,7 +167,10 @@ impl Capabilities {
 
     /// What a tool declaring `declared` may use under this grant: the
     /// intersection. `Err` lists every declared need the grant does not cover.
-    pub fn grant_to(&self, declared: &[Capability]) -> Result<Capabilities, Vec<Capability>> {
+    pub(crate) fn grant_to(
+        &self,
+        declared: &[Capability],
+    ) -> Result<Capabilities, Vec<Capability>> {
         let mut allowed = Vec::new();
         let mut missing = Vec::new();
         for need in declared {
@@ -295,7 +298,7 @@ impl Capabilities {
     }
 
     /// True when the environment variable `name` may be read.
-    pub fn allows_env(&self, name: &str) -> bool {
+    pub(crate) fn allows_env(&self, name: &str) -> bool {
         self.0
             .iter()
             .any(|c| matches!(c, Capability::Env(granted) if granted == name))

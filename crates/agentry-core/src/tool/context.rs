@@ -194,7 +194,7 @@ impl ToolContext {
     }
 
     /// Whether this is a sandbox's child process context (see [`inside_sandbox`](Self::inside_sandbox)).
-    pub fn is_inside_sandbox(&self) -> bool {
+    pub(crate) fn is_inside_sandbox(&self) -> bool {
         self.inner.inside_sandbox
     }
 
@@ -259,7 +259,7 @@ impl ToolContext {
     }
 
     /// The typed state of type `T` as a shared handle, for [`State`](crate::tool::State).
-    pub fn state_arc<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+    pub(crate) fn state_arc<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         self.inner
             .state
             .get(&TypeId::of::<T>())
@@ -309,33 +309,12 @@ impl ToolContext {
             .get(&TypeId::of::<T>())
             .and_then(|value| value.downcast_ref::<T>())
     }
-
-    /// Merge a model-supplied map with the harness extras. **Harness keys win**:
-    /// a model can add keys but never overwrite one the harness owns.
-    pub fn merge_over_model_input(&self, model_input: Map<String, Value>) -> Map<String, Value> {
-        let mut merged = model_input;
-        for (key, value) in &self.inner.extras {
-            merged.insert(key.clone(), value.clone());
-        }
-        merged
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn harness_keys_win_over_model_input() {
-        let ctx = ToolContext::new().with_extra("tenant", json!("acme"));
-        let model = json!({"tenant": "evil", "topic": "refund"});
-        let merged = ctx.merge_over_model_input(model.as_object().unwrap().clone());
-        assert_eq!(
-            Value::Object(merged),
-            json!({"tenant": "acme", "topic": "refund"})
-        );
-    }
 
     #[test]
     fn merging_lays_request_data_over_and_keeps_own_state() {

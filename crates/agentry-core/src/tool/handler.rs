@@ -112,11 +112,6 @@ impl ToolHandler {
         self.fast.as_ref()
     }
 
-    /// True when the handler is asynchronous.
-    pub fn is_async(&self) -> bool {
-        matches!(self.kind, HandlerKind::Async(_))
-    }
-
     /// Call the handler directly, without validation, timeout or panic capture.
     /// Prefer [`Toolbox::dispatch`](crate::tool::Toolbox::dispatch).
     pub async fn call(&self, input: Value, ctx: &ToolContext) -> Result<Value, ToolError> {

@@ -161,7 +161,7 @@ impl NetGrant {
     }
 
     /// True when this grant names `address` itself.
-    pub fn names_address(&self, address: IpAddr) -> bool {
+    pub(crate) fn names_address(&self, address: IpAddr) -> bool {
         self.host == HostPattern::Address(canonical(address))
     }
 }

@@ -68,7 +68,7 @@ impl ObjectSchemaBuilder {
     }
 
     /// Add a property with a hand-written JSON Schema.
-    pub fn raw_property(
+    pub(crate) fn raw_property(
         &mut self,
         name: &str,
         mut schema: Value,
@@ -132,7 +132,7 @@ const NUMERIC_FORMATS: &[&str] = &[
 ];
 
 /// Remove non-standard numeric formats everywhere in a schema.
-pub fn normalize(schema: &mut Value) {
+pub(crate) fn normalize(schema: &mut Value) {
     match schema {
         Value::Object(object) => {
             let numeric_format = object

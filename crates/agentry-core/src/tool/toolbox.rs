@@ -270,14 +270,6 @@ impl Toolbox {
             .map(|&i| self.inner.entries[i].wire_name.as_str())
     }
 
-    /// The tool name behind a provider wire name.
-    pub fn name_for_wire(&self, wire_name: &str) -> Option<&str> {
-        self.inner
-            .by_wire
-            .get(wire_name)
-            .map(|&i| self.inner.entries[i].tool.name.as_str())
-    }
-
     /// Every tool, in the order given to [`for_agent`](Self::for_agent).
     pub fn tools(&self) -> impl ExactSizeIterator<Item = &Tool> {
         self.inner.entries.iter().map(|entry| &entry.tool)
@@ -403,7 +395,6 @@ mod tests {
         assert_eq!(toolbox.find_by_name("web").unwrap().name, "web");
         assert!(toolbox.find_by_name("nope").is_none());
         assert_eq!(toolbox.wire_name("myapp::add"), Some("myapp__add"));
-        assert_eq!(toolbox.name_for_wire("myapp__add"), Some("myapp::add"));
         assert_eq!(find_by_name(&toolbox, "web").unwrap().name, "web");
         assert_eq!(format!("{toolbox:?}"), r#"["myapp::add", "web"]"#);
     }

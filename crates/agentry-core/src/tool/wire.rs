@@ -8,11 +8,11 @@
 use std::collections::HashMap;
 
 /// Longest name providers accept.
-pub const MAX_WIRE_NAME_LEN: usize = 64;
+pub(crate) const MAX_WIRE_NAME_LEN: usize = 64;
 const HASH_SUFFIX_LEN: usize = 9; // '_' + 8 hex digits
 
 /// True when `name` matches `^[a-zA-Z0-9_-]{1,64}$`.
-pub fn is_wire_safe(name: &str) -> bool {
+pub(crate) fn is_wire_safe(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_WIRE_NAME_LEN
         && name
@@ -23,7 +23,7 @@ pub fn is_wire_safe(name: &str) -> bool {
 /// The deterministic sanitised form of `name`, before collision handling:
 /// `::`, `.` and `/` become `__`, any other unsafe character becomes `_`, and
 /// names longer than 64 characters are cut and given a hash suffix.
-pub fn sanitize(name: &str) -> String {
+pub(crate) fn sanitize(name: &str) -> String {
     if is_wire_safe(name) {
         return name.to_owned();
     }
