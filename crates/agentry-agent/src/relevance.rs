@@ -232,7 +232,7 @@ impl RelevanceGate {
 
     /// Whether a call may be made for `request`: some tool reaches the
     /// floor (with no tools, there is nothing to gate: `true`).
-    pub(crate) async fn allows_calls(
+    pub async fn allows_calls(
         &self,
         request: &str,
         tools: &[ToolSchema],

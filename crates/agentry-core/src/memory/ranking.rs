@@ -61,7 +61,7 @@ impl Default for Ranking {
 
 impl Ranking {
     /// Cosine similarity alone (plain recall): nothing to fuse or add.
-    pub(crate) fn is_plain(&self) -> bool {
+    pub fn is_plain(&self) -> bool {
         !self.keywords && self.recency_weight == 0.0 && self.importance_weight == 0.0
     }
 
