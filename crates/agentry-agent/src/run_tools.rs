@@ -44,27 +44,45 @@ impl RunTools {
     /// The run's tools: the agent's own, plus skill built-ins and the index
     /// when the agent has skills or a resolver.
     pub async fn prepare(agent: &Agent, model: &dyn ChatModel, messages: &[Message]) -> Self {
-        let system = &agent.settings.system;
-        let Some(resolver) = agent.resolver() else {
-            let mut run = Self {
-                toolbox: agent.toolbox.clone(),
-                advertised: agent.advertised.clone(),
-                system: system.clone(),
-                resolver: None,
-                exempt: HashSet::new(),
-                offered: HashSet::new(),
-                activated: HashSet::new(),
-                sourced: HashSet::new(),
-                catalog: None,
-                hidden: HashSet::new(),
-                name_enums: agent.settings.name_enums,
-                skill_files: Default::default(),
-            };
-            run.enable_discovery(agent);
-            run.load_sources(agent).await;
-            run.announce_modules(agent);
-            return run;
+        let mut run = Self {
+            toolbox: agent.toolbox.clone(),
+            advertised: agent.advertised.clone(),
+            system: agent.settings.system.clone(),
+            resolver: agent.resolver(),
+            exempt: HashSet::new(),
+            offered: HashSet::new(),
+            activated: HashSet::new(),
+            sourced: HashSet::new(),
+            catalog: None,
+            hidden: HashSet::new(),
+            name_enums: agent.settings.name_enums,
+            skill_files: Default::default(),
         };
+        let resolver = run.resolver.clone();
+        if let Some(resolver) = &resolver {
+            run.offer_skills(agent, &**resolver, model, messages).await;
+        }
+        run.enable_discovery(agent);
+        if let Some(resolver) = resolver {
+            let builtins = builtin_tools(resolver, agent.settings.skill_context.clone());
+            run.add(builtins, true);
+            run.constrain_skill_names();
+        }
+        run.load_sources(agent).await;
+        run.announce_modules(agent);
+        run
+    }
+
+    /// List the skills this turn offers, put their index in the system
+    /// prompt and remember their names.
+    async fn offer_skills(
+        &mut self,
+        agent: &Agent,
+        resolver: &dyn SkillResolver,
+        model: &dyn ChatModel,
+        messages: &[Message],
+    ) {
+        let system = &agent.settings.system;
         let listed = resolver
             .list(ListContext {
                 messages,
@@ -73,32 +91,13 @@ impl RunTools {
             })
             .await;
         let index = build_index(&listed);
-        let system = match (system, index.is_empty()) {
-            (Some(system), false) => Some(format!("{system}\n\n{index}")),
-            (None, false) => Some(index),
-            (system, true) => system.clone(),
-        };
-        let mut run = Self {
-            toolbox: agent.toolbox.clone(),
-            advertised: agent.advertised.clone(),
-            system,
-            resolver: Some(resolver.clone()),
-            exempt: HashSet::new(),
-            offered: listed.into_iter().map(|skill| skill.name).collect(),
-            activated: HashSet::new(),
-            sourced: HashSet::new(),
-            catalog: None,
-            hidden: HashSet::new(),
-            name_enums: agent.settings.name_enums,
-            skill_files: Default::default(),
-        };
-        run.enable_discovery(agent);
-        let builtins = builtin_tools(resolver, agent.settings.skill_context.clone());
-        run.add(builtins, true);
-        run.constrain_skill_names();
-        run.load_sources(agent).await;
-        run.announce_modules(agent);
-        run
+        if !index.is_empty() {
+            self.system = Some(match system {
+                Some(system) => format!("{system}\n\n{index}"),
+                None => index,
+            });
+        }
+        self.offered = listed.into_iter().map(|skill| skill.name).collect();
     }
 
     /// Whether `tool` may run: exempt (a built-in, or a trusted skill's
