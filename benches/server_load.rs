@@ -391,7 +391,7 @@ fn serve(kind: &str, gap_ms: u64, postgres: Option<String>) {
                 fail_after: None,
             };
             let agent = Agent::builder(model).system("You help.").build().unwrap();
-            let memory = Memory::new(store, Arc::new(KeywordEmbedder::new(["message", "hello"])));
+            let memory = Memory::new(store, KeywordEmbedder::new(["message", "hello"]));
             AgentServer::new("bench", agent, memory)
                 .api_keys(ApiKeys::from_list(KEY))
                 .max_running_per_key(1 << 20)
