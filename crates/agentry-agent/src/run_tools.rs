@@ -60,7 +60,7 @@ impl RunTools {
         };
         let resolver = run.resolver.clone();
         if let Some(resolver) = &resolver {
-            run.offer_skills(agent, &**resolver, model, messages).await;
+            run.offer_skills(&**resolver, model, messages).await;
         }
         run.enable_discovery(agent);
         if let Some(resolver) = resolver {
@@ -77,12 +77,11 @@ impl RunTools {
     /// prompt and remember their names.
     async fn offer_skills(
         &mut self,
-        agent: &Agent,
         resolver: &dyn SkillResolver,
         model: &dyn ChatModel,
         messages: &[Message],
     ) {
-        let system = &agent.settings.system;
+        let system = &self.system;
         let listed = resolver
             .list(ListContext {
                 messages,

@@ -94,7 +94,10 @@ pub async fn body_with_requirements(
 /// `list_skills` that asks the resolver on every call, so it stays in step
 /// with resolvers whose output changes.
 pub fn list_skills_tool(resolver: impl SkillResolver + 'static) -> Tool {
-    let resolver: Arc<dyn SkillResolver> = Arc::new(resolver);
+    list_skills_over(Arc::new(resolver))
+}
+
+fn list_skills_over(resolver: Arc<dyn SkillResolver>) -> Tool {
     let handler = ToolHandler::from_async(move |_input: Value, _ctx| {
         let resolver = resolver.clone();
         async move { to_value(list_skills_of(&resolver.list(ListContext::default()).await)) }
@@ -124,7 +127,10 @@ fn names_the_skill(path: &str, name: &str) -> bool {
 /// named skill (with its requirements), the text of one of its bundled files
 /// when `path` is given, or an error for an unknown name.
 pub fn read_skill_tool(resolver: impl SkillResolver + 'static) -> Tool {
-    let resolver: Arc<dyn SkillResolver> = Arc::new(resolver);
+    read_skill_over(Arc::new(resolver))
+}
+
+fn read_skill_over(resolver: Arc<dyn SkillResolver>) -> Tool {
     let handler = ToolHandler::from_async(move |input: Value, _ctx| {
         let resolver = resolver.clone();
         async move {
@@ -182,7 +188,10 @@ pub fn apply_skill_tool(
     resolver: impl SkillResolver + 'static,
     skill_context: Option<SkillContext>,
 ) -> Tool {
-    let resolver: Arc<dyn SkillResolver> = Arc::new(resolver);
+    apply_skill_over(Arc::new(resolver), skill_context)
+}
+
+fn apply_skill_over(resolver: Arc<dyn SkillResolver>, skill_context: Option<SkillContext>) -> Tool {
     let skill_context = Arc::new(skill_context);
     let handler = ToolHandler::from_async(move |input: Value, _ctx| {
         let resolver = resolver.clone();
@@ -226,7 +235,10 @@ struct SearchInput {
 /// `search_skills` over the resolver's search (add it only when
 /// [`SkillResolver::can_search`] is true).
 pub fn search_skills_tool(resolver: impl SkillResolver + 'static) -> Tool {
-    let resolver: Arc<dyn SkillResolver> = Arc::new(resolver);
+    search_skills_over(Arc::new(resolver))
+}
+
+fn search_skills_over(resolver: Arc<dyn SkillResolver>) -> Tool {
     let handler = ToolHandler::from_async(move |input: Value, _ctx| {
         let resolver = resolver.clone();
         async move {
@@ -262,12 +274,12 @@ pub fn builtin_tools(
 ) -> Vec<Tool> {
     let resolver: Arc<dyn SkillResolver> = Arc::new(resolver);
     let mut tools = vec![
-        list_skills_tool(resolver.clone()),
-        read_skill_tool(resolver.clone()),
-        apply_skill_tool(resolver.clone(), skill_context),
+        list_skills_over(resolver.clone()),
+        read_skill_over(resolver.clone()),
+        apply_skill_over(resolver.clone(), skill_context),
     ];
     if resolver.can_search() {
-        tools.push(search_skills_tool(resolver));
+        tools.push(search_skills_over(resolver));
     }
     tools
 }
