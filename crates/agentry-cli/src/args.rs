@@ -82,6 +82,11 @@ pub struct ModelArgs {
     /// model [default: 0.05].
     #[arg(long, value_name = "SHARE")]
     pub(crate) list_floor: Option<f32>,
+    /// Local, template syntax: when tools are offered, open a call where the
+    /// model gives calling at least this share of the probability against
+    /// answering in text; 1 leaves the choice to the model [default: 1].
+    #[arg(long, value_name = "SHARE")]
+    pub(crate) call_floor: Option<f32>,
     /// Local: run a call the model writes twice word for word in one reply
     /// twice, instead of reading the repeats as one call.
     #[arg(long)]

@@ -70,6 +70,10 @@ pub struct ModelSection {
     /// the probability against one bare call (default 0.05; 1 leaves the
     /// choice to the model).
     pub list_floor: Option<f32>,
+    /// Local, template syntax: open a call where the model gives calling at
+    /// least this share of the probability against answering in text
+    /// (default 1: the model's own choice).
+    pub call_floor: Option<f32>,
     /// Local: run every copy of a call the model repeats word for word in
     /// one reply (default false: the repeats are read as one call).
     pub repeated_calls: Option<bool>,

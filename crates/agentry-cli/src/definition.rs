@@ -52,6 +52,8 @@ pub struct ModelChoice {
     pub one_tool_lists: bool,
     /// Local, with call lists: the list floor for one offered tool.
     pub list_floor: f32,
+    /// Local, template syntax: the call floor for the first choice between text and a call.
+    pub call_floor: f32,
     /// Local: identical calls in one reply are all run, not read as one.
     pub repeated_calls: bool,
     /// Local: every call of a reply runs, grounded in the conversation or not.
@@ -93,6 +95,7 @@ impl ModelArgs {
                 .list_floor
                 .or(section.list_floor)
                 .unwrap_or(agentry_local::DEFAULT_LIST_FLOOR),
+            call_floor: self.call_floor.or(section.call_floor).unwrap_or(1.0),
             repeated_calls: self.repeated_calls || section.repeated_calls.unwrap_or(false),
             ungrounded_calls: self.ungrounded_calls || section.ungrounded_calls.unwrap_or(false),
             relevance_floor: self
@@ -416,6 +419,15 @@ mod tests {
         let from_file = "[model]\nlist_floor = 0.2";
         assert_eq!(choose(&[], from_file).list_floor, 0.2);
         assert_eq!(choose(&["--list-floor", "0"], from_file).list_floor, 0.0);
+    }
+
+    #[test]
+    fn the_call_floor_comes_from_the_flag_the_file_or_the_default() {
+        assert_eq!(choose(&[], "").call_floor, 1.0);
+        assert_eq!(choose(&["--call-floor", "0.2"], "").call_floor, 0.2);
+        let from_file = "[model]\ncall_floor = 0.3";
+        assert_eq!(choose(&[], from_file).call_floor, 0.3);
+        assert_eq!(choose(&["--call-floor", "1"], from_file).call_floor, 1.0);
     }
 
     #[test]

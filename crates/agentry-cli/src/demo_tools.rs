@@ -1,155 +1,77 @@
 //! The built-in tools of `agentry run`: a calculator, the time in any time
 //! zone, unit conversion, and a file reader confined to one granted directory.
 
+mod arithmetic;
+mod units;
+
 use std::path::Path;
 
 use agentry::tool::{Capability, Tool, ToolContext, function};
 use serde::Deserialize;
 
-/// Evaluate an arithmetic expression.
+/// Evaluate an arithmetic expression and return the number.
 ///
 /// # Arguments
-/// * `expression` - Arithmetic such as `(2 + 3) * 4.5` or `2^10`.
+/// * `expression` - Arithmetic such as `(2 + 3) * 4.5`, `2^10`, `sqrt(1764) + 8`, `15% * 80` or `7!`.
 #[agentry::tool(name = "calculator", read_only, concurrency_safe)]
 pub fn calculator(expression: String) -> Result<f64, String> {
-    let length = expression.chars().count();
-    if length > MAX_EXPRESSION_CHARS {
-        return Err(format!(
-            "the expression is {length} characters long; the calculator reads at most {MAX_EXPRESSION_CHARS}"
-        ));
-    }
-    let value = evalexpr::eval(&float_literals(&expression))
-        .map_err(|e| format!("cannot evaluate {expression:?}: {e}"))?;
-    match value {
-        evalexpr::Value::Int(i) => Ok(i as f64),
-        evalexpr::Value::Float(f) => Ok(f),
-        other => Err(format!("{expression:?} is not a number: {other}")),
-    }
+    arithmetic::evaluate(&expression)
 }
 
-/// The longest expression [`calculator`] reads. evalexpr parses and
-/// evaluates by recursion, a level for each parenthesis, operator or unary
-/// sign, and a stack overflow aborts the whole process (no panic to catch).
-/// Measured in a debug build on a 2 MiB thread (a tokio worker's stack):
-/// 1,400 nested unary minus signs pass and 1,500 overflow (one level a
-/// character, the worst shape); 3,500 parentheses or `+` terms pass, 4,000
-/// overflow. 500 characters keeps the worst case near a third of that.
-const MAX_EXPRESSION_CHARS: usize = 500;
-
-/// Write every integer literal as a float (`7/2` → `7.0/2.0`) so division is exact.
-fn float_literals(expression: &str) -> String {
-    let mut out = String::with_capacity(expression.len() + 8);
-    let chars: Vec<char> = expression.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        if chars[i].is_ascii_digit()
-            && (i == 0
-                || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '.' || chars[i - 1] == '_'))
-        {
-            let start = i;
-            while i < chars.len()
-                && (chars[i].is_ascii_digit()
-                    || chars[i] == '.'
-                    || chars[i] == 'e'
-                    || chars[i] == 'E')
-            {
-                i += 1;
-            }
-            let literal: String = chars[start..i].iter().collect();
-            out.push_str(&literal);
-            if !literal.contains(['.', 'e', 'E']) {
-                out.push_str(".0");
-            }
-        } else {
-            out.push(chars[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
-/// The current date and time in a time zone.
+/// The current weekday, date and time in a time zone.
 ///
 /// # Arguments
-/// * `timezone` - IANA time zone such as `Europe/Paris` or `Asia/Tokyo`; UTC when omitted.
+/// * `timezone` - IANA time zone such as `Europe/Paris` or `Asia/Tokyo`, or a city in one such as `Tokyo`; UTC when omitted.
 #[agentry::tool(name = "current_time", read_only, concurrency_safe)]
 pub fn current_time(timezone: Option<String>) -> Result<String, String> {
     let zone = timezone.unwrap_or_else(|| "UTC".into());
-    let now = jiff::Timestamp::now()
-        .in_tz(&zone)
-        .map_err(|e| format!("unknown time zone {zone:?}: {e}"))?;
-    Ok(now.strftime("%Y-%m-%d %H:%M:%S %Z (%:z)").to_string())
+    let now = jiff::Timestamp::now().to_zoned(time_zone(&zone)?);
+    // The weekday spelled out: a small model asked for it names the wrong
+    // day when it must work it out from the date.
+    Ok(now.strftime("%A %Y-%m-%d %H:%M:%S %Z (%:z)").to_string())
 }
 
-/// Convert a quantity between units of length, mass, volume or temperature.
+/// The time zone `name` means: an IANA name as written, or without case
+/// and with spaces for underscores (`America/Los Angeles`), or a bare city
+/// that ends one (`Tokyo`, `new york`).
+fn time_zone(name: &str) -> Result<jiff::tz::TimeZone, String> {
+    let db = jiff::tz::db();
+    let unknown = |e: &dyn std::fmt::Display| {
+        format!(
+            "unknown time zone {name:?}: {e}; use an IANA name such as Europe/Paris, or a city such as Tokyo"
+        )
+    };
+    let first = match db.get(name.trim()) {
+        Ok(zone) => return Ok(zone),
+        Err(e) => e,
+    };
+    let wanted = name.trim().replace(' ', "_");
+    let bare_city = !wanted.contains('/');
+    let found = db.available().find(|id| {
+        let id = id.as_str();
+        id.eq_ignore_ascii_case(&wanted)
+            || (bare_city
+                && id.contains('/')
+                && id
+                    .rsplit('/')
+                    .next()
+                    .is_some_and(|city| city.eq_ignore_ascii_case(&wanted)))
+    });
+    match found {
+        Some(id) => db.get(id.as_str()).map_err(|e| unknown(&e)),
+        None => Err(unknown(&first)),
+    }
+}
+
+/// Convert a quantity between units of length, mass, volume, time, speed or temperature.
 ///
 /// # Arguments
 /// * `value` - The quantity to convert.
-/// * `from` - Unit of `value`, as a word: miles, kilometers, meters, feet, inches, pounds, kilograms, grams, liters, gallons, celsius, fahrenheit.
-/// * `to` - Unit to convert to, of the same kind, as a word.
+/// * `from` - Unit of `value`, a name or symbol: km, miles, ft, lb, kg, oz, l, gallons, cups, °F, degrees Celsius, mph, hours …
+/// * `to` - Unit to convert to, of the same kind.
 #[agentry::tool(name = "convert_units", read_only, concurrency_safe)]
 pub fn convert_units(value: f64, from: String, to: String) -> Result<f64, String> {
-    let (from, to) = (from.trim().to_lowercase(), to.trim().to_lowercase());
-    if let (Some(kelvin), Some(_)) = (to_kelvin(value, &from), to_kelvin(0.0, &to)) {
-        return Ok(from_kelvin(kelvin, &to));
-    }
-    let (Some((kind_from, scale_from)), Some((kind_to, scale_to))) =
-        (linear_unit(&from), linear_unit(&to))
-    else {
-        return Err(format!(
-            "unknown unit: {}",
-            if linear_unit(&from).is_none() {
-                &from
-            } else {
-                &to
-            }
-        ));
-    };
-    if kind_from != kind_to {
-        return Err(format!(
-            "cannot convert {kind_from} ({from}) to {kind_to} ({to})"
-        ));
-    }
-    Ok(value * scale_from / scale_to)
-}
-
-/// Units with a linear conversion: kind and size in the kind's base unit.
-fn linear_unit(unit: &str) -> Option<(&'static str, f64)> {
-    Some(match unit {
-        "m" | "meter" | "meters" | "metre" | "metres" => ("length", 1.0),
-        "km" | "kilometer" | "kilometers" => ("length", 1000.0),
-        "cm" | "centimeter" | "centimeters" => ("length", 0.01),
-        "mm" | "millimeter" | "millimeters" => ("length", 0.001),
-        "mi" | "mile" | "miles" => ("length", 1609.344),
-        "ft" | "foot" | "feet" => ("length", 0.3048),
-        "in" | "inch" | "inches" => ("length", 0.0254),
-        "yd" | "yard" | "yards" => ("length", 0.9144),
-        "kg" | "kilogram" | "kilograms" => ("mass", 1.0),
-        "g" | "gram" | "grams" => ("mass", 0.001),
-        "lb" | "lbs" | "pound" | "pounds" => ("mass", 0.453_592_37),
-        "oz" | "ounce" | "ounces" => ("mass", 0.028_349_523_125),
-        "l" | "liter" | "liters" | "litre" | "litres" => ("volume", 1.0),
-        "ml" | "milliliter" | "milliliters" => ("volume", 0.001),
-        "gal" | "gallon" | "gallons" => ("volume", 3.785_411_784),
-        _ => return None,
-    })
-}
-
-fn to_kelvin(value: f64, unit: &str) -> Option<f64> {
-    match unit {
-        "c" | "celsius" | "°c" => Some(value + 273.15),
-        "f" | "fahrenheit" | "°f" => Some((value - 32.0) * 5.0 / 9.0 + 273.15),
-        "k" | "kelvin" => Some(value),
-        _ => None,
-    }
-}
-
-fn from_kelvin(kelvin: f64, unit: &str) -> f64 {
-    match unit {
-        "c" | "celsius" | "°c" => kelvin - 273.15,
-        "f" | "fahrenheit" | "°f" => (kelvin - 273.15) * 9.0 / 5.0 + 32.0,
-        _ => kelvin,
-    }
+    units::convert(value, &from, &to)
 }
 
 #[derive(Deserialize)]
@@ -214,7 +136,7 @@ pub fn read_file(dir: &Path) -> Tool {
     let tool = function("read_file")
         .namespace("files")
         .description(
-            "Read a text file and return its contents. Use it whenever the user mentions a file.",
+            "Read a text file and return what it says. Call it whenever the user names a file or asks what one says or contains: a file's contents are unknown until it is read.",
         )
         .arg::<String>("path", "File path relative to the granted directory")
         .capability(Capability::fs_read(dir))
@@ -252,6 +174,7 @@ mod tests {
         assert_eq!(calculator("7 / 2".into()), Ok(3.5));
         assert_eq!(calculator("2^10".into()), Ok(1024.0));
         assert!(calculator("2 +".into()).is_err());
+        assert_eq!(calculator("(1764 + 8) ** 0.5".into()), Ok(1772f64.sqrt()));
     }
 
     #[test]
@@ -263,9 +186,16 @@ mod tests {
             convert_units(1.0, "kg".into(), "m".into()),
             Err("cannot convert mass (kg) to length (m)".into())
         );
-        assert_eq!(
-            convert_units(1.0, "parsec".into(), "m".into()),
-            Err("unknown unit: parsec".into())
+        let unknown = convert_units(1.0, "parsec".into(), "m".into()).unwrap_err();
+        assert!(
+            unknown.starts_with("unknown unit \"parsec\"; known: length"),
+            "{unknown}"
+        );
+        assert!(
+            (convert_units(100.0, "degrees Fahrenheit".into(), "°C".into()).unwrap()
+                - 37.777_777_777_777_78)
+                .abs()
+                < 1e-9
         );
     }
 
@@ -280,6 +210,28 @@ mod tests {
             current_time(Some("Mars/Base".into()))
                 .unwrap_err()
                 .starts_with("unknown time zone \"Mars/Base\"")
+        );
+        // As models write them: spaces, another case, a bare city.
+        for (written, zone) in [
+            ("America/Los Angeles", "America/Los_Angeles"),
+            ("asia/tokyo", "Asia/Tokyo"),
+            ("Sydney", "Australia/Sydney"),
+            ("new york", "America/New_York"),
+        ] {
+            assert_eq!(
+                time_zone(written).unwrap().iana_name(),
+                Some(zone),
+                "{written}"
+            );
+        }
+        // A city under the wrong region is not guessed at.
+        assert!(time_zone("Australia/Paris").is_err());
+        let today = jiff::Timestamp::now().in_tz("Asia/Tokyo").unwrap();
+        let weekday = today.strftime("%A").to_string();
+        assert!(
+            current_time(Some("Tokyo".into()))
+                .unwrap()
+                .starts_with(&weekday)
         );
     }
 }

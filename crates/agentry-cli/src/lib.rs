@@ -64,6 +64,31 @@ pub use definition::{
 pub use providers::{chat_model, local_model};
 pub use run::SYSTEM;
 
+/// The agent `agentry run` builds when given no flags and no `agentry.toml`
+/// (its limits, the local model's single tool round, the relevance gate the
+/// model choice asks for), with the demo tools over `dir`, or with `tools`
+/// and `system` in their place when `tools` is given: what the evaluation
+/// harness measures. The caller adds the approver and builds it.
+pub async fn run_agent(
+    dir: std::path::PathBuf,
+    model: std::sync::Arc<dyn agentry::model::ChatModel>,
+    choice: &ModelChoice,
+    tools: Option<(Vec<agentry::tool::Tool>, &str)>,
+) -> Result<agentry::agent::AgentBuilder, String> {
+    let mut loaded = config::Loaded::default();
+    if let Some((_, system)) = &tools {
+        loaded.file.agent.tools = Some(Vec::new());
+        loaded.file.agent.system = Some((*system).to_owned());
+    }
+    let builder = definition::AgentArgs::in_dir(dir)
+        .builder(&loaded, model, choice)
+        .await?;
+    Ok(match tools {
+        Some((tools, _)) => builder.tools(tools),
+        None => builder,
+    })
+}
+
 /// The demo tools `agentry run` gives its agent: a calculator, the time in
 /// a time zone, unit conversion, and a file reader confined to `dir`.
 pub fn demo_tools(dir: &std::path::Path) -> Vec<agentry::tool::Tool> {

@@ -65,6 +65,7 @@ pub async fn local_model(args: &ModelChoice) -> Result<LocalModel, String> {
         call_lists: args.call_lists,
         one_tool_lists: args.one_tool_lists,
         list_floor: args.list_floor,
+        call_floor: args.call_floor,
         repeated_calls: args.repeated_calls,
         ungrounded_calls: args.ungrounded_calls,
         ..LocalConfig::default()

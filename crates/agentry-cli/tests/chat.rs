@@ -133,7 +133,8 @@ fn the_slash_commands_history_and_memory_work_in_a_terminal() {
 
     term.send("/tools", &["Enter"]);
     term.wait_for("the tool list", Duration::from_secs(10), |s| {
-        s.contains("calculator: Evaluate an arithmetic expression.") && s.contains("read_file: ")
+        s.contains("calculator: Evaluate an arithmetic expression and return the number.")
+            && s.contains("read_file: ")
     });
     term.send("/skills", &["Enter"]);
     term.wait_for("no skills", Duration::from_secs(10), |s| {

@@ -40,6 +40,9 @@
 pub mod bfcl;
 mod catalog;
 pub mod datasets;
+mod everyday;
+mod everyday_check;
+mod everyday_tools;
 mod metatool;
 mod metatool_agent;
 mod metatool_catalog;
@@ -71,6 +74,9 @@ pub enum Command {
     /// How often the relevance gate turns requests away, on BFCL and
     /// MetaTool (embeddings only, no chat model).
     RelevanceGate(relevance_gate::RelevanceArgs),
+    /// Everyday requests to the demo agent and to an assistant with
+    /// real-world tools, scored on the call and the answer, by half.
+    Everyday(everyday::EverydayArgs),
 }
 
 /// Run an evaluation: its report goes to stdout (or `--out`), its progress
@@ -83,6 +89,7 @@ pub async fn run(command: Command) -> Result<ExitCode, String> {
         Command::ToolPrompt(args) => tool_prompt::run(args).await,
         Command::SkillChoice(args) => skill_choice::run(args).await,
         Command::RelevanceGate(args) => relevance_gate::run(args).await,
+        Command::Everyday(args) => everyday::run(args).await,
     }
 }
 

@@ -94,6 +94,7 @@ pub(crate) async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         call_lists: true,
         one_tool_lists: false,
         list_floor: agentry_local::DEFAULT_LIST_FLOOR,
+        call_floor: 1.0,
         repeated_calls: false,
         ungrounded_calls: false,
         relevance_floor: None,

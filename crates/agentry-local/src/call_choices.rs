@@ -58,6 +58,20 @@ pub(crate) fn floor_for(config: &LocalConfig, request: &ChatRequest) -> Option<f
     applies.then_some(config.list_floor.max(0.0))
 }
 
+/// The call floor for `request`'s reply, when its first choice between text
+/// and a call is made this way: the template's syntax, a grammar, tools
+/// offered with the choice left to the model, no structured answer, and a
+/// floor that can change a greedy choice.
+pub(crate) fn call_floor_for(config: &LocalConfig, request: &ChatRequest) -> Option<f32> {
+    let applies = config.call_syntax.for_request(request) == CallSyntax::Template
+        && config.constrained
+        && request.tool_choice == ToolChoice::Auto
+        && !request.tools.is_empty()
+        && request.response_format.is_none()
+        && config.call_floor < 1.0;
+    applies.then_some(config.call_floor.max(0.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,6 +83,42 @@ mod tests {
             output_schema: None,
             description: None,
         }
+    }
+
+    #[test]
+    fn the_call_floor_applies_where_the_model_chooses_between_text_and_a_call() {
+        let config = LocalConfig {
+            call_floor: 0.2,
+            ..LocalConfig::default()
+        };
+        let mut request = ChatRequest::new(None, "What does notes.txt say?");
+        assert_eq!(call_floor_for(&config, &request), None, "no tools");
+        request.tools = vec![tool("read_file"), tool("calculator")];
+        assert_eq!(call_floor_for(&config, &request), Some(0.2));
+        for choice in [
+            ToolChoice::None,
+            ToolChoice::Required,
+            ToolChoice::Tool("read_file".into()),
+        ] {
+            request.tool_choice = choice;
+            assert_eq!(call_floor_for(&config, &request), None);
+        }
+        request.tool_choice = ToolChoice::Auto;
+        assert_eq!(
+            call_floor_for(&LocalConfig::default(), &request),
+            None,
+            "off by default"
+        );
+        let free = LocalConfig {
+            constrained: false,
+            ..config.clone()
+        };
+        assert_eq!(call_floor_for(&free, &request), None);
+        let python = LocalConfig {
+            call_syntax: CallSyntax::Python,
+            ..config
+        };
+        assert_eq!(call_floor_for(&python, &request), None);
     }
 
     #[test]

@@ -246,6 +246,7 @@ impl LocalModel {
         let constraint = Constraint {
             grammar: matcher,
             list_floor: None,
+            call_floor: None,
         };
         self.submit(
             prompt,
@@ -285,6 +286,7 @@ impl LocalModel {
             grammar: constraint.grammar,
             sampler: self.sampler(temperature),
             list_floor: constraint.list_floor,
+            call_floor: constraint.call_floor,
             max_tokens,
             stop: stop.to_vec(),
             sink: Box::new(sink),
@@ -333,6 +335,7 @@ impl LocalModel {
 struct Constraint {
     grammar: Option<Matcher>,
     list_floor: Option<f32>,
+    call_floor: Option<f32>,
 }
 
 fn decoder_stopped() -> ModelError {
@@ -419,6 +422,7 @@ impl ChatModel for LocalModel {
             let constraint = Constraint {
                 grammar: grammar.map(|(_, matcher)| matcher),
                 list_floor: crate::call_choices::floor_for(&self.inner.loaded.config, request),
+                call_floor: crate::call_choices::call_floor_for(&self.inner.loaded.config, request),
             };
             self.submit(&prompt, constraint, max_tokens, request.temperature, &request.stop, move |event| {
                 sender.send(event).is_ok()

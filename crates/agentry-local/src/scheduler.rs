@@ -92,6 +92,9 @@ pub(crate) struct Job {
     /// The list floor of the reply's first call-block choice, where it
     /// applies ([`list_opening`](agentry_local_calls::list_opening)).
     pub list_floor: Option<f32>,
+    /// The call floor of the reply's first choice between text and a call,
+    /// where it applies ([`LocalConfig::call_floor`](crate::LocalConfig::call_floor)).
+    pub call_floor: Option<f32>,
     /// Most tokens to generate.
     pub max_tokens: u32,
     /// Generation ends at the first of these strings (cut from the text).

@@ -68,6 +68,16 @@ pub struct LocalConfig {
     /// list wherever the grammar allows one
     /// ([`one_tool_lists`](Self::one_tool_lists) without its grammar).
     pub list_floor: f32,
+    /// With [`CallSyntax::Template`] and a grammar, when a reply to a
+    /// request offering tools (and leaving the choice to the model) makes
+    /// its first choice between answering in text and calling: how likely
+    /// the model must find opening a call (`<tool_call>`, against every
+    /// text token the grammar allows) for the call to be opened. A small
+    /// model answers in text, or invents a file's content, where a call was
+    /// wanted far more often than it calls where none was; a call it gave a
+    /// fair chance is then usually the right one. `1.0` (the default) leaves
+    /// the choice to the model; `0.0` calls wherever tools are offered.
+    pub call_floor: f32,
     /// Run a call the model writes twice, word for word (same tool, same
     /// arguments), in one reply as often as it wrote it. Off by default: a
     /// small model writing a list repeats a call where one was asked for
@@ -116,6 +126,7 @@ impl Default for LocalConfig {
             call_lists: true,
             one_tool_lists: false,
             list_floor: DEFAULT_LIST_FLOOR,
+            call_floor: 1.0,
             repeated_calls: false,
             ungrounded_calls: false,
         }

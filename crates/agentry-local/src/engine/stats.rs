@@ -1,7 +1,7 @@
 //! Counting a model's work: totals the decoding thread adds to, and the
 //! snapshot [`LocalModel::stats`](crate::LocalModel::stats) returns.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Running totals of a model's work, updated by the decoding thread.
 #[derive(Default)]
@@ -14,9 +14,21 @@ pub(crate) struct Counters {
     pub(crate) peak_sequences: AtomicU64,
     pub(crate) reread_tokens: AtomicU64,
     pub(crate) lists_opened: AtomicU64,
+    pub(crate) calls_opened: AtomicU64,
+    pub(crate) call_choices: AtomicU64,
+    /// The last call share's `f32` bits.
+    pub(crate) last_call_share: AtomicU32,
 }
 
 impl Counters {
+    /// A reply's first choice between text and a call was weighed: `share`
+    /// of the probability opened a call.
+    pub(crate) fn record_call_share(&self, share: f32) {
+        self.last_call_share
+            .store(share.to_bits(), Ordering::Relaxed);
+        self.call_choices.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(super) fn snapshot(&self) -> LocalStats {
         LocalStats {
             requests: self.requests.load(Ordering::Relaxed),
@@ -27,13 +39,17 @@ impl Counters {
             peak_sequences: self.peak_sequences.load(Ordering::Relaxed),
             reread_tokens: self.reread_tokens.load(Ordering::Relaxed),
             lists_opened: self.lists_opened.load(Ordering::Relaxed),
+            calls_opened: self.calls_opened.load(Ordering::Relaxed),
+            call_choices: self.call_choices.load(Ordering::Relaxed),
+            last_call_share: (self.call_choices.load(Ordering::Relaxed) > 0)
+                .then(|| f32::from_bits(self.last_call_share.load(Ordering::Relaxed))),
         }
     }
 }
 
 /// What a [`LocalModel`](crate::LocalModel) has done since it was loaded
 /// ([`LocalModel::stats`](crate::LocalModel::stats)).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct LocalStats {
     /// Requests whose prompt was read.
     pub requests: u64,
@@ -58,6 +74,16 @@ pub struct LocalStats {
     /// [`LocalConfig::list_floor`](crate::LocalConfig::list_floor) where one
     /// bare call was the likelier choice.
     pub lists_opened: u64,
+    /// Replies that opened a call by
+    /// [`LocalConfig::call_floor`](crate::LocalConfig::call_floor) where
+    /// text was the likelier choice.
+    pub calls_opened: u64,
+    /// Replies whose first choice between text and a call was weighed (the
+    /// call floor applied and the grammar allowed a call).
+    pub call_choices: u64,
+    /// The share of the probability the last weighed reply gave to opening a
+    /// call; `None` before the first.
+    pub last_call_share: Option<f32>,
 }
 
 impl LocalStats {

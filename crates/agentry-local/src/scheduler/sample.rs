@@ -55,8 +55,16 @@ pub(super) fn next_token(
                 .job
                 .list_floor
                 .filter(|_| OPENINGS.contains(&request.text.as_str()));
+            let call_floor = request
+                .job
+                .call_floor
+                .filter(|_| request.produced == 0 && request.text.is_empty());
             let sampler = &mut request.job.sampler;
-            match constrained_token(loaded, context, logits, grammar, sampler, list_floor) {
+            let floors = Floors {
+                list: list_floor,
+                call: call_floor,
+            };
+            match constrained_token(loaded, context, logits, grammar, sampler, floors) {
                 Ok(token) => token,
                 Err(error) => {
                     request.failure = Some(format!("the grammar engine failed: {error}"));
@@ -101,17 +109,27 @@ pub(super) fn next_token(
     true
 }
 
+/// The floors that apply to one token's choice.
+struct Floors {
+    /// At a call block's first choice ([`open_likely_list`]).
+    list: Option<f32>,
+    /// At the reply's first token, between text and a call ([`open_likely_call`]).
+    call: Option<f32>,
+}
+
 /// Pick a token from the logits at `logits` that `grammar` allows, and
 /// advance the grammar past it. An end-of-generation token is allowed only
-/// where the grammar may end. At a call block's first choice, `list_floor`
-/// may leave only the tokens that open a list ([`open_likely_list`]).
+/// where the grammar may end. At a call block's first choice, the list
+/// floor may leave only the tokens that open a list ([`open_likely_list`]);
+/// at the reply's first token, the call floor only the call's opening
+/// ([`open_likely_call`]).
 fn constrained_token(
     loaded: &Loaded,
     context: &LlamaContext<'_>,
     logits: i32,
     grammar: &mut Matcher,
     sampler: &mut LlamaSampler,
-    list_floor: Option<f32>,
+    floors: Floors,
 ) -> Result<LlamaToken, String> {
     let mask = grammar.compute_mask_or_eos().map_err(|e| e.to_string())?;
     let mut candidates = context.token_data_array_ith(logits);
@@ -120,8 +138,11 @@ fn constrained_token(
             candidate.set_logit(f32::NEG_INFINITY);
         }
     }
-    if let Some(floor) = list_floor {
+    if let Some(floor) = floors.list {
         open_likely_list(loaded, &mut candidates, floor);
+    }
+    if let Some(floor) = floors.call {
+        open_likely_call(loaded, &mut candidates, floor);
     }
     candidates.apply_sampler(sampler);
     let token = candidates
@@ -164,5 +185,60 @@ fn open_likely_list(loaded: &Loaded, candidates: &mut LlamaTokenDataArray, floor
     }
     if share < 0.5 {
         loaded.stats.lists_opened.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// At the reply's first token: the share of the probability the allowed
+/// tokens that open a call hold; when it is at least `floor`, only those
+/// stay allowed. The share is recorded ([`LocalStats::last_call_share`]).
+///
+/// Under the call grammar a text answer may not open with `<` or a
+/// backtick, so an allowed token that does opens a call: the template's
+/// `<tool_call>` (one token in Qwen's vocabulary, or its first letter) or
+/// the Markdown fence a small model falls back to.
+///
+/// [`LocalStats::last_call_share`]: crate::LocalStats::last_call_share
+fn open_likely_call(loaded: &Loaded, candidates: &mut LlamaTokenDataArray, floor: f32) {
+    let vocab = loaded.model.vocab();
+    let allowed: Vec<(usize, bool)> = candidates
+        .data
+        .iter()
+        .enumerate()
+        .filter(|(_, candidate)| candidate.logit().is_finite())
+        .map(|(index, candidate)| {
+            let piece = vocab.token_to_piece(candidate.id(), true, None);
+            (index, matches!(piece.first(), Some(b'<' | b'`')))
+        })
+        .collect();
+    let Some(top) = allowed
+        .iter()
+        .map(|&(index, _)| candidates.data[index].logit())
+        .reduce(f32::max)
+    else {
+        return;
+    };
+    let (mut call, mut all) = (0.0f64, 0.0f64);
+    for &(index, opens_call) in &allowed {
+        let weight = f64::from(candidates.data[index].logit() - top).exp();
+        all += weight;
+        if opens_call {
+            call += weight;
+        }
+    }
+    if call == 0.0 {
+        return;
+    }
+    let share = (call / all) as f32;
+    loaded.stats.record_call_share(share);
+    if share < floor {
+        return;
+    }
+    for &(index, opens_call) in &allowed {
+        if !opens_call {
+            candidates.data[index].set_logit(f32::NEG_INFINITY);
+        }
+    }
+    if share < 0.5 {
+        loaded.stats.calls_opened.fetch_add(1, Ordering::Relaxed);
     }
 }
