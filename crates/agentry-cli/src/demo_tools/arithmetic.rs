@@ -320,6 +320,66 @@ mod tests {
     }
 
     #[test]
+    fn odd_input_is_refused_or_read_never_a_panic() {
+        let odd = [
+            "!",
+            "(!",
+            ")!",
+            "()!",
+            "5!!",
+            "1 != 2",
+            "!5",
+            "%",
+            "%%",
+            "5%%",
+            "x",
+            "2x3",
+            "x2",
+            "max(1,000, 2)",
+            "1,000,000",
+            ",",
+            "1,",
+            ",123",
+            "**",
+            "2***3",
+            "(((",
+            ")))!",
+            "1.2.3!",
+            "e",
+            "1e5",
+            "1e",
+            "pi!",
+            "sqrt()",
+            "log(1, 2, 3)",
+            "min()",
+            "factorial(-1)",
+            "×÷",
+            "math.",
+            "math.math.sqrt(4)",
+            "é!",
+            "²",
+            "💥!",
+            "1/0!",
+            "0!",
+            "170!",
+        ];
+        for text in odd {
+            let _ = evaluate(text);
+        }
+        assert_eq!(eval("0!"), 1.0);
+        // `!=` stays a comparison, whose answer is not a number.
+        assert_eq!(
+            evaluate("1 != 2").unwrap_err(),
+            "\"1 != 2\" is not a number: true"
+        );
+        // Each rewrite keeps the length the recursion limit was measured on
+        // within reach: 500 of the widest rewrite still evaluates or refuses.
+        for unit in ["1%", "1!", "%", "x1"] {
+            let _ = evaluate(&unit.repeat(MAX_EXPRESSION_CHARS / unit.len()));
+        }
+    }
+
+    #[test]
     fn refusals_say_why() {
         assert!(
             evaluate("2 +")
