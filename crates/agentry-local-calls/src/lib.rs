@@ -43,3 +43,32 @@ pub mod python_calls;
 pub mod schema_echo;
 pub mod template;
 pub mod tool_calls;
+
+/// Entry point for the `local_tool_calls` fuzz target (`fuzz/`) and its
+/// replay on stable: read `text` as a reply and assert what reading must
+/// keep. Not a stable API.
+#[doc(hidden)]
+pub mod __fuzz {
+    use crate::{python_calls, tool_calls};
+
+    /// Every call read from `text` came from it (none invented), and
+    /// Python-style calls written back (as earlier calls are shown to the
+    /// model) read the same; panics otherwise.
+    pub fn reply(text: &str) {
+        let parsed = tool_calls::parse_reply(text);
+        if parsed.calls.is_empty() {
+            assert!(parsed.text.len() <= text.len());
+        }
+        for (name, _) in &parsed.calls {
+            assert!(text.contains(name.as_str()) || text.contains('\\'));
+        }
+        if let Some(calls) = python_calls::parse_python_calls(text) {
+            for (name, _) in &calls {
+                assert!(text.contains(name.as_str()));
+            }
+            let written =
+                python_calls::write_python_calls(calls.iter().map(|(name, a)| (name.clone(), a)));
+            assert_eq!(python_calls::parse_python_calls(&written), Some(calls));
+        }
+    }
+}

@@ -157,21 +157,35 @@ fn constrained_token(
     Ok(token)
 }
 
-/// At a call block's first choice: when the allowed tokens that open a list
-/// hold at least `floor` of the probability against those that open one
-/// bare call ([`list_share`]), leave only the list's tokens allowed.
-fn open_likely_list(loaded: &Loaded, candidates: &mut LlamaTokenDataArray, floor: f32) {
+/// Each token the grammar allows (its index among `candidates`), with what
+/// `kind` makes of its text.
+fn allowed_tokens<K>(
+    loaded: &Loaded,
+    candidates: &LlamaTokenDataArray,
+    kind: impl Fn(&[u8]) -> K,
+) -> Vec<(usize, K)> {
     let vocab = loaded.model.vocab();
-    let allowed: Vec<(usize, Shape)> = candidates
+    candidates
         .data
         .iter()
         .enumerate()
         .filter(|(_, candidate)| candidate.logit().is_finite())
         .map(|(index, candidate)| {
-            let piece = vocab.token_to_piece(candidate.id(), true, None);
-            (index, Shape::of(&String::from_utf8_lossy(&piece)))
+            (
+                index,
+                kind(&vocab.token_to_piece(candidate.id(), true, None)),
+            )
         })
-        .collect();
+        .collect()
+}
+
+/// At a call block's first choice: when the allowed tokens that open a list
+/// hold at least `floor` of the probability against those that open one
+/// bare call ([`list_share`]), leave only the list's tokens allowed.
+fn open_likely_list(loaded: &Loaded, candidates: &mut LlamaTokenDataArray, floor: f32) {
+    let allowed = allowed_tokens(loaded, candidates, |piece| {
+        Shape::of(&String::from_utf8_lossy(piece))
+    });
     let logits = allowed
         .iter()
         .map(|&(index, shape)| (candidates.data[index].logit(), shape));
@@ -199,17 +213,9 @@ fn open_likely_list(loaded: &Loaded, candidates: &mut LlamaTokenDataArray, floor
 ///
 /// [`LocalStats::last_call_share`]: crate::LocalStats::last_call_share
 fn open_likely_call(loaded: &Loaded, candidates: &mut LlamaTokenDataArray, floor: f32) {
-    let vocab = loaded.model.vocab();
-    let allowed: Vec<(usize, bool)> = candidates
-        .data
-        .iter()
-        .enumerate()
-        .filter(|(_, candidate)| candidate.logit().is_finite())
-        .map(|(index, candidate)| {
-            let piece = vocab.token_to_piece(candidate.id(), true, None);
-            (index, matches!(piece.first(), Some(b'<' | b'`')))
-        })
-        .collect();
+    let allowed = allowed_tokens(loaded, candidates, |piece| {
+        matches!(piece.first(), Some(b'<' | b'`'))
+    });
     let Some(top) = allowed
         .iter()
         .map(|&(index, _)| candidates.data[index].logit())
