@@ -58,6 +58,8 @@ pub(super) struct Settings {
     pub name_enums: bool,
     /// Asks for a text answer at step 1 when no tool is near the request.
     pub relevance_gate: Option<Arc<super::RelevanceGate>>,
+    /// Read final answers against the tool results they rest on.
+    pub check_answers: super::AnswerCheck,
 }
 
 impl Default for Settings {
@@ -88,6 +90,7 @@ impl Default for Settings {
             name_enums: true,
             tool_search: None,
             relevance_gate: None,
+            check_answers: super::AnswerCheck::Off,
         }
     }
 }

@@ -214,6 +214,22 @@ impl AgentBuilder {
         self
     }
 
+    /// Read each final answer that follows tool calls against their results
+    /// (off by default): an answer that states a number no result holds (and
+    /// none that one does), a weekday no result names, or nothing the
+    /// results returned at all (none of their numbers, names or codes). With
+    /// [`AnswerCheck::Quote`] the results are quoted in its place (after it,
+    /// where it only left them out); with [`AnswerCheck::AskAgain`] the
+    /// model is asked once more first, the disagreement named, and the
+    /// results are quoted if the second answer still disagrees. Small local
+    /// models need it: they often call the right tool and then answer
+    /// "18.288 meters" for its 1.8288, or describe the function instead of
+    /// its result. Durable runs take answers as they are.
+    pub fn check_answers(mut self, check: super::AnswerCheck) -> Self {
+        self.settings.check_answers = check;
+        self
+    }
+
     /// Start from a toolbox built elsewhere (its tools come first, and its
     /// default timeout is kept unless [`default_timeout`](Self::default_timeout) is set).
     pub fn toolbox(mut self, toolbox: Toolbox) -> Self {

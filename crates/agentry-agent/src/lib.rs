@@ -46,6 +46,7 @@
 mod admit;
 #[allow(clippy::module_inception)]
 mod agent;
+mod answer_check;
 mod builder;
 mod child;
 mod discovery;
@@ -65,6 +66,7 @@ pub mod program;
 pub mod turn;
 
 pub use agent::{Agent, DEFAULT_MAX_CALLS_PER_STEP, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS};
+pub use answer_check::AnswerCheck;
 pub use builder::{AgentBuilder, AgentError};
 pub use child::CHILD_AGENT_TIMEOUT;
 pub use discovery::{DISCOVER, SEARCH_BUDGET_BYTES, SEARCH_LIMIT, SEARCH_TOOLS};

@@ -20,6 +20,9 @@ use agentry_core::model::{
 use agentry_core::tool::{Capabilities, ToolCall, ToolContext};
 
 mod calls;
+mod check;
+
+use check::Checked;
 
 /// Where in a tree of agents a run stands, and what it may spend and touch.
 pub(crate) struct Frame {
@@ -122,6 +125,7 @@ impl Agent {
             index: 0,
             tool_rounds: 0,
             discovered: false,
+            rechecked: None,
         };
         run.replay_finished(self).await;
         loop {
@@ -142,6 +146,10 @@ impl Agent {
             spend.charge(step.tokens());
             let open_step = match step {
                 Step::Final { text, tokens } => {
+                    let text = match self.check_answer(&mut run, frame, text, tokens, sink) {
+                        Checked::Reask => continue,
+                        Checked::Final(text) => text,
+                    };
                     let outcome = answer(&mut run, frame, text, tokens, sink).await;
                     return run.end(outcome, spend);
                 }
@@ -216,6 +224,7 @@ impl Agent {
     async fn tool_choice(&self, run: &Progress) -> ToolChoice {
         let settings = &self.settings;
         let tool_choice = match settings.max_tool_rounds {
+            _ if run.rechecked.is_some() => ToolChoice::None,
             Some(limit) if run.tool_rounds >= limit => ToolChoice::None,
             _ if run.index == 1 => settings.first_tool_choice.clone(),
             _ if run.discovered => ToolChoice::Required,
@@ -247,6 +256,9 @@ struct Progress {
     tool_rounds: usize,
     /// The step before only loaded functions (discovery): now call one.
     discovered: bool,
+    /// An answer disagreed with the tool results and was re-asked: how
+    /// long the conversation was before it (see [`crate::answer_check`]).
+    rechecked: Option<usize>,
 }
 
 impl Progress {

@@ -43,6 +43,30 @@ impl From<CallSyntaxArg> for agentry_local::CallSyntax {
     }
 }
 
+/// What the agent does with an answer that disagrees with the tool results
+/// it rests on (a number or weekday they did not return, or nothing they did).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnswerCheckArg {
+    /// Answers are taken as they are.
+    Off,
+    /// The results are quoted: in place of an answer that contradicts them,
+    /// after one that leaves them out.
+    Quote,
+    /// The model is asked once more first, then the results are quoted.
+    AskAgain,
+}
+
+impl From<AnswerCheckArg> for agentry::agent::AnswerCheck {
+    fn from(check: AnswerCheckArg) -> Self {
+        match check {
+            AnswerCheckArg::Off => Self::Off,
+            AnswerCheckArg::Quote => Self::Quote,
+            AnswerCheckArg::AskAgain => Self::AskAgain,
+        }
+    }
+}
+
 /// Options shared by commands that talk to a model.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ModelArgs {
@@ -101,4 +125,10 @@ pub struct ModelArgs {
     /// 0 turns the gate off [default: 0.2 with the local model, off otherwise].
     #[arg(long, value_name = "COSINE")]
     pub(crate) relevance_floor: Option<f32>,
+    /// Read each answer that follows tool calls against their results; where
+    /// it disagrees (a number or weekday the tools did not return, or
+    /// nothing they did), quote them, or ask the model again first
+    /// [default: quote with the local model, off otherwise].
+    #[arg(long, value_enum)]
+    pub(crate) check_answers: Option<AnswerCheckArg>,
 }

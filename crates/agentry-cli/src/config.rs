@@ -83,6 +83,10 @@ pub struct ModelSection {
     pub ungrounded_calls: Option<bool>,
     /// The relevance gate's floor (default 0.2 with the local model; 0 turns it off).
     pub relevance_floor: Option<f32>,
+    /// What to do with an answer that disagrees with the tool results it
+    /// rests on: `off`, `quote` or `ask-again` (default `quote` with the
+    /// local model, `off` otherwise).
+    pub check_answers: Option<crate::args::AnswerCheckArg>,
 }
 
 /// `[agent]`: prompt, tools and limits.

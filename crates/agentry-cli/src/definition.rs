@@ -11,7 +11,7 @@ use agentry::memory::{Memory, MemoryStore};
 use agentry::model::ChatModel;
 use agentry::tool::Capability;
 
-use crate::args::{CallSyntaxArg, ModelArgs, ProviderKind};
+use crate::args::{AnswerCheckArg, CallSyntaxArg, ModelArgs, ProviderKind};
 use crate::config::{EmbedderKind, Loaded, ToolSet};
 
 /// Most model calls per run unless told otherwise.
@@ -60,6 +60,8 @@ pub struct ModelChoice {
     pub ungrounded_calls: bool,
     /// The relevance gate's floor, when the gate is on.
     pub relevance_floor: Option<f32>,
+    /// What becomes of an answer that disagrees with the tool results.
+    pub check_answers: AnswerCheckArg,
 }
 
 impl ModelArgs {
@@ -103,6 +105,13 @@ impl ModelArgs {
                 .or(section.relevance_floor)
                 .or(default_floor)
                 .filter(|floor| *floor > 0.0),
+            check_answers: self.check_answers.or(section.check_answers).unwrap_or(
+                if provider == ProviderKind::Local {
+                    AnswerCheckArg::Quote
+                } else {
+                    AnswerCheckArg::Off
+                },
+            ),
         }
     }
 }
@@ -224,7 +233,7 @@ impl AgentArgs {
         if let Some(gate) = relevance_gate(choice).await? {
             agent = agent.relevance_gate(gate);
         }
-        Ok(agent)
+        Ok(agent.check_answers(choice.check_answers.into()))
     }
 }
 
@@ -428,6 +437,21 @@ mod tests {
         let from_file = "[model]\ncall_floor = 0.3";
         assert_eq!(choose(&[], from_file).call_floor, 0.3);
         assert_eq!(choose(&["--call-floor", "1"], from_file).call_floor, 1.0);
+    }
+
+    #[test]
+    fn answers_are_quoted_with_the_local_model_unless_told_otherwise() {
+        use AnswerCheckArg::*;
+        assert_eq!(choose(&[], "").check_answers, Quote);
+        assert_eq!(choose(&["--provider", "openai"], "").check_answers, Off);
+        let flags = ["--provider", "openai", "--check-answers", "ask-again"];
+        assert_eq!(choose(&flags, "").check_answers, AskAgain);
+        let from_file = "[model]\ncheck_answers = \"off\"";
+        assert_eq!(choose(&[], from_file).check_answers, Off);
+        assert_eq!(
+            choose(&["--check-answers", "quote"], from_file).check_answers,
+            Quote
+        );
     }
 
     #[test]

@@ -68,12 +68,19 @@ pub async fn local_model(args: &ModelChoice) -> Result<LocalModel, String> {
         call_floor: args.call_floor,
         repeated_calls: args.repeated_calls,
         ungrounded_calls: args.ungrounded_calls,
+        wait_notice: Some(say_waiting),
         ..LocalConfig::default()
     };
     tokio::task::spawn_blocking(move || LocalModel::load_with(&path, config))
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())
+}
+
+/// What the command line says when another process (an `agentry serve`
+/// beside an `agentry run`) is decoding on the same cores: they take turns.
+fn say_waiting() {
+    eprintln!("[waiting: another process is using the local model; taking turns on the cores]");
 }
 
 /// Where `agentry model pull` downloads from.

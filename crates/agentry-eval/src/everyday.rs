@@ -109,6 +109,13 @@ struct Outcome1 {
     /// last turn's first token (with a call floor below 1 only).
     #[serde(skip_serializing_if = "Option::is_none")]
     call_share: Option<f32>,
+    /// The answer disagreed with the tool results and was asked again
+    /// (`--check-answers`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    asked_again: bool,
+    /// The answer still disagreed: the results were quoted.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    quoted: bool,
     seconds: f64,
 }
 
@@ -138,6 +145,7 @@ struct Report {
     split: Split,
     relevance_floor: Option<f32>,
     call_floor: f32,
+    check_answers: agentry_cli::args::AnswerCheckArg,
     totals: Totals,
     /// Each agent and both, in each half.
     groups: Vec<(String, Totals)>,
@@ -229,6 +237,7 @@ pub(crate) async fn run(args: EverydayArgs) -> Result<ExitCode, String> {
         split: args.split,
         relevance_floor: choice.relevance_floor,
         call_floor: choice.call_floor,
+        check_answers: choice.check_answers,
         totals: all,
         groups,
         outcomes,
@@ -379,6 +388,15 @@ async fn run_one(
         .calls
         .as_ref()
         .map(|expected| calls_match(expected, &made));
+    // Steps without calls after the last call: more than one is an answer
+    // asked again.
+    let answer_steps = outcome
+        .steps
+        .iter()
+        .rev()
+        .take_while(|step| step.calls.is_empty())
+        .count();
+    let quoted = answer_steps > 0 && text.contains("The tools returned:\n");
     let mut failed = Vec::new();
     if !matches!(outcome.outcome, Outcome::Final(_)) {
         failed.push(format!("ended {}", outcome.outcome.kind()));
@@ -403,6 +421,8 @@ async fn run_one(
         gate_best,
         gate_refused,
         call_share,
+        asked_again: answer_steps > 1,
+        quoted,
         seconds: started.elapsed().as_secs_f64(),
     }
 }

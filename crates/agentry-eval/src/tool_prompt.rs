@@ -98,6 +98,7 @@ pub(crate) async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         repeated_calls: false,
         ungrounded_calls: false,
         relevance_floor: None,
+        check_answers: agentry_cli::args::AnswerCheckArg::Off,
     };
     let model = agentry_cli::local_model(&choice).await?;
     let api = catalog::directory(args.directory.as_deref())?;

@@ -61,6 +61,8 @@ pub(crate) struct Loaded {
     factory: OnceLock<Result<ParserFactory, String>>,
     config: LocalConfig,
     pub(crate) stats: Counters,
+    /// Turns on the cores with other processes, when the config names a lock file.
+    pub(crate) turns: Option<crate::cpu_turns::CpuTurns>,
 }
 
 struct Inner {
@@ -171,6 +173,10 @@ impl LocalModel {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default()
         });
+        let turns = config
+            .cpu_lock
+            .as_deref()
+            .and_then(|path| crate::cpu_turns::CpuTurns::open(path, config.wait_notice));
         Ok(Self {
             inner: Arc::new(Inner {
                 loaded: Arc::new(Loaded {
@@ -182,6 +188,7 @@ impl LocalModel {
                     factory: OnceLock::new(),
                     config,
                     stats: Counters::default(),
+                    turns,
                 }),
                 decoder: Mutex::new(None),
             }),

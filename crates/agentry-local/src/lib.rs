@@ -40,6 +40,7 @@
 //! ```
 
 mod call_choices;
+mod cpu_turns;
 mod embedder;
 mod engine;
 pub mod fetch;

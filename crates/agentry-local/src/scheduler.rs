@@ -558,10 +558,13 @@ fn decode(
         .stats
         .peak_sequences
         .fetch_max(feeds.len() as u64, Ordering::Relaxed);
-    engine
-        .context
-        .decode(batch)
-        .map_err(|error| format!("decode: {error}"))?;
+    {
+        let _turn = loaded.turns.as_ref().map(|turns| turns.turn(&loaded.stats));
+        engine
+            .context
+            .decode(batch)
+            .map_err(|error| format!("decode: {error}"))?;
+    }
     for feed in feeds {
         let slot = &mut engine.slots[feed.slot];
         // A prompt read of at least MIN_PROMPT_READ tokens that continues

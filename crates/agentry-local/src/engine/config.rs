@@ -28,6 +28,18 @@ pub struct LocalConfig {
     /// finished reply again so the next turn reuses it too (on by default;
     /// greedy output is the same either way).
     pub prompt_cache: bool,
+    /// A file every process using local models locks for each decode call,
+    /// so that processes (and models) on the same cores take turns instead
+    /// of running their threads against each other: llama.cpp's workers
+    /// spin while they wait, and two processes decoding at once each went
+    /// many times slower than half speed. Default: `decode.lock` in the
+    /// model cache ([`cache_dir`](crate::fetch::cache_dir)); `None` decodes
+    /// without taking turns.
+    pub cpu_lock: Option<PathBuf>,
+    /// Called when a decode call finds another process (or model) holding
+    /// [`cpu_lock`](Self::cpu_lock), before it waits (at most every thirty
+    /// seconds): a command-line program says so.
+    pub wait_notice: Option<fn()>,
     /// A folder where evaluated prompts are also kept on disk, so that another
     /// process (the next `agentry run`) whose prompt begins the same way
     /// loads the state of that prefix instead of evaluating it again: the
@@ -120,6 +132,8 @@ impl Default for LocalConfig {
             seed: 42,
             sequences: 4,
             prompt_cache: true,
+            cpu_lock: Some(crate::fetch::cache_dir().join("decode.lock")),
+            wait_notice: None,
             prompt_store: None,
             text_calls: true,
             call_syntax: CallSyntax::default(),

@@ -18,6 +18,8 @@ pub(crate) struct Counters {
     pub(crate) call_choices: AtomicU64,
     /// The last call share's `f32` bits.
     pub(crate) last_call_share: AtomicU32,
+    pub(crate) cpu_waits: AtomicU64,
+    pub(crate) cpu_wait_micros: AtomicU64,
 }
 
 impl Counters {
@@ -43,6 +45,10 @@ impl Counters {
             call_choices: self.call_choices.load(Ordering::Relaxed),
             last_call_share: (self.call_choices.load(Ordering::Relaxed) > 0)
                 .then(|| f32::from_bits(self.last_call_share.load(Ordering::Relaxed))),
+            cpu_waits: self.cpu_waits.load(Ordering::Relaxed),
+            cpu_waited: std::time::Duration::from_micros(
+                self.cpu_wait_micros.load(Ordering::Relaxed),
+            ),
         }
     }
 }
@@ -84,6 +90,11 @@ pub struct LocalStats {
     /// The share of the probability the last weighed reply gave to opening a
     /// call; `None` before the first.
     pub last_call_share: Option<f32>,
+    /// Decode calls that waited for another process (or model) to finish
+    /// its turn on the cores ([`LocalConfig::cpu_lock`](crate::LocalConfig::cpu_lock)).
+    pub cpu_waits: u64,
+    /// How long those waits took in all.
+    pub cpu_waited: std::time::Duration,
 }
 
 impl LocalStats {

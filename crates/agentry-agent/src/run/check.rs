@@ -1,0 +1,119 @@
+//! Reading a final answer against the tool results it rests on, when the
+//! agent checks answers (see [`crate::answer_check`]): agree, ask again
+//! once, or quote the results.
+
+use super::{Frame, Progress, emit};
+use crate::agent::Agent;
+use crate::answer_check::{AnswerCheck, disagreement, reask_text, repaired, result_text};
+use crate::events::{AgentEvent, EventSink};
+use crate::outcome::StepRecord;
+use agentry_core::model::{Message, Usage};
+
+/// What the loop does with a final answer.
+pub(super) enum Checked {
+    /// The answer disagreed with the tool results: it is recorded as a step
+    /// and the model is asked again.
+    Reask,
+    /// The run's answer (repaired where it still disagreed).
+    Final(String),
+}
+
+impl Agent {
+    /// Read `text`, the model's answer at the step under way, against the
+    /// results of the last step that called tools. Durable runs and agents
+    /// that do not check answers take every answer as it is.
+    pub(super) fn check_answer(
+        &self,
+        run: &mut Progress,
+        frame: &Frame,
+        text: String,
+        tokens: Usage,
+        sink: Option<&EventSink>,
+    ) -> Checked {
+        let check = self.settings.check_answers;
+        if check == AnswerCheck::Off || frame.durable.is_some() {
+            return Checked::Final(text);
+        }
+        let quotes: Vec<(String, String)> = run
+            .steps
+            .iter()
+            .rev()
+            .find(|step| !step.calls.is_empty())
+            .map(|step| {
+                step.calls
+                    .iter()
+                    .filter(|record| !record.result.is_error)
+                    .map(|record| (record.call.name.clone(), result_text(&record.result)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // The conversation as it was before any re-asking: the check's own
+        // message repeats the results and is not what the user asked.
+        let before = run.rechecked.unwrap_or(run.messages.len());
+        let asked: Vec<&str> = run.messages[..before]
+            .iter()
+            .filter_map(|message| match message {
+                Message::User { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let outputs: Vec<String> = quotes.iter().map(|(_, output)| output.clone()).collect();
+        let found = if quotes.is_empty() {
+            None
+        } else {
+            disagreement(&text, &outputs, &asked.join("\n"))
+        };
+        let rechecked = run.rechecked.take();
+        if let Some(len) = rechecked {
+            // The flagged answer and the check stay in the steps, not in the
+            // conversation the run hands back.
+            run.messages.truncate(len);
+        }
+        let Some(found) = found else {
+            return Checked::Final(text);
+        };
+        if check == AnswerCheck::Quote
+            || rechecked.is_some()
+            || run.index >= self.settings.max_steps
+        {
+            tracing::info!(
+                ?found,
+                "the answer still disagrees with the tool results: quoted"
+            );
+            let fixed = repaired(&text, &found, &quotes);
+            let added = fixed
+                .strip_prefix(text.trim_end())
+                .unwrap_or(&fixed)
+                .to_owned();
+            let step = run.index;
+            emit(sink, || AgentEvent::TextDelta {
+                step,
+                text: if added.starts_with('\n') {
+                    added
+                } else {
+                    format!("\n\n{added}")
+                },
+            });
+            return Checked::Final(fixed);
+        }
+        tracing::info!(
+            ?found,
+            "the answer disagrees with the tool results: asked again"
+        );
+        run.rechecked = Some(run.messages.len());
+        let record = StepRecord {
+            index: run.index,
+            tokens,
+            text: text.clone(),
+            calls: Vec::new(),
+        };
+        emit(sink, || AgentEvent::StepEnd {
+            step: record.clone(),
+        });
+        run.steps.push(record);
+        run.messages.push(Message::assistant(text));
+        run.messages
+            .push(Message::user(reask_text(&found, &quotes)));
+        Checked::Reask
+    }
+}
