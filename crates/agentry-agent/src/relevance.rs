@@ -184,18 +184,26 @@ impl RelevanceGate {
             }
             (vectors_of, missing)
         };
-        let mut asked = vec![request.to_owned()];
-        asked.extend(missing.iter().cloned());
-        let mut vectors = self.embedder.embed(&asked).await?;
-        if vectors.len() != asked.len() {
+        let mut asked = self.embedder.embed_queries(&[request.to_owned()]).await?;
+        if asked.len() != 1 {
             return Err(EmbedError::failed(format!(
-                "{} vectors for {} texts",
-                vectors.len(),
+                "{} vectors for 1 texts",
                 asked.len()
             )));
         }
-        let fresh = vectors.split_off(1);
-        let request_vector = &vectors[0];
+        let request_vector = asked.remove(0);
+        let fresh = if missing.is_empty() {
+            Vec::new()
+        } else {
+            self.embedder.embed(&missing).await?
+        };
+        if fresh.len() != missing.len() {
+            return Err(EmbedError::failed(format!(
+                "{} vectors for {} texts",
+                fresh.len(),
+                missing.len()
+            )));
+        }
         {
             let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
             for (text, vector) in missing.iter().zip(&fresh) {
@@ -207,7 +215,7 @@ impl RelevanceGate {
         }
         let best = vectors_of
             .values()
-            .map(|vector| cosine(request_vector, vector))
+            .map(|vector| cosine(&request_vector, vector))
             .fold(f32::NEG_INFINITY, f32::max);
         Ok(Some(best))
     }
@@ -431,7 +439,8 @@ mod tests {
     #[tokio::test]
     async fn a_miscounting_embedder_is_an_error() {
         let gate = RelevanceGate::new(Short, 0.5);
-        let error = gate.allows_calls("x", &[tool("a", "b")]).await.unwrap_err();
+        let two = [tool("a", "b"), tool("c", "d")];
+        let error = gate.allows_calls("x", &two).await.unwrap_err();
         assert_eq!(error.to_string(), "embedding failed: 1 vectors for 2 texts");
     }
 }

@@ -43,6 +43,19 @@ impl From<CallSyntaxArg> for agentry_local::CallSyntax {
     }
 }
 
+/// The embedder the relevance gate compares requests and tools with.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, serde::Deserialize, serde::Serialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum GateEmbedderArg {
+    /// all-MiniLM-L6-v2 (91 MB, 384 dimensions; the default).
+    #[default]
+    Minilm,
+    /// nomic-embed-text-v1.5 (274 MB, 768 dimensions, through llama.cpp).
+    Nomic,
+}
+
 /// What the agent does with an answer that disagrees with the tool results
 /// it rests on (a number or weekday they did not return, or nothing they did).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize, serde::Serialize)]
@@ -131,4 +144,8 @@ pub struct ModelArgs {
     /// [default: quote with the local model, off otherwise].
     #[arg(long, value_enum)]
     pub(crate) check_answers: Option<AnswerCheckArg>,
+    /// The embedder the relevance gate compares requests and tools with
+    /// [default: minilm].
+    #[arg(long, value_enum)]
+    pub(crate) gate_embedder: Option<GateEmbedderArg>,
 }

@@ -87,6 +87,8 @@ pub struct ModelSection {
     /// rests on: `off`, `quote` or `ask-again` (default `quote` with the
     /// local model, `off` otherwise).
     pub check_answers: Option<crate::args::AnswerCheckArg>,
+    /// The embedder the relevance gate uses: `minilm` (default) or `nomic`.
+    pub gate_embedder: Option<crate::args::GateEmbedderArg>,
 }
 
 /// `[agent]`: prompt, tools and limits.
@@ -533,6 +535,10 @@ mod tests {
         assert_eq!(file.model.provider, Some(ProviderKind::Local));
         assert_eq!(file.agent.max_steps, Some(6));
         assert_eq!(file.agent.token_budget, Some(20_000));
+        assert_eq!(
+            file.model.gate_embedder,
+            Some(crate::args::GateEmbedderArg::Minilm)
+        );
         assert_eq!(file.agent.tools, Some(vec![ToolSet::Demo]));
         assert_eq!(
             file.memory.store.as_ref().map(|s| s.get_ref().as_str()),

@@ -11,7 +11,7 @@ use agentry::memory::{Memory, MemoryStore};
 use agentry::model::ChatModel;
 use agentry::tool::Capability;
 
-use crate::args::{AnswerCheckArg, CallSyntaxArg, ModelArgs, ProviderKind};
+use crate::args::{AnswerCheckArg, CallSyntaxArg, GateEmbedderArg, ModelArgs, ProviderKind};
 use crate::config::{EmbedderKind, Loaded, ToolSet};
 
 /// Most model calls per run unless told otherwise.
@@ -62,6 +62,8 @@ pub struct ModelChoice {
     pub relevance_floor: Option<f32>,
     /// What becomes of an answer that disagrees with the tool results.
     pub check_answers: AnswerCheckArg,
+    /// The embedder of the relevance gate.
+    pub gate_embedder: GateEmbedderArg,
 }
 
 impl ModelArgs {
@@ -112,6 +114,10 @@ impl ModelArgs {
                     AnswerCheckArg::Off
                 },
             ),
+            gate_embedder: self
+                .gate_embedder
+                .or(section.gate_embedder)
+                .unwrap_or_default(),
         }
     }
 }
@@ -240,14 +246,32 @@ impl AgentArgs {
 /// The id of the embedder the relevance gate uses.
 pub const MINILM_ID: &str = agentry_local::fetch::MINILM.id;
 
-/// The relevance gate `choice` asks for, on all-MiniLM-L6-v2 (pulled on
-/// first use), or `None` with the gate off.
+/// The relevance gate `choice` asks for, on all-MiniLM-L6-v2 or
+/// nomic-embed-text-v1.5 (pulled on first use), or `None` with the gate off.
 pub async fn relevance_gate(choice: &ModelChoice) -> Result<Option<RelevanceGate>, String> {
     let Some(floor) = choice.relevance_floor else {
         return Ok(None);
     };
-    let embedder = minilm().await?;
-    Ok(Some(RelevanceGate::new(embedder, floor)))
+    Ok(Some(match choice.gate_embedder {
+        GateEmbedderArg::Minilm => RelevanceGate::new(minilm().await?, floor),
+        GateEmbedderArg::Nomic => RelevanceGate::new(nomic().await?, floor),
+    }))
+}
+
+/// nomic-embed-text-v1.5, pulled into the cache first (with a progress bar) when missing.
+pub async fn nomic() -> Result<agentry_local::GgufEmbedder, String> {
+    let spec = &agentry_local::fetch::NOMIC;
+    if agentry_local::fetch::installed_zipped(spec).is_none() {
+        eprintln!(
+            "pulling {} into {} …",
+            spec.id,
+            agentry_local::fetch::cache_dir().display()
+        );
+        crate::providers::pull_zipped_with_bar(spec).await?;
+    }
+    agentry_local::GgufEmbedder::nomic()
+        .await
+        .map_err(|e| format!("the embedding model: {e}"))
 }
 
 /// all-MiniLM-L6-v2, pulled into the cache first (with a progress bar) when missing.

@@ -59,7 +59,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use definition::{
-    DEFAULT_MAX_STEPS, DEFAULT_MAX_TOKENS, MINILM_ID, ModelChoice, minilm, relevance_gate,
+    DEFAULT_MAX_STEPS, DEFAULT_MAX_TOKENS, MINILM_ID, ModelChoice, minilm, nomic, relevance_gate,
 };
 pub use providers::{chat_model, local_model};
 pub use run::SYSTEM;

@@ -144,3 +144,11 @@ pub async fn pull_embedding_with_bar(
     bar.finish_and_clear();
     result.map_err(|e| e.to_string())
 }
+
+/// [`fetch::pull_gguf_embedding`] with a progress bar on stderr.
+pub async fn pull_zipped_with_bar(spec: &fetch::ZippedSpec) -> Result<std::path::PathBuf, String> {
+    let bar = progress_bar(spec.id);
+    let result = fetch::pull_gguf_embedding(spec, |progress| show(&bar, spec.id, progress)).await;
+    bar.finish_and_clear();
+    result.map_err(|e| e.to_string())
+}

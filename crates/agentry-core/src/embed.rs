@@ -59,9 +59,22 @@ pub trait Embedder: Send + Sync {
     /// Length of every vector.
     fn dimensions(&self) -> usize;
 
-    /// One vector per text, in order.
+    /// One vector per text, in order: texts to be found (tool descriptions,
+    /// skills, memories).
     fn embed<'a>(&'a self, texts: &'a [String])
     -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>>;
+
+    /// One vector per query (a request, a search), in order, to be compared
+    /// with vectors from [`embed`](Self::embed). Models trained with a prefix
+    /// for each side (nomic-embed-text's `search_query: ` and
+    /// `search_document: `) tell them apart here; by default a query is
+    /// embedded like any text.
+    fn embed_queries<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
+        self.embed(texts)
+    }
 }
 
 /// A shared embedder is an embedder.
@@ -79,6 +92,13 @@ impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E> {
         texts: &'a [String],
     ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
         (**self).embed(texts)
+    }
+
+    fn embed_queries<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
+        (**self).embed_queries(texts)
     }
 }
 

@@ -66,6 +66,11 @@ pub struct EverydayArgs {
     /// Write the JSON report here (default: stdout).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Only the relevance gate's best similarity for each request's last
+    /// turn (`--gate-embedder` chooses the embedder), without running the
+    /// agents: what `benches/everyday_floors.py --sims` reads.
+    #[arg(long)]
+    gate_only: bool,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -190,6 +195,27 @@ pub(crate) async fn run(args: EverydayArgs) -> Result<ExitCode, String> {
     )
     .await?;
     let gate = agentry_cli::relevance_gate(&choice).await?;
+    if args.gate_only {
+        let gate = gate.ok_or("--gate-only needs the gate on (a floor above 0)")?;
+        let mut sims = Vec::new();
+        for request in &chosen {
+            let agent = if request.agent == "demo" {
+                &demo
+            } else {
+                &assistant
+            };
+            let schemas: Vec<ToolSchema> = agent.toolbox().tools().map(|t| t.schema()).collect();
+            let last = request.turns.last().expect("a request has a turn");
+            let best = gate
+                .best_match(last, &schemas)
+                .await
+                .map_err(|e| e.to_string())?;
+            sims.push(serde_json::json!({"id": request.id, "gate_best": best}));
+        }
+        let report = serde_json::json!({"gate_embedder": choice.gate_embedder, "sims": sims});
+        crate::write_report(&report, args.out.as_deref())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut outcomes = Vec::new();
     for (n, request) in chosen.iter().enumerate() {
         let agent = match request.agent.as_str() {

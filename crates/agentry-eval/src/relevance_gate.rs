@@ -31,6 +31,9 @@ pub struct RelevanceArgs {
     /// the nearest `benches/data/agent-tools` here or above].
     #[arg(long, value_name = "DIR")]
     agent_tools: Option<PathBuf>,
+    /// The embedder to measure.
+    #[arg(long, value_enum, default_value = "minilm")]
+    embedder: agentry_cli::args::GateEmbedderArg,
     /// Write the JSON report here (default: stdout).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -145,9 +148,12 @@ pub(crate) async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
         crate::datasets::AGENT_TOOLS,
         "--agent-tools DIR",
     )?;
-    let embedder = agentry_cli::minilm().await?;
     // The floor does not matter here: only best similarities are read.
-    let embedder: Arc<dyn agentry::embed::Embedder> = Arc::new(embedder);
+    let embedder: Arc<dyn agentry::embed::Embedder> = match args.embedder {
+        agentry_cli::args::GateEmbedderArg::Minilm => Arc::new(agentry_cli::minilm().await?),
+        agentry_cli::args::GateEmbedderArg::Nomic => Arc::new(agentry_cli::nomic().await?),
+    };
+    let embedder_id = embedder.model_id().to_owned();
     let gates = [
         (
             "name: description",
@@ -255,7 +261,7 @@ pub(crate) async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
     eprint!("{table}");
     let report = json!({
         "benchmark": "relevance-gate",
-        "embedder": agentry_cli::MINILM_ID,
+        "embedder": embedder_id,
         "sets": report,
     });
     crate::write_report(&report, args.out.as_deref())?;

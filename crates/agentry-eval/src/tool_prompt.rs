@@ -99,6 +99,7 @@ pub(crate) async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         ungrounded_calls: false,
         relevance_floor: None,
         check_answers: agentry_cli::args::AnswerCheckArg::Off,
+        gate_embedder: agentry_cli::args::GateEmbedderArg::Minilm,
     };
     let model = agentry_cli::local_model(&choice).await?;
     let api = catalog::directory(args.directory.as_deref())?;

