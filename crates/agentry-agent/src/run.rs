@@ -304,7 +304,13 @@ async fn answer(
             return Outcome::JournalFailed(error);
         }
     }
-    run.messages.push(Message::assistant(text.clone()));
+    text_step(run, text.clone(), tokens, sink);
+    Outcome::Final(text)
+}
+
+/// A step that answered in text: added to the conversation and the steps,
+/// and announced.
+fn text_step(run: &mut Progress, text: String, tokens: Usage, sink: Option<&EventSink>) {
     let record = StepRecord {
         index: run.index,
         tokens,
@@ -315,7 +321,7 @@ async fn answer(
         step: record.clone(),
     });
     run.steps.push(record);
-    Outcome::Final(text)
+    run.messages.push(Message::assistant(text));
 }
 
 /// The model called tools: the step is written to the journal of a durable

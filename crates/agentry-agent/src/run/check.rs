@@ -2,11 +2,10 @@
 //! agent checks answers (see [`crate::answer_check`]): agree, ask again
 //! once, or quote the results.
 
-use super::{Frame, Progress, emit};
+use super::{Frame, Progress, emit, text_step};
 use crate::agent::Agent;
 use crate::answer_check::{AnswerCheck, disagreement, reask_text, repaired, result_text};
 use crate::events::{AgentEvent, EventSink};
-use crate::outcome::StepRecord;
 use agentry_core::model::{Message, Usage};
 
 /// What the loop does with a final answer.
@@ -101,17 +100,7 @@ impl Agent {
             "the answer disagrees with the tool results: asked again"
         );
         run.rechecked = Some(run.messages.len());
-        let record = StepRecord {
-            index: run.index,
-            tokens,
-            text: text.clone(),
-            calls: Vec::new(),
-        };
-        emit(sink, || AgentEvent::StepEnd {
-            step: record.clone(),
-        });
-        run.steps.push(record);
-        run.messages.push(Message::assistant(text));
+        text_step(run, text, tokens, sink);
         run.messages
             .push(Message::user(reask_text(&found, &quotes)));
         Checked::Reask
