@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use agentry_core::embed::{EmbedError, Embedder};
 use futures_util::future::BoxFuture;
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::{LlamaContextParams, LlamaPoolingType};
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
@@ -49,8 +50,11 @@ impl GgufEmbedding {
 
 /// A GGUF sentence-embedding model run by llama.cpp on the CPU.
 ///
-/// Cloning is cheap: clones share the loaded weights. Embedding runs on
-/// tokio's blocking pool, never on the async workers.
+/// Cloning is cheap: clones share the model, which lives on a thread of its
+/// own with one llama.cpp context, made at the first request and kept (a
+/// context per call cost more than the embedding of a short text). The
+/// thread ends with the last clone. Embedding runs on tokio's blocking
+/// pool, never on the async workers.
 #[derive(Clone)]
 pub struct GgufEmbedder {
     inner: Arc<Inner>,
@@ -58,10 +62,15 @@ pub struct GgufEmbedder {
 
 struct Inner {
     how: GgufEmbedding,
-    model: LlamaModel,
     dimensions: usize,
-    threads: i32,
+    jobs: std::sync::mpsc::Sender<Job>,
 }
+
+/// Texts to embed (prefixes in place), and where their vectors go.
+type Job = (
+    Vec<String>,
+    std::sync::mpsc::Sender<Result<Vec<Vec<f32>>, EmbedError>>,
+);
 
 fn failed(error: impl std::fmt::Display) -> EmbedError {
     EmbedError::failed(error.to_string())
@@ -86,75 +95,31 @@ impl GgufEmbedder {
             .map_err(|e| failed(format!("{}: {e}", path.display())))?;
         let dimensions = usize::try_from(model.n_embd()).map_err(failed)?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as i32);
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("agentry-gguf-embed".into())
+            .spawn(move || serve(&model, threads, &queue))
+            .map_err(failed)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 how,
-                model,
                 dimensions,
-                threads,
+                jobs,
             }),
         })
     }
 
-    /// Embed texts as they are (prefixes already in place), on the calling
-    /// thread. One unit-length vector per text, in order.
+    /// Embed texts as they are (prefixes already in place), blocking the
+    /// calling thread. One unit-length vector per text, in order.
     pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let inner = &self.inner;
-        let vocab = inner.model.vocab();
-        let mut tokenised = Vec::with_capacity(texts.len());
-        for text in texts {
-            // The model's own special tokens around the text ([CLS] … [SEP]).
-            let mut tokens = vocab.tokenize(text.as_bytes(), true, false);
-            tokens.truncate(GGUF_MAX_TOKENS);
-            tokenised.push(tokens);
-        }
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(BATCH_TOKENS as u32))
-            .with_n_batch(BATCH_TOKENS as u32)
-            .with_n_ubatch(BATCH_TOKENS as u32)
-            .with_n_seq_max(BATCH_TEXTS as u32)
-            .with_embeddings(true)
-            .with_pooling_type(LlamaPoolingType::Mean)
-            .with_n_threads(inner.threads)
-            .with_n_threads_batch(inner.threads);
-        let backend = crate::engine::backend().map_err(failed)?;
-        let mut context = inner
-            .model
-            .new_context(backend, params)
-            .map_err(|e| failed(format!("context: {e}")))?;
-        let mut batch = LlamaBatch::new(BATCH_TOKENS, BATCH_TEXTS as i32);
-        let mut vectors = Vec::with_capacity(texts.len());
-        let mut start = 0;
-        while start < tokenised.len() {
-            // As many texts as fit one decode call.
-            let mut end = start;
-            let mut tokens = 0;
-            while end < tokenised.len()
-                && end - start < BATCH_TEXTS
-                && (end == start || tokens + tokenised[end].len() <= BATCH_TOKENS)
-            {
-                tokens += tokenised[end].len();
-                end += 1;
-            }
-            batch.clear();
-            for (seq, text) in tokenised[start..end].iter().enumerate() {
-                batch
-                    .add_sequence(text, seq as i32, true)
-                    .map_err(|e| failed(format!("batch: {e}")))?;
-            }
-            context.clear_kv_cache();
-            context
-                .decode(&mut batch)
-                .map_err(|e| failed(format!("decode: {e}")))?;
-            for seq in 0..(end - start) {
-                let pooled = context
-                    .embeddings_seq_ith(seq as i32)
-                    .map_err(|e| failed(format!("embeddings: {e}")))?;
-                vectors.push(unit(pooled));
-            }
-            start = end;
-        }
-        Ok(vectors)
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.inner
+            .jobs
+            .send((texts.to_vec(), reply))
+            .map_err(|_| failed("the embedding thread has stopped"))?;
+        answer
+            .recv()
+            .map_err(|_| failed("the embedding thread has stopped"))?
     }
 
     fn embed_with(
@@ -173,6 +138,88 @@ impl GgufEmbedder {
                 .map_err(failed)?
         })
     }
+}
+
+/// The embedding thread: one context, made at the first job, for every job
+/// until the last sender is gone.
+fn serve(model: &LlamaModel, threads: i32, queue: &std::sync::mpsc::Receiver<Job>) {
+    let mut context = None;
+    while let Ok((texts, reply)) = queue.recv() {
+        let result = match &mut context {
+            Some(context) => embed_all(model, context, &texts),
+            None => match new_context(model, threads) {
+                Ok(made) => embed_all(model, context.insert(made), &texts),
+                Err(error) => Err(error),
+            },
+        };
+        let _ = reply.send(result);
+    }
+}
+
+fn new_context(model: &LlamaModel, threads: i32) -> Result<LlamaContext<'_>, EmbedError> {
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(BATCH_TOKENS as u32))
+        .with_n_batch(BATCH_TOKENS as u32)
+        .with_n_ubatch(BATCH_TOKENS as u32)
+        .with_n_seq_max(BATCH_TEXTS as u32)
+        .with_embeddings(true)
+        .with_pooling_type(LlamaPoolingType::Mean)
+        .with_n_threads(threads)
+        .with_n_threads_batch(threads);
+    let backend = crate::engine::backend().map_err(failed)?;
+    model
+        .new_context(backend, params)
+        .map_err(|e| failed(format!("context: {e}")))
+}
+
+/// One unit-length vector per text, in order, as many texts per decode call
+/// as fit.
+fn embed_all(
+    model: &LlamaModel,
+    context: &mut LlamaContext<'_>,
+    texts: &[String],
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let vocab = model.vocab();
+    let mut tokenised = Vec::with_capacity(texts.len());
+    for text in texts {
+        // The model's own special tokens around the text ([CLS] … [SEP]).
+        let mut tokens = vocab.tokenize(text.as_bytes(), true, false);
+        tokens.truncate(GGUF_MAX_TOKENS);
+        tokenised.push(tokens);
+    }
+    let mut batch = LlamaBatch::new(BATCH_TOKENS, BATCH_TEXTS as i32);
+    let mut vectors = Vec::with_capacity(texts.len());
+    let mut start = 0;
+    while start < tokenised.len() {
+        // As many texts as fit one decode call.
+        let mut end = start;
+        let mut tokens = 0;
+        while end < tokenised.len()
+            && end - start < BATCH_TEXTS
+            && (end == start || tokens + tokenised[end].len() <= BATCH_TOKENS)
+        {
+            tokens += tokenised[end].len();
+            end += 1;
+        }
+        batch.clear();
+        for (seq, text) in tokenised[start..end].iter().enumerate() {
+            batch
+                .add_sequence(text, seq as i32, true)
+                .map_err(|e| failed(format!("batch: {e}")))?;
+        }
+        context.clear_kv_cache();
+        context
+            .decode(&mut batch)
+            .map_err(|e| failed(format!("decode: {e}")))?;
+        for seq in 0..(end - start) {
+            let pooled = context
+                .embeddings_seq_ith(seq as i32)
+                .map_err(|e| failed(format!("embeddings: {e}")))?;
+            vectors.push(unit(pooled));
+        }
+        start = end;
+    }
+    Ok(vectors)
 }
 
 /// `vector` scaled to unit length.
