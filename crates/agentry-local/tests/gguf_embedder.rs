@@ -11,10 +11,13 @@
 //! same text whatever it is batched with, and queries embedded apart from
 //! documents.
 
+#[allow(dead_code)] // the other helpers are for the chat model's tests
+mod common;
+
 use std::sync::OnceLock;
 
 use agentry::embed::{Embedder, cosine};
-use agentry_local::{GgufEmbedder, fetch};
+use agentry_local::GgufEmbedder;
 
 fn embedder() -> Option<GgufEmbedder> {
     static EMBEDDER: OnceLock<Option<GgufEmbedder>> = OnceLock::new();
@@ -24,20 +27,10 @@ fn embedder() -> Option<GgufEmbedder> {
                 .enable_all()
                 .build()
                 .expect("a runtime");
-            match runtime.block_on(GgufEmbedder::nomic()) {
-                Ok(embedder) => Some(embedder),
-                Err(error) => {
-                    let message = format!(
-                        "nomic-embed-text-v1.5 is not available in {} and could not be pulled: {error}",
-                        fetch::cache_dir().display()
-                    );
-                    if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-                        panic!("{message}");
-                    }
-                    eprintln!("\n*** SKIPPED: {message} ***\n");
-                    None
-                }
-            }
+            common::or_skip(
+                "nomic-embed-text-v1.5",
+                runtime.block_on(GgufEmbedder::nomic()),
+            )
         })
         .clone()
 }

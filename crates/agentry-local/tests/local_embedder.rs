@@ -12,11 +12,13 @@
 //! tests say so loudly and skip, unless `AGENTRY_REQUIRE_MODEL=1` (as in CI),
 //! which makes a missing model a failure.
 
+#[allow(dead_code)] // the other helpers are for the chat model's tests
+mod common;
+
 use std::sync::OnceLock;
 
 use agentry::embed::{Embedder, cosine};
 use agentry_local::LocalEmbedder;
-use agentry_local::fetch;
 
 /// Sentence pairs and sentence-transformers' cosine for each.
 const REFERENCE: &[(&str, &str, f32)] = &[
@@ -73,20 +75,10 @@ fn embedder() -> Option<LocalEmbedder> {
                 .enable_all()
                 .build()
                 .expect("a runtime");
-            match runtime.block_on(LocalEmbedder::minilm()) {
-                Ok(embedder) => Some(embedder),
-                Err(error) => {
-                    let message = format!(
-                        "all-MiniLM-L6-v2 is not available in {} and could not be pulled: {error}",
-                        fetch::cache_dir().display()
-                    );
-                    if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-                        panic!("{message}");
-                    }
-                    eprintln!("\n*** SKIPPED: {message} ***\n");
-                    None
-                }
-            }
+            common::or_skip(
+                "all-MiniLM-L6-v2",
+                runtime.block_on(LocalEmbedder::minilm()),
+            )
         })
         .clone()
 }

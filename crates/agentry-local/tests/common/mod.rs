@@ -23,6 +23,27 @@ pub fn model_path() -> Option<std::path::PathBuf> {
     Some(path)
 }
 
+/// `loaded` (an embedding model pulled when missing), or `None` after a
+/// loud message naming `what` and why it is not there, unless
+/// `AGENTRY_REQUIRE_MODEL=1` (then it panics).
+#[allow(dead_code)] // the embedder tests' helper; the cache tests include this module too
+pub fn or_skip<T>(what: &str, loaded: Result<T, impl std::fmt::Display>) -> Option<T> {
+    match loaded {
+        Ok(model) => Some(model),
+        Err(error) => {
+            let message = format!(
+                "{what} is not available in {} and could not be pulled: {error}",
+                fetch::cache_dir().display()
+            );
+            if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
+                panic!("{message}");
+            }
+            eprintln!("\n*** SKIPPED: {message} ***\n");
+            None
+        }
+    }
+}
+
 /// The default model with `config`; `None`, after a loud message, when it is
 /// not in the cache, unless `AGENTRY_REQUIRE_MODEL=1` (then it panics).
 pub fn load(config: LocalConfig) -> Option<LocalModel> {
