@@ -10,7 +10,8 @@
 //! and rounding allowed for), weekdays, and names or codes the tools
 //! returned. An answer that disagrees is replaced by the results
 //! themselves, quoted ([`quoted`]), or, where it only left them out,
-//! followed by them; with [`AnswerCheck::AskAgain`] the model is first
+//! followed by them (and an answer that states some of several results
+//! is followed by the others, [`left_out`]); with [`AnswerCheck::AskAgain`] the model is first
 //! asked once more, the disagreement named and the results repeated
 //! ([`reask_text`]).
 
@@ -116,6 +117,22 @@ pub(crate) fn disagreement(answer: &str, results: &[String], asked: &str) -> Opt
             .difference(&distinctive_words(asked))
             .any(|word| words(answer).contains(word.as_str()));
     (!states_a_result).then_some(Disagreement::Missing)
+}
+
+/// Of several results the answer agrees with as a whole, the ones it
+/// states nothing of (by index): "801" for `calculator` and nothing of
+/// `convert_units`' 152.4 leaves the conversion out. A result that holds
+/// nothing to check against counts as stated.
+pub(crate) fn left_out(answer: &str, results: &[String], asked: &str) -> Vec<usize> {
+    if results.len() < 2 {
+        return Vec::new();
+    }
+    results
+        .iter()
+        .enumerate()
+        .filter(|(_, result)| disagreement(answer, std::slice::from_ref(result), asked).is_some())
+        .map(|(index, _)| index)
+        .collect()
 }
 
 /// The words of `text`, split at anything but letters, digits, `@`, `.`
@@ -373,6 +390,23 @@ mod tests {
             disagreement("Take TP207.", &flights, "flights to JFK"),
             None
         );
+    }
+
+    #[test]
+    fn of_several_results_the_ones_the_answer_states_nothing_of_are_left_out() {
+        let both = results(&["801.0", "152.4 cm"]);
+        let asked = "Add 234 and 567, and tell me what 5 feet is in cm.";
+        assert_eq!(disagreement("The answer is 801.0 cm.", &both, asked), None);
+        assert_eq!(left_out("The answer is 801.0 cm.", &both, asked), vec![1]);
+        assert_eq!(
+            left_out("801 and 152.4 cm.", &both, asked),
+            Vec::<usize>::new()
+        );
+        // One result: the whole check has said all there is to say.
+        assert!(left_out("Nothing.", &results(&["801.0"]), asked).is_empty());
+        // A result with nothing to check against is never left out.
+        let plain = results(&["801.0", "Email sent."]);
+        assert!(left_out("It is 801.", &plain, asked).is_empty());
     }
 
     #[test]

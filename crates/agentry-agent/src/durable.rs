@@ -423,6 +423,7 @@ fn ended(replay: &Replay) -> Option<RunOutcome> {
         usage: replay.usage,
         steps: replay.steps.clone(),
         messages: replay.messages.clone(),
+        relevance: None,
     })
 }
 
@@ -433,6 +434,7 @@ fn failed(error: JournalError) -> RunOutcome {
         usage: Default::default(),
         steps: Vec::new(),
         messages: Vec::new(),
+        relevance: None,
     }
 }
 

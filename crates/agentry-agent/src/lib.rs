@@ -79,5 +79,7 @@ pub use policy::{
     Approval, Approver, AuditLog, AuditOutcome, AuditRecord, AuditSink, arguments_digest,
 };
 pub use prompt_schema::PROMPT_SCHEMA_BYTES;
-pub use relevance::{DEFAULT_RELEVANCE_FLOOR, RelevanceGate, ToolText};
+pub use relevance::{
+    DEFAULT_RELEVANCE_FLOOR, FirstStep, Relevance, RelevanceGate, SMALL_TALK, ToolText,
+};
 pub(crate) use run::Frame;

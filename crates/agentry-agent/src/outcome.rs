@@ -121,6 +121,10 @@ pub struct RunOutcome {
     pub steps: Vec<StepRecord>,
     /// The full conversation, tool results included.
     pub messages: Vec<Message>,
+    /// What the relevance gate made of the request before step 1 (`None`
+    /// without a gate, when it stood aside, or for a resumed run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relevance: Option<super::relevance::Relevance>,
 }
 
 impl RunOutcome {

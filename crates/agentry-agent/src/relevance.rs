@@ -1,27 +1,45 @@
-//! The relevance gate: before the first step, decide whether calling a tool
-//! can make sense at all.
+//! The relevance gate: before the first step, decide whether the model
+//! should answer in text, choose for itself, or call a tool.
 //!
 //! Small models call *something* when offered tools, even when nothing fits
-//! ("what is the area of a rectangle?" with only `draw_circle` on offer). The
-//! gate compares the request with each tool's name, description and
-//! arguments ([`ToolText`]) by the
-//! cosine similarity of their embeddings; when no tool reaches the floor, the
-//! first step is asked for a text answer (`ToolChoice::None`), and the model
-//! cannot call. The price is paid where a tool does fit but is described in
-//! few words: MiniLM then rates a plain request such as "Show me what's in
-//! Cargo.toml." against `read_file` under the floor, and the request gets
-//! text instead of a call (`BENCHMARKS.md` measures both sides). Hence the
-//! gate is opt-in ([`AgentBuilder::relevance_gate`](super::AgentBuilder::relevance_gate)).
+//! ("what is the area of a rectangle?" with only `draw_circle` on offer),
+//! and answer in text where a tool was wanted (a file's content invented
+//! instead of read). The gate compares the request with each tool's name,
+//! description and arguments ([`ToolText`]) by the cosine similarity of
+//! their embeddings, and, when it has them, with requests no tool answers
+//! ([`small_talk`](RelevanceGate::small_talk)):
+//!
+//! - no tool reaches the floor, or small talk is nearer than every tool by
+//!   its margin: the first step answers in text (`ToolChoice::None`);
+//! - the request names what a tool lists (a file among a reader's
+//!   `examples`, an identifier among an argument's `enum` values): the first
+//!   step calls that tool (`ToolChoice::Tool`);
+//! - a tool is clearly nearer than small talk (the [call
+//!   floor](RelevanceGate::call_floor), off unless set): the first step must
+//!   call a tool (`ToolChoice::Required`);
+//! - otherwise the model chooses (`ToolChoice::Auto`).
+//!
+//! A short follow-up ("and in Paris?") is read with the user's turn before
+//! it. The price of a floor is paid where a tool does fit but is described
+//! in few words; `BENCHMARKS.md` measures both sides. The gate is opt-in
+//! ([`AgentBuilder::relevance_gate`](super::AgentBuilder::relevance_gate)).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use hashlink::LruCache;
+use serde::Serialize;
+use tokio::sync::OnceCell;
 
 use super::agent::Settings;
 use agentry_core::embed::{EmbedError, Embedder, cosine};
 use agentry_core::model::{Message, ToolChoice};
 use agentry_core::tool::ToolSchema;
+
+mod named;
+mod small_talk;
+mod vectors;
+
+pub use small_talk::SMALL_TALK;
+use vectors::{KnownVectors, counted};
 
 /// The floor [`RelevanceGate::new`] callers start from with all-MiniLM-L6-v2
 /// (the local embedder) and [`ToolText::WithArguments`]: measured for what
@@ -85,33 +103,109 @@ impl ToolText {
     }
 }
 
-/// Decides, from embeddings, whether any offered tool is close enough to a
-/// request for a call to make sense ([`AgentBuilder::relevance_gate`](super::AgentBuilder::relevance_gate)).
+/// What the first step is told to do with the tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FirstStep {
+    /// Answer in text: no tool is near the request.
+    Answer,
+    /// The model chooses between answering and calling.
+    Choose,
+    /// Call a tool: one is clearly nearer the request than small talk.
+    Call,
+}
+
+impl FirstStep {
+    /// The tool choice that carries this out.
+    pub fn tool_choice(self) -> ToolChoice {
+        match self {
+            FirstStep::Answer => ToolChoice::None,
+            FirstStep::Choose => ToolChoice::Auto,
+            FirstStep::Call => ToolChoice::Required,
+        }
+    }
+}
+
+/// What the relevance gate made of a request before the first step
+/// ([`RunOutcome::relevance`](super::RunOutcome::relevance)).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Relevance {
+    /// The highest similarity between the request and any tool (for a
+    /// follow-up, the request read alone or with the user's turn before it,
+    /// whichever is nearer).
+    pub tool: f32,
+    /// The highest similarity between the request and the gate's small
+    /// talk, when it has some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub small_talk: Option<f32>,
+    /// What the first step was told.
+    pub first_step: FirstStep,
+    /// The tool the request names by one of the names its arguments list
+    /// (an `enum` or `examples` value such as `notes.txt`): the first step
+    /// calls it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub named_tool: Option<String>,
+}
+
+impl Relevance {
+    /// The tool choice that carries out the first step: the named tool
+    /// where there is one.
+    pub fn tool_choice(&self) -> ToolChoice {
+        match &self.named_tool {
+            Some(tool) if self.first_step == FirstStep::Call => ToolChoice::Tool(tool.clone()),
+            _ => self.first_step.tool_choice(),
+        }
+    }
+
+    /// How much nearer the request is to a tool than to small talk (the
+    /// tool similarity itself when there is no small talk).
+    pub fn margin(&self) -> f32 {
+        self.tool - self.small_talk.unwrap_or(0.0)
+    }
+}
+
+/// Requests no tool answers, and how much nearer a tool must be.
+struct SmallTalk {
+    texts: Vec<String>,
+    margin: f32,
+    vectors: OnceCell<Vec<Vec<f32>>>,
+}
+
+/// Decides, from embeddings, whether the first step answers in text, lets
+/// the model choose, or calls a tool ([`AgentBuilder::relevance_gate`](super::AgentBuilder::relevance_gate)).
 ///
 /// ```
-/// use std::sync::Arc;
-/// use agentry_agent::RelevanceGate;
+/// use agentry_agent::{FirstStep, RelevanceGate};
 /// use agentry_core::embed::KeywordEmbedder;
+/// use agentry_core::model::Message;
 /// use agentry_core::tool::ToolSchema;
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let gate = RelevanceGate::new(KeywordEmbedder::new(["weather", "circle"]), 0.5);
+/// let embedder = KeywordEmbedder::new(["weather", "circle", "joke"]);
+/// let gate = RelevanceGate::new(embedder, 0.5)
+///     .small_talk(["tell me a joke"], 0.0)
+///     .call_floor(0.9);
 /// let tools = [ToolSchema {
 ///     name: "weather".into(),
 ///     description: Some("The weather in a city.".into()),
 ///     input_schema: serde_json::json!({"type": "object"}),
 ///     output_schema: None,
 /// }];
+/// let asked = |text: &str| gate.assess(&[Message::user(text)], &tools);
+/// assert_eq!(asked("What is the weather in Lima?").await.unwrap().unwrap().first_step, FirstStep::Call);
+/// assert_eq!(asked("Draw a circle").await.unwrap().unwrap().first_step, FirstStep::Answer);
+/// assert_eq!(asked("A joke about the weather").await.unwrap().unwrap().first_step, FirstStep::Answer);
 /// assert!(gate.allows_calls("What is the weather in Lima?", &tools).await.unwrap());
-/// assert!(!gate.allows_calls("Draw a circle", &tools).await.unwrap());
 /// # });
 /// ```
 pub struct RelevanceGate {
     embedder: Arc<dyn Embedder>,
     floor: f32,
     text: ToolText,
+    small_talk: Option<SmallTalk>,
+    call_floor: Option<f32>,
     /// Tool texts already embedded: a run's tools are embedded once, and at
     /// most [`TOOL_VECTORS_KEPT`] are kept.
-    known: Mutex<LruCache<String, Vec<f32>>>,
+    known: KnownVectors,
 }
 
 impl std::fmt::Debug for RelevanceGate {
@@ -119,13 +213,21 @@ impl std::fmt::Debug for RelevanceGate {
         f.debug_struct("RelevanceGate")
             .field("embedder", &self.embedder.model_id())
             .field("floor", &self.floor)
+            .field(
+                "small_talk",
+                &self
+                    .small_talk
+                    .as_ref()
+                    .map(|talk| (talk.texts.len(), talk.margin)),
+            )
+            .field("call_floor", &self.call_floor)
             .finish()
     }
 }
 
 impl RelevanceGate {
     /// A gate that lets calls through when some tool's similarity to the
-    /// request is at least `floor`.
+    /// request is at least `floor`, and otherwise lets the model choose.
     pub fn new(embedder: impl Embedder + 'static, floor: f32) -> Self {
         Self::keeping(Arc::new(embedder), floor, TOOL_VECTORS_KEPT)
     }
@@ -136,7 +238,9 @@ impl RelevanceGate {
             embedder,
             floor,
             text: ToolText::default(),
-            known: Mutex::new(LruCache::new(kept.max(1))),
+            small_talk: None,
+            call_floor: None,
+            known: KnownVectors::keeping(kept),
         }
     }
 
@@ -144,6 +248,30 @@ impl RelevanceGate {
     /// description and arguments).
     pub fn tool_text(mut self, text: ToolText) -> Self {
         self.text = text;
+        self
+    }
+
+    /// Requests no tool answers ([`SMALL_TALK`] is a ready set): a request
+    /// whose nearest tool is not at least `margin` nearer than the nearest
+    /// of these is answered in text.
+    pub fn small_talk<S: Into<String>>(
+        mut self,
+        requests: impl IntoIterator<Item = S>,
+        margin: f32,
+    ) -> Self {
+        self.small_talk = Some(SmallTalk {
+            texts: requests.into_iter().map(Into::into).collect(),
+            margin,
+            vectors: OnceCell::new(),
+        });
+        self
+    }
+
+    /// The first step must call a tool when the request's [margin](Relevance::margin)
+    /// over small talk is at least `floor` (a small model then stops
+    /// answering in text where a tool was wanted; `BENCHMARKS.md`).
+    pub fn call_floor(mut self, floor: f32) -> Self {
+        self.call_floor = Some(floor);
         self
     }
 
@@ -162,107 +290,129 @@ impl RelevanceGate {
         if tools.is_empty() {
             return Ok(None);
         }
-        let texts: Vec<String> = tools.iter().map(|tool| self.text.of(tool)).collect();
-        // The vectors already known (marked as used), and each tool text not
-        // yet known, once (`dedup` alone would miss duplicates that are not
-        // next to each other).
-        let (mut vectors_of, missing) = {
-            let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-            let mut vectors_of: HashMap<&str, Vec<f32>> = HashMap::new();
-            let mut missing = Vec::new();
-            let mut seen = std::collections::HashSet::new();
-            for text in &texts {
-                if !seen.insert(text.as_str()) {
-                    continue;
-                }
-                match known.get(text) {
-                    Some(vector) => {
-                        vectors_of.insert(text, vector.clone());
-                    }
-                    None => missing.push(text.clone()),
-                }
-            }
-            (vectors_of, missing)
-        };
-        let mut asked = self.embedder.embed_queries(&[request.to_owned()]).await?;
-        if asked.len() != 1 {
-            return Err(EmbedError::failed(format!(
-                "{} vectors for 1 texts",
-                asked.len()
-            )));
-        }
-        let request_vector = asked.remove(0);
-        let fresh = if missing.is_empty() {
-            Vec::new()
-        } else {
-            self.embedder.embed(&missing).await?
-        };
-        if fresh.len() != missing.len() {
-            return Err(EmbedError::failed(format!(
-                "{} vectors for {} texts",
-                fresh.len(),
-                missing.len()
-            )));
-        }
-        {
-            let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-            for (text, vector) in missing.iter().zip(&fresh) {
-                known.insert(text.clone(), vector.clone());
-            }
-        }
-        for (text, vector) in missing.iter().zip(fresh) {
-            vectors_of.insert(text, vector);
-        }
-        let best = vectors_of
-            .values()
-            .map(|vector| cosine(&request_vector, vector))
-            .fold(f32::NEG_INFINITY, f32::max);
-        Ok(Some(best))
+        let asked = self.query_vectors(&[request.to_owned()]).await?;
+        let tools = self.tool_vectors(tools).await?;
+        Ok(Some(nearest(&asked[0], &tools)))
     }
 
-    /// Step 1's tool choice for a conversation: `None` (answer in text) when
-    /// no tool reaches the floor for the user's last message, `Auto`
-    /// otherwise (and with no user message or no tools).
+    /// What the gate makes of a conversation: its user's last message (read
+    /// with the user's turn before it too, when there is one) against
+    /// `tools` and the small talk. `None` with no user message or no tools.
+    pub async fn assess(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSchema],
+    ) -> Result<Option<Relevance>, EmbedError> {
+        let mut turns = user_texts(messages);
+        let Some(request) = turns.next() else {
+            return Ok(None);
+        };
+        if tools.is_empty() {
+            return Ok(None);
+        }
+        let mut queries = vec![request.to_owned()];
+        if let Some(before) = turns.next() {
+            queries.push(format!("{before}\n{request}"));
+        }
+        let asked = self.query_vectors(&queries).await?;
+        let tool_vectors = self.tool_vectors(tools).await?;
+        let tool = asked
+            .iter()
+            .map(|query| nearest(query, &tool_vectors))
+            .fold(f32::NEG_INFINITY, f32::max);
+        let small_talk = match &self.small_talk {
+            Some(talk) => Some(nearest(&asked[0], self.small_talk_vectors(talk).await?)),
+            None => None,
+        };
+        let named_tool = named::named_tool(request, tools).map(|(tool, _)| tool.to_owned());
+        let mut relevance = Relevance {
+            tool,
+            small_talk,
+            first_step: FirstStep::Choose,
+            named_tool,
+        };
+        let margin = relevance.margin();
+        let talk_margin = self
+            .small_talk
+            .as_ref()
+            .map_or(f32::NEG_INFINITY, |t| t.margin);
+        relevance.first_step = if relevance.named_tool.is_some() {
+            FirstStep::Call
+        } else if tool < self.floor || margin < talk_margin {
+            FirstStep::Answer
+        } else if self.call_floor.is_some_and(|floor| margin >= floor) {
+            FirstStep::Call
+        } else {
+            FirstStep::Choose
+        };
+        Ok(Some(relevance))
+    }
+
+    /// Step 1's tool choice for a conversation ([`assess`](Self::assess)'s
+    /// first step); `Auto` with no user message or no tools.
     pub async fn first_choice(
         &self,
         messages: &[Message],
         tools: &[ToolSchema],
     ) -> Result<ToolChoice, EmbedError> {
-        let Some(request) = last_user_text(messages) else {
-            return Ok(ToolChoice::Auto);
-        };
-        Ok(if self.allows_calls(request, tools).await? {
-            ToolChoice::Auto
-        } else {
-            ToolChoice::None
-        })
+        Ok(self
+            .assess(messages, tools)
+            .await?
+            .map_or(ToolChoice::Auto, |r| r.tool_choice()))
     }
 
-    /// Whether a call may be made for `request`: some tool reaches the
-    /// floor (with no tools, there is nothing to gate: `true`).
+    /// Whether a call may be made for `request` asked alone (with no
+    /// tools, there is nothing to gate: `true`).
     pub async fn allows_calls(
         &self,
         request: &str,
         tools: &[ToolSchema],
     ) -> Result<bool, EmbedError> {
         Ok(self
-            .best_match(request, tools)
+            .assess(&[Message::user(request)], tools)
             .await?
-            .is_none_or(|best| best >= self.floor))
+            .is_none_or(|r| r.first_step != FirstStep::Answer))
+    }
+
+    async fn query_vectors(&self, queries: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        counted(self.embedder.embed_queries(queries).await?, queries.len())
+    }
+
+    async fn tool_vectors(&self, tools: &[ToolSchema]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let texts: Vec<String> = tools.iter().map(|tool| self.text.of(tool)).collect();
+        self.known.vectors(&*self.embedder, &texts).await
+    }
+
+    async fn small_talk_vectors<'a>(
+        &self,
+        talk: &'a SmallTalk,
+    ) -> Result<&'a Vec<Vec<f32>>, EmbedError> {
+        talk.vectors
+            .get_or_try_init(|| async {
+                counted(self.embedder.embed(&talk.texts).await?, talk.texts.len())
+            })
+            .await
     }
 }
 
-/// Step 1's tool choice with the agent's gate applied: `None` (answer in
-/// text) when the gate finds no tool near the user's last message, `Auto`
-/// otherwise (see [`AgentBuilder::relevance_gate`](super::AgentBuilder::relevance_gate)
-/// for when the gate stands aside).
+/// The highest similarity between `query` and any of `vectors`.
+fn nearest(query: &[f32], vectors: &[Vec<f32>]) -> f32 {
+    vectors
+        .iter()
+        .map(|vector| cosine(query, vector))
+        .fold(f32::NEG_INFINITY, f32::max)
+}
+
+/// Step 1's tool choice with the agent's gate applied (see
+/// [`AgentBuilder::relevance_gate`](super::AgentBuilder::relevance_gate)
+/// for when the gate stands aside), and what the gate made of the request.
 pub(super) async fn first_step_choice(
     settings: &Settings,
     tools: &[ToolSchema],
     messages: &[Message],
-) -> ToolChoice {
+) -> (ToolChoice, Option<Relevance>) {
     let Some(gate) = &settings.relevance_gate else {
-        return ToolChoice::Auto;
+        return (ToolChoice::Auto, None);
     };
     let has_skills = settings
         .skills
@@ -270,30 +420,44 @@ pub(super) async fn first_step_choice(
         .is_some_and(|skills| !skills.is_empty())
         || settings.skill_resolver.is_some();
     if settings.discovery || has_skills {
-        return ToolChoice::Auto;
+        return (ToolChoice::Auto, None);
     }
-    match gate.first_choice(messages, tools).await {
-        Ok(ToolChoice::None) => {
-            tracing::info!(
-                floor = gate.floor,
-                "no tool is near the request: step 1 answers in text"
-            );
-            ToolChoice::None
+    match gate.assess(messages, tools).await {
+        Ok(Some(relevance)) => {
+            match relevance.first_step {
+                FirstStep::Answer => tracing::info!(
+                    tool = relevance.tool,
+                    small_talk = relevance.small_talk,
+                    "no tool is near the request: step 1 answers in text"
+                ),
+                FirstStep::Call => tracing::info!(
+                    tool = relevance.tool,
+                    small_talk = relevance.small_talk,
+                    "a tool is near the request: step 1 calls"
+                ),
+                FirstStep::Choose => {}
+            }
+            (relevance.tool_choice(), Some(relevance))
         }
-        Ok(choice) => choice,
+        Ok(None) => (ToolChoice::Auto, None),
         Err(error) => {
             tracing::warn!(%error, "the relevance gate could not embed: calls stay allowed");
-            ToolChoice::Auto
+            (ToolChoice::Auto, None)
         }
     }
 }
 
-/// The user's last non-empty message in a conversation.
-pub(super) fn last_user_text(messages: &[Message]) -> Option<&str> {
-    messages.iter().rev().find_map(|message| match message {
+/// The user's non-empty messages, the last first.
+fn user_texts(messages: &[Message]) -> impl Iterator<Item = &str> {
+    messages.iter().rev().filter_map(|message| match message {
         Message::User { text } if !text.trim().is_empty() => Some(text.as_str()),
         _ => None,
     })
+}
+
+/// The user's last non-empty message in a conversation.
+pub(super) fn last_user_text(messages: &[Message]) -> Option<&str> {
+    user_texts(messages).next()
 }
 
 #[cfg(test)]
@@ -322,7 +486,7 @@ mod tests {
         let best = gate.best_match("Weather in Lima?", &tools).await.unwrap();
         assert!(best.unwrap() > 0.9, "{best:?}");
         assert!(!gate.allows_calls("My tax return", &tools).await.unwrap());
-        assert_eq!(gate.known.lock().unwrap().len(), 2);
+        assert_eq!(gate.known.len(), 2);
         assert!(gate.allows_calls("Anything", &[]).await.unwrap());
         let asked = |text: &str| vec![Message::user(text), Message::assistant("")];
         let choice = gate.first_choice(&asked("My tax return"), &tools).await;
@@ -410,7 +574,7 @@ mod tests {
         let all = [weather.clone(), draw.clone(), taxes.clone()];
         let best = gate.best_match("My tax return", &all).await.unwrap();
         assert!(best.unwrap() > 0.9);
-        assert_eq!((asked(), gate.known.lock().unwrap().len()), (4, 2));
+        assert_eq!((asked(), gate.known.len()), (4, 2));
         // `weather` was the least recently used and went; the other two are kept.
         assert!(
             gate.allows_calls("Draw a circle", &[draw.clone(), taxes.clone()])

@@ -12,6 +12,7 @@ use super::durable::{Durable, OpenStep, Replay, RunEntry};
 use super::events::{AgentEvent, EventSink};
 use super::outcome::{CallRecord, Outcome, RunOutcome, StepRecord};
 use super::spend::Spend;
+use crate::relevance::Relevance;
 use crate::run_tools::RunTools;
 use agentry_core::model::collect_step;
 use agentry_core::model::{
@@ -126,6 +127,7 @@ impl Agent {
             tool_rounds: 0,
             discovered: false,
             rechecked: None,
+            relevance: None,
         };
         run.replay_finished(self).await;
         loop {
@@ -138,7 +140,7 @@ impl Agent {
                 break;
             }
             run.index += 1;
-            let request = self.request(&run).await;
+            let request = self.request(&mut run).await;
             let step = match model_step(model, &request, sink, run.index).await {
                 Ok(step) => step,
                 Err(error) => return run.end(Outcome::ModelError(error), spend),
@@ -202,7 +204,7 @@ impl Agent {
 
     /// The request for the step under way: the conversation so far, the
     /// tools on offer, and how the model may use them.
-    async fn request(&self, run: &Progress) -> ChatRequest {
+    async fn request(&self, run: &mut Progress) -> ChatRequest {
         let settings = &self.settings;
         let tool_choice = self.tool_choice(run).await;
         ChatRequest {
@@ -221,7 +223,7 @@ impl Agent {
     /// the limit on tool rounds; on the first step as the agent is set to
     /// (`Auto` narrowed by the relevance gate); right after a step that only
     /// loaded functions, it must call one.
-    async fn tool_choice(&self, run: &Progress) -> ToolChoice {
+    async fn tool_choice(&self, run: &mut Progress) -> ToolChoice {
         let settings = &self.settings;
         let tool_choice = match settings.max_tool_rounds {
             _ if run.rechecked.is_some() => ToolChoice::None,
@@ -232,12 +234,14 @@ impl Agent {
         };
         match tool_choice {
             ToolChoice::Auto if run.index == 1 => {
-                super::relevance::first_step_choice(
+                let (choice, relevance) = super::relevance::first_step_choice(
                     settings,
                     &run.run_tools.advertised,
                     &run.messages,
                 )
-                .await
+                .await;
+                run.relevance = relevance;
+                choice
             }
             other => other,
         }
@@ -259,6 +263,8 @@ struct Progress {
     /// An answer disagreed with the tool results and was re-asked: how
     /// long the conversation was before it (see [`crate::answer_check`]).
     rechecked: Option<usize>,
+    /// What the relevance gate made of the request before step 1.
+    relevance: Option<Relevance>,
 }
 
 impl Progress {
@@ -280,6 +286,7 @@ impl Progress {
             usage: spend.usage(),
             steps: self.steps,
             messages: self.messages,
+            relevance: self.relevance,
         }
     }
 }

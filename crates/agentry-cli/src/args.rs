@@ -138,6 +138,18 @@ pub struct ModelArgs {
     /// 0 turns the gate off [default: 0.2 with the local model, off otherwise].
     #[arg(long, value_name = "COSINE")]
     pub(crate) relevance_floor: Option<f32>,
+    /// With the relevance gate: answer in text when the request is not at
+    /// least this much nearer (cosine) to a tool than to small talk
+    /// ("hi!", "write a haiku", "who wrote Hamlet?"); -2 turns the
+    /// comparison off [default: see BENCHMARKS.md, with the local model].
+    #[arg(long, value_name = "COSINE", allow_negative_numbers = true)]
+    pub(crate) small_talk_margin: Option<f32>,
+    /// With the relevance gate: the first step must call a tool when the
+    /// request is at least this much nearer (cosine) to a tool than to small
+    /// talk; 2 leaves that choice to the model [default: see BENCHMARKS.md,
+    /// with the local model].
+    #[arg(long, value_name = "COSINE", allow_negative_numbers = true)]
+    pub(crate) relevance_call_floor: Option<f32>,
     /// Read each answer that follows tool calls against their results; where
     /// it disagrees (a number or weekday the tools did not return, or
     /// nothing they did), quote them, or ask the model again first

@@ -83,6 +83,12 @@ pub struct ModelSection {
     pub ungrounded_calls: Option<bool>,
     /// The relevance gate's floor (default 0.2 with the local model; 0 turns it off).
     pub relevance_floor: Option<f32>,
+    /// With the relevance gate: answer in text unless a tool is this much
+    /// nearer the request than small talk (-2 turns it off).
+    pub small_talk_margin: Option<f32>,
+    /// With the relevance gate: the first step calls a tool when one is
+    /// this much nearer the request than small talk (2 turns it off).
+    pub relevance_call_floor: Option<f32>,
     /// What to do with an answer that disagrees with the tool results it
     /// rests on: `off`, `quote` or `ask-again` (default `quote` with the
     /// local model, `off` otherwise).

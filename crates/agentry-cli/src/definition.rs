@@ -23,6 +23,13 @@ pub const DEFAULT_MAX_TOKENS: u32 = 512;
 /// Where chat sessions are kept unless told otherwise.
 pub const DEFAULT_STORE: &str = "agentry.db";
 
+/// The relevance gate's margin over small talk unless told otherwise
+/// (chosen on the tuning half of the everyday requests: BENCHMARKS.md).
+pub const DEFAULT_SMALL_TALK_MARGIN: f32 = -0.2;
+/// The relevance gate's call floor unless told otherwise (chosen on the
+/// tuning half of the everyday requests: BENCHMARKS.md).
+pub const DEFAULT_RELEVANCE_CALL_FLOOR: f32 = 0.5;
+
 /// all-MiniLM-L6-v2's embedding size.
 const MINILM_DIMENSIONS: usize = 384;
 
@@ -60,6 +67,10 @@ pub struct ModelChoice {
     pub ungrounded_calls: bool,
     /// The relevance gate's floor, when the gate is on.
     pub relevance_floor: Option<f32>,
+    /// The relevance gate's margin over small talk.
+    pub small_talk_margin: f32,
+    /// The relevance gate's margin at which the first step must call.
+    pub relevance_call_floor: f32,
     /// What becomes of an answer that disagrees with the tool results.
     pub check_answers: AnswerCheckArg,
     /// The embedder of the relevance gate.
@@ -107,6 +118,14 @@ impl ModelArgs {
                 .or(section.relevance_floor)
                 .or(default_floor)
                 .filter(|floor| *floor > 0.0),
+            small_talk_margin: self
+                .small_talk_margin
+                .or(section.small_talk_margin)
+                .unwrap_or(DEFAULT_SMALL_TALK_MARGIN),
+            relevance_call_floor: self
+                .relevance_call_floor
+                .or(section.relevance_call_floor)
+                .unwrap_or(DEFAULT_RELEVANCE_CALL_FLOOR),
             check_answers: self.check_answers.or(section.check_answers).unwrap_or(
                 if provider == ProviderKind::Local {
                     AnswerCheckArg::Quote
@@ -252,9 +271,23 @@ pub async fn relevance_gate(choice: &ModelChoice) -> Result<Option<RelevanceGate
     let Some(floor) = choice.relevance_floor else {
         return Ok(None);
     };
-    Ok(Some(match choice.gate_embedder {
+    let gate = match choice.gate_embedder {
         GateEmbedderArg::Minilm => RelevanceGate::new(minilm().await?, floor),
         GateEmbedderArg::Nomic => RelevanceGate::new(nomic().await?, floor),
+    };
+    // Past these the comparisons cannot change a decision: left out.
+    let gate = if choice.small_talk_margin > -2.0 {
+        gate.small_talk(
+            agentry::agent::SMALL_TALK.iter().copied(),
+            choice.small_talk_margin,
+        )
+    } else {
+        gate
+    };
+    Ok(Some(if choice.relevance_call_floor < 2.0 {
+        gate.call_floor(choice.relevance_call_floor)
+    } else {
+        gate
     }))
 }
 
@@ -432,6 +465,30 @@ mod tests {
             )
             .relevance_floor,
             Some(0.4)
+        );
+    }
+
+    #[test]
+    fn the_gates_small_talk_margin_and_call_floor_come_from_the_flag_the_file_or_the_default() {
+        let defaults = choose(&[], "");
+        assert_eq!(defaults.small_talk_margin, DEFAULT_SMALL_TALK_MARGIN);
+        assert_eq!(defaults.relevance_call_floor, DEFAULT_RELEVANCE_CALL_FLOOR);
+        let from_file = "[model]\nsmall_talk_margin = -0.3\nrelevance_call_floor = 0.1";
+        let chosen = choose(&[], from_file);
+        assert_eq!(
+            (chosen.small_talk_margin, chosen.relevance_call_floor),
+            (-0.3, 0.1)
+        );
+        let flags = [
+            "--small-talk-margin",
+            "-0.1",
+            "--relevance-call-floor",
+            "-0.05",
+        ];
+        let chosen = choose(&flags, from_file);
+        assert_eq!(
+            (chosen.small_talk_margin, chosen.relevance_call_floor),
+            (-0.1, -0.05)
         );
     }
 

@@ -249,8 +249,14 @@ fn files_here(dir: &Path) -> (Vec<String>, usize) {
 /// meeting in meeting.md?" invents an answer far less often when it sees
 /// the file is at hand (and the relevance gate finds the request near the
 /// tool).
+#[cfg(test)]
 fn read_file_description(dir: &Path) -> String {
-    let (names, others) = files_here(dir);
+    read_file_text(&files_here(dir))
+}
+
+/// `read_file`'s description for the files at hand (and how many more there are).
+fn read_file_text((names, others): &(Vec<String>, usize)) -> String {
+    let others = *others;
     match (names.is_empty(), others) {
         (true, _) => READ_FILE_DESCRIPTION.to_owned(),
         (false, 0) => format!("{READ_FILE_DESCRIPTION} Files here: {}.", names.join(", ")),
@@ -263,9 +269,10 @@ fn read_file_description(dir: &Path) -> String {
 
 /// `read_file`: reads text files under `dir`, and nowhere else.
 pub fn read_file(dir: &Path) -> Tool {
-    let tool = function("read_file")
+    let here = files_here(dir);
+    let mut tool = function("read_file")
         .namespace("files")
-        .description(read_file_description(dir))
+        .description(read_file_text(&here))
         .arg::<String>("path", "File path relative to the granted directory")
         .capability(Capability::fs_read(dir))
         .hints(agentry::tool::ToolHints {
@@ -290,6 +297,11 @@ pub fn read_file(dir: &Path) -> Tool {
         })
         .build()
         .expect("a valid tool");
+    // The files at hand are the path's examples too: the relevance gate
+    // sends a request that names one straight to the reader.
+    if !here.0.is_empty() {
+        tool.input_schema["properties"]["path"]["examples"] = serde_json::json!(here.0);
+    }
     // A bare name reads better to a small model than `files.read_file`.
     tool.with_name("read_file")
 }

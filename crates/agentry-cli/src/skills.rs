@@ -135,16 +135,29 @@ pub async fn index_for(
     scorer: Scorer,
     lexical_weight: f32,
 ) -> Result<SkillSearch, String> {
-    let search = SkillSearch::bm25(skills);
     if !matches!(scorer, Scorer::Fusion | Scorer::Embedding) {
-        return Ok(search);
+        return Ok(SkillSearch::bm25(skills));
     }
     let embedder = agentry_local::LocalEmbedder::minilm()
         .await
         .map_err(|e| e.to_string())?;
+    index_with(skills, scorer, lexical_weight, Arc::new(embedder)).await
+}
+
+/// [`index_for`] with `embedder` for the embeddings (when `scorer` uses them).
+pub async fn index_with(
+    skills: Vec<Skill>,
+    scorer: Scorer,
+    lexical_weight: f32,
+    embedder: Arc<dyn agentry::embed::Embedder>,
+) -> Result<SkillSearch, String> {
+    let search = SkillSearch::bm25(skills);
+    if !matches!(scorer, Scorer::Fusion | Scorer::Embedding) {
+        return Ok(search);
+    }
     search
         .lexical_weight(lexical_weight)
-        .with_embeddings(Arc::new(embedder))
+        .with_embeddings(embedder)
         .await
         .map_err(|e| e.to_string())
 }

@@ -64,6 +64,13 @@ pub struct BfclArgs {
     /// Only the first N questions.
     #[arg(long)]
     limit: Option<usize>,
+    /// Only the questions with these ids (repeatable).
+    #[arg(long = "id")]
+    ids: Vec<String>,
+    /// Every question's step must call a function (`ToolChoice::Required`,
+    /// the gate not asked): what the gate's call floor does where it applies.
+    #[arg(long)]
+    force_call: bool,
     /// Where the BFCL files are (`bfcl/<category>.jsonl`) [default:
     /// $AGENTRY_DATASETS, else the nearest `datasets` folder here or above].
     #[arg(long, value_name = "DIR")]
@@ -214,7 +221,11 @@ async fn run_category(
     let started = Instant::now();
     let mut outcomes = Vec::new();
     let mut gated = 0;
-    for question in questions.iter().take(limit) {
+    let chosen = questions
+        .iter()
+        .filter(|q| args.ids.is_empty() || args.ids.contains(&q.id))
+        .take(limit);
+    for question in chosen {
         let tools: Vec<ToolSchema> = question
             .function
             .iter()
@@ -228,6 +239,7 @@ async fn run_category(
         let (system, messages) = conversation(&question.question[0]);
         // The agent's relevance gate, as `Agent` applies it before step 1.
         let tool_choice = match gate {
+            _ if args.force_call => ToolChoice::Required,
             Some(gate) => gate
                 .first_choice(&messages, &tools)
                 .await

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use agentry::agent::{Agent, Approval, Outcome, RelevanceGate};
+use agentry::agent::{Agent, Approval, FirstStep, Outcome, RelevanceGate};
 use agentry::model::{ChatModel, Message};
 use agentry::tool::ToolSchema;
 use clap::ValueEnum;
@@ -71,6 +71,19 @@ pub struct EverydayArgs {
     /// agents: what `benches/everyday_floors.py --sims` reads.
     #[arg(long)]
     gate_only: bool,
+    /// Only ask the model outright, under a grammar, which tool each last
+    /// turn needs (`which`) or whether its tool fits (`fits`), without
+    /// running the agents (`crate::everyday_ask`).
+    #[arg(long, value_enum)]
+    ask: Option<crate::everyday_ask::Ask>,
+    /// The first step of every last turn must call a tool
+    /// (`ToolChoice::Required`, the gate not asked).
+    #[arg(long)]
+    force_call: bool,
+    /// Steps with tool calls before the model must answer in text
+    /// [default: as `agentry run`: 1 with the local model, 4 otherwise].
+    #[arg(long)]
+    tool_rounds: Option<usize>,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -108,6 +121,12 @@ struct Outcome1 {
     /// The relevance gate's best similarity for the last turn (`None`: no gate).
     #[serde(skip_serializing_if = "Option::is_none")]
     gate_best: Option<f32>,
+    /// The gate's nearest small talk for the last turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    small_talk: Option<f32>,
+    /// What the gate told the last turn's first step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_step: Option<FirstStep>,
     /// The gate turned the last turn away (answer in text).
     gate_refused: bool,
     /// The local model's share of the probability for opening a call at the
@@ -186,16 +205,17 @@ pub(crate) async fn run(args: EverydayArgs) -> Result<ExitCode, String> {
         .join("files")
         .canonicalize()
         .map_err(|e| format!("{}/files: {e}", data.display()))?;
-    let demo = build(files.clone(), model.clone(), &choice, None).await?;
+    let demo = build(files.clone(), model.clone(), &choice, None, &args).await?;
     let assistant = build(
         files,
         model,
         &choice,
         Some((crate::everyday_tools::all(), ASSISTANT_SYSTEM)),
+        &args,
     )
     .await?;
-    let gate = agentry_cli::relevance_gate(&choice).await?;
     if args.gate_only {
+        let gate = agentry_cli::relevance_gate(&choice).await?;
         let gate = gate.ok_or("--gate-only needs the gate on (a floor above 0)")?;
         let mut sims = Vec::new();
         for request in &chosen {
@@ -205,14 +225,71 @@ pub(crate) async fn run(args: EverydayArgs) -> Result<ExitCode, String> {
                 &assistant
             };
             let schemas: Vec<ToolSchema> = agent.toolbox().tools().map(|t| t.schema()).collect();
-            let last = request.turns.last().expect("a request has a turn");
-            let best = gate
-                .best_match(last, &schemas)
+            let turns: Vec<Message> = request.turns.iter().map(Message::user).collect();
+            let relevance = gate
+                .assess(&turns, &schemas)
                 .await
                 .map_err(|e| e.to_string())?;
-            sims.push(serde_json::json!({"id": request.id, "gate_best": best}));
+            sims.push(serde_json::json!({
+                "id": request.id,
+                "gate_best": relevance.as_ref().map(|r| r.tool),
+                "small_talk": relevance.as_ref().and_then(|r| r.small_talk),
+                "named_tool": relevance.as_ref().and_then(|r| r.named_tool.clone()),
+            }));
         }
         let report = serde_json::json!({"gate_embedder": choice.gate_embedder, "sims": sims});
+        crate::write_report(&report, args.out.as_deref())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(what) = args.ask {
+        let gate = RelevanceGate::new(agentry_cli::minilm().await?, 0.0);
+        let mut asked = Vec::new();
+        for request in &chosen {
+            let agent = if request.agent == "demo" {
+                &demo
+            } else {
+                &assistant
+            };
+            let schemas: Vec<ToolSchema> = agent.toolbox().tools().map(|t| t.schema()).collect();
+            let want: Vec<String> = request
+                .calls
+                .iter()
+                .flatten()
+                .map(|call| call.name.clone())
+                .collect();
+            let got = crate::everyday_ask::ask(
+                &*model_of(&local)?,
+                &gate,
+                what,
+                &schemas,
+                &request.turns,
+                &want,
+            )
+            .await?;
+            let right = if want.is_empty() {
+                request.calls.is_none() || got == "none"
+            } else {
+                want.contains(&got)
+            };
+            eprintln!(
+                "{} {}: {got}",
+                if right { "right" } else { "WRONG" },
+                request.id
+            );
+            asked.push(crate::everyday_ask::Asked {
+                id: request.id.clone(),
+                want: if want.is_empty() {
+                    vec!["none".into()]
+                } else {
+                    want
+                },
+                got,
+                right,
+            });
+        }
+        let right = asked.iter().filter(|a| a.right).count();
+        eprintln!("right: {right} of {}", asked.len());
+        let report = serde_json::json!({"ask": what, "model": choice.model, "right": right, "requests": asked});
         crate::write_report(&report, args.out.as_deref())?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -223,7 +300,7 @@ pub(crate) async fn run(args: EverydayArgs) -> Result<ExitCode, String> {
             "assistant" => &assistant,
             other => return Err(format!("{}: unknown agent {other:?}", request.id)),
         };
-        let outcome = run_one(agent, gate.as_ref(), local.as_ref(), request).await;
+        let outcome = run_one(agent, local.as_ref(), request).await;
         eprintln!(
             "[{}/{}] {} call {} answer {} ({:.1} s){}",
             n + 1,
@@ -270,6 +347,14 @@ pub(crate) async fn run(args: EverydayArgs) -> Result<ExitCode, String> {
     };
     crate::write_report(&report, args.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The local model, for `--ask`.
+fn model_of(local: &Option<LocalModel>) -> Result<Arc<dyn ChatModel>, String> {
+    match local {
+        Some(local) => Ok(Arc::new(local.clone())),
+        None => Err("--ask asks the local model".into()),
+    }
 }
 
 fn totals(requests: &[&Request], outcomes: &[Outcome1], keep: impl Fn(&Request) -> bool) -> Totals {
@@ -361,21 +446,23 @@ async fn build(
     model: Arc<dyn ChatModel>,
     choice: &agentry_cli::ModelChoice,
     tools: Option<(Vec<agentry::tool::Tool>, &str)>,
+    args: &EverydayArgs,
 ) -> Result<Agent, String> {
-    agentry_cli::run_agent(dir, model, choice, tools)
-        .await?
+    let mut builder = agentry_cli::run_agent(dir, model, choice, tools).await?;
+    if let Some(rounds) = args.tool_rounds {
+        builder = builder.max_tool_rounds(rounds);
+    }
+    if args.force_call {
+        builder = builder.first_tool_choice(agentry::model::ToolChoice::Required);
+    }
+    builder
         // `agentry run --yes`: the assistant's email and reminder tools are not read-only.
         .approver(|_: &agentry::tool::Tool, _: &agentry::tool::ToolCall| Approval::Approve)
         .build()
         .map_err(|e| e.to_string())
 }
 
-async fn run_one(
-    agent: &Agent,
-    gate: Option<&RelevanceGate>,
-    local: Option<&LocalModel>,
-    request: &Request,
-) -> Outcome1 {
+async fn run_one(agent: &Agent, local: Option<&LocalModel>, request: &Request) -> Outcome1 {
     let started = Instant::now();
     let mut history: Vec<Message> = Vec::new();
     let (last, earlier) = request.turns.split_last().expect("a request has a turn");
@@ -384,20 +471,10 @@ async fn run_one(
         let outcome = agent.run_messages(history.clone()).await;
         history.push(Message::assistant(outcome.text()));
     }
-    let gate_best = match gate {
-        Some(gate) => {
-            let schemas: Vec<ToolSchema> = agent.toolbox().tools().map(|t| t.schema()).collect();
-            gate.best_match(last, &schemas).await.ok().flatten()
-        }
-        None => None,
-    };
-    let gate_refused = match (gate, gate_best) {
-        (Some(gate), Some(best)) => best < gate.floor(),
-        _ => false,
-    };
     history.push(Message::user(last.clone()));
     let weighed = local.map(|model| model.stats().call_choices);
     let outcome = agent.run_messages(history).await;
+    let relevance = outcome.relevance.clone();
     let call_share = local.and_then(|model| {
         let stats = model.stats();
         (Some(stats.call_choices) > weighed)
@@ -444,8 +521,12 @@ async fn run_one(
         call_ok,
         answer_ok: failed.is_empty(),
         failed,
-        gate_best,
-        gate_refused,
+        gate_best: relevance.as_ref().map(|r| r.tool),
+        small_talk: relevance.as_ref().and_then(|r| r.small_talk),
+        first_step: relevance.as_ref().map(|r| r.first_step),
+        gate_refused: relevance
+            .as_ref()
+            .is_some_and(|r| r.first_step == FirstStep::Answer),
         call_share,
         asked_again: answer_steps > 1,
         quoted,

@@ -41,6 +41,7 @@ pub mod bfcl;
 mod catalog;
 pub mod datasets;
 mod everyday;
+mod everyday_ask;
 mod everyday_check;
 mod everyday_tools;
 mod metatool;

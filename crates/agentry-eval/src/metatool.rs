@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use agentry::skill::Skill;
@@ -12,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::metatool_catalog::{
     PLUGINS, UsageExamples, catalog_groups, flatten, quantile_ms, search,
 };
-use agentry_cli::skills::{Scorer, index_for, rank};
+use agentry_cli::skills::{Scorer, index_for, index_with, rank};
 
 /// Arguments of `agentry-eval metatool`.
 #[derive(clap::Args)]
@@ -36,6 +37,13 @@ pub struct MetaToolArgs {
     /// searched with only the other folds' examples, never its own).
     #[arg(long, value_name = "FOLDS", requires = "catalog", value_parser = clap::value_parser!(u16).range(2..))]
     usage_examples: Option<u16>,
+    /// Which queries: `dev` (the 2,000 the project tuned on) or `heldout`
+    /// (2,000 others from the same source, never tuned on).
+    #[arg(long, value_enum, default_value = "dev")]
+    queries: QuerySet,
+    /// The embedder of the embedding and fusion scorers.
+    #[arg(long, value_enum, default_value = "minilm")]
+    embedder: agentry_cli::args::GateEmbedderArg,
     /// Only the first N queries.
     #[arg(long)]
     limit: Option<usize>,
@@ -46,6 +54,25 @@ pub struct MetaToolArgs {
     /// Write the JSON report here (default: stdout).
     #[arg(long)]
     out: Option<PathBuf>,
+}
+
+/// Which of MetaTool's labelled query files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuerySet {
+    /// `queries_dev.jsonl`: the queries every knob was chosen on.
+    Dev,
+    /// `queries_heldout.jsonl`: 2,000 other queries, for reporting only.
+    Heldout,
+}
+
+impl QuerySet {
+    fn file(self) -> &'static str {
+        match self {
+            QuerySet::Dev => "queries_dev.jsonl",
+            QuerySet::Heldout => "queries_heldout.jsonl",
+        }
+    }
 }
 
 /// One MetaTool tool.
@@ -68,6 +95,14 @@ pub struct Query {
 
 /// MetaTool's tools and dev queries from `datasets/metatool`.
 pub fn read_dataset(datasets: &std::path::Path) -> Result<(Vec<MetaTool>, Vec<Query>), String> {
+    read_queries(datasets, QuerySet::Dev)
+}
+
+/// MetaTool's tools and one set of its queries from `datasets/metatool`.
+pub fn read_queries(
+    datasets: &std::path::Path,
+    set: QuerySet,
+) -> Result<(Vec<MetaTool>, Vec<Query>), String> {
     let dir = datasets.join("metatool");
     let read = |name: &str| {
         std::fs::read_to_string(dir.join(name))
@@ -75,7 +110,7 @@ pub fn read_dataset(datasets: &std::path::Path) -> Result<(Vec<MetaTool>, Vec<Qu
     };
     let tools: Vec<MetaTool> =
         serde_json::from_str(&read("tools.json")?).map_err(|e| e.to_string())?;
-    let queries: Vec<Query> = read("queries_dev.jsonl")?
+    let queries: Vec<Query> = read(set.file())?
         .lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| serde_json::from_str(line).map_err(|e| e.to_string()))
@@ -87,6 +122,10 @@ pub fn read_dataset(datasets: &std::path::Path) -> Result<(Vec<MetaTool>, Vec<Qu
 #[derive(Serialize)]
 struct Report {
     scorer: String,
+    queries_set: QuerySet,
+    /// The embedder, for the embedding and fusion scorers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    embedder: Option<String>,
     lexical_weight: Option<f32>,
     tools: usize,
     /// Set when the MetaTool tools were hidden in a catalog of this many.
@@ -108,10 +147,17 @@ struct Report {
 
 /// Run the evaluation.
 pub(crate) async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
-    let (tools, mut queries) = read_dataset(&crate::datasets::datasets(
-        args.datasets.as_deref(),
-        "--datasets DIR",
-    )?)?;
+    let (tools, mut queries) = read_queries(
+        &crate::datasets::datasets(args.datasets.as_deref(), "--datasets DIR")?,
+        args.queries,
+    )?;
+    let embedder: Option<Arc<dyn agentry::embed::Embedder>> = match args.scorer {
+        Scorer::Embedding | Scorer::Fusion => Some(match args.embedder {
+            agentry_cli::args::GateEmbedderArg::Minilm => Arc::new(agentry_cli::minilm().await?),
+            agentry_cli::args::GateEmbedderArg::Nomic => Arc::new(agentry_cli::nomic().await?),
+        }),
+        _ => None,
+    };
     if let Some(limit) = args.limit {
         queries.truncate(limit);
     }
@@ -138,7 +184,7 @@ pub(crate) async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
                 &catalog,
                 &texts,
                 examples,
-                args.scorer,
+                (args.scorer, embedder.clone()),
                 lexical_weight,
                 size,
             )
@@ -159,7 +205,18 @@ pub(crate) async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
                 .iter()
                 .map(|tool| Skill::new(&tool.name, &tool.description))
                 .collect();
-            let search = index_for(skills.clone(), args.scorer, lexical_weight).await?;
+            let search = match &embedder {
+                Some(embedder) => {
+                    index_with(
+                        skills.clone(),
+                        args.scorer,
+                        lexical_weight,
+                        embedder.clone(),
+                    )
+                    .await?
+                }
+                None => index_for(skills.clone(), args.scorer, lexical_weight).await?,
+            };
             let (mut found, mut seconds) = (Vec::new(), Vec::new());
             for query in &texts {
                 let began = Instant::now();
@@ -183,6 +240,8 @@ pub(crate) async fn run(args: MetaToolArgs) -> Result<ExitCode, String> {
     let n = queries.len().max(1) as f64;
     let report = Report {
         scorer: format!("{:?}", args.scorer).to_lowercase(),
+        queries_set: args.queries,
+        embedder: embedder.as_ref().map(|e| e.model_id().to_owned()),
         lexical_weight: (args.scorer == Scorer::Fusion).then_some(lexical_weight),
         tools: indexed,
         catalog: args.catalog,

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use agentry::embed::Embedder;
 use agentry::tool::{Tool, ToolExample, ToolGroup, ToolHandler};
 use agentry_search::{ToolSearch, tool_embedding_text};
 use serde_json::{Value, json};
@@ -91,17 +92,21 @@ pub async fn search(
     tools: &[Tool],
     queries: &[String],
     examples: Option<UsageExamples<'_>>,
-    scorer: Scorer,
+    (scorer, embedder): (Scorer, Option<Arc<dyn Embedder>>),
     lexical_weight: f32,
     size: usize,
 ) -> Result<Searched, String> {
     let embedded = match scorer {
         Scorer::Bm25 => None,
         Scorer::Embedding | Scorer::Fusion => {
-            let embedder = agentry_local::LocalEmbedder::minilm()
-                .await
-                .map_err(|e| e.to_string())?;
-            let embedder = Arc::new(embedder);
+            let embedder = match embedder {
+                Some(embedder) => embedder,
+                None => Arc::new(
+                    agentry_local::LocalEmbedder::minilm()
+                        .await
+                        .map_err(|e| e.to_string())?,
+                ),
+            };
             let texts: Vec<String> = tools.iter().map(tool_embedding_text).collect();
             let tool_vectors = vectors(texts, embedder.clone(), &size.to_string()).await?;
             let query_vectors = match &examples {
@@ -176,28 +181,33 @@ pub async fn search(
     Ok(Searched { found, seconds })
 }
 
-/// MiniLM vectors of `texts`, from the cache when these texts were embedded
-/// before (`tag` tells the cached files apart).
+/// `embedder`'s vectors of `texts` (as documents), from the cache when
+/// these texts were embedded by it before (`tag` tells the cached files apart).
 pub async fn vectors(
     texts: Vec<String>,
-    embedder: Arc<agentry_local::LocalEmbedder>,
+    embedder: Arc<dyn Embedder>,
     tag: &str,
 ) -> Result<Vec<Vec<f32>>, String> {
     let mut hasher = DefaultHasher::new();
     texts.hash(&mut hasher);
     let version = catalog::DIRECTORY_PACKAGE.replace('@', "-");
+    let model: String = embedder
+        .model_id()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
     let cached = catalog::cache_root().join(format!(
-        "{version}-{tag}-{:016x}.minilm.f32",
+        "{version}-{tag}-{:016x}.{model}.f32",
         hasher.finish()
     ));
     if let Some(vectors) = read_vectors(&cached, texts.len()) {
         return Ok(vectors);
     }
     eprintln!("embedding {} texts (once)", texts.len());
-    let vectors = tokio::task::spawn_blocking(move || embedder.embed_blocking(&texts))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+    let mut vectors = Vec::with_capacity(texts.len());
+    for chunk in texts.chunks(256) {
+        vectors.extend(embedder.embed(chunk).await.map_err(|e| e.to_string())?);
+    }
     write_vectors(&cached, &vectors)?;
     Ok(vectors)
 }

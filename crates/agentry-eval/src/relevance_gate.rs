@@ -5,14 +5,16 @@
 //! alone and with all 199 tools (as the MetaTool agent offers them). A
 //! turned-away `irrelevance` question is right; any other turned-away
 //! request is one that a tool fits, so the gate cost it its call. The report
-//! keeps every request's best similarity, so any floor can be read off it.
+//! keeps every request's best similarity, and its nearest small talk
+//! ([`SMALL_TALK`]), so any floor and small-talk margin can be read off it.
 //! The single-tool agent tasks (`benches/data/agent-tools`) are asked too.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use agentry::agent::{RelevanceGate, ToolText};
+use agentry::agent::{RelevanceGate, SMALL_TALK, ToolText};
+use agentry::model::Message;
 use agentry::tool::ToolSchema;
 use serde_json::{Value, json};
 
@@ -34,9 +36,23 @@ pub struct RelevanceArgs {
     /// The embedder to measure.
     #[arg(long, value_enum, default_value = "minilm")]
     embedder: agentry_cli::args::GateEmbedderArg,
+    /// Which sets to measure (comma-separated) [default: all three].
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [SetGroup::Bfcl, SetGroup::AgentTools, SetGroup::Metatool])]
+    sets: Vec<SetGroup>,
     /// Write the JSON report here (default: stdout).
     #[arg(long)]
     out: Option<PathBuf>,
+}
+
+/// A group of request sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SetGroup {
+    /// BFCL's four dev categories.
+    Bfcl,
+    /// The single-tool agent tasks.
+    AgentTools,
+    /// MetaTool's dev queries (4,000 requests: the slow part).
+    Metatool,
 }
 
 /// One request and the tools offered with it.
@@ -157,48 +173,53 @@ pub(crate) async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
     let gates = [
         (
             "name: description",
-            RelevanceGate::new(embedder.clone(), 0.0).tool_text(ToolText::NameAndDescription),
+            RelevanceGate::new(embedder.clone(), 0.0)
+                .tool_text(ToolText::NameAndDescription)
+                .small_talk(SMALL_TALK.iter().copied(), -2.0),
         ),
         (
             "with arguments",
-            RelevanceGate::new(embedder, 0.0).tool_text(ToolText::WithArguments),
+            RelevanceGate::new(embedder, 0.0)
+                .tool_text(ToolText::WithArguments)
+                .small_talk(SMALL_TALK.iter().copied(), -2.0),
         ),
     ];
-    let sets = [
-        (
-            "bfcl simple_python",
-            bfcl(&datasets, "simple_python")?,
-            false,
-        ),
-        ("bfcl multiple", bfcl(&datasets, "multiple")?, false),
-        ("bfcl parallel", bfcl(&datasets, "parallel")?, false),
-        ("bfcl irrelevance", bfcl(&datasets, "irrelevance")?, true),
-        (
-            "agent tools, one call",
+    let mut sets = Vec::new();
+    if args.sets.contains(&SetGroup::Bfcl) {
+        for category in ["simple_python", "multiple", "parallel", "irrelevance"] {
+            let cases = bfcl(&datasets, category)?;
+            sets.push((format!("bfcl {category}"), cases, category == "irrelevance"));
+        }
+    }
+    if args.sets.contains(&SetGroup::AgentTools) {
+        sets.push((
+            "agent tools, one call".into(),
             bfcl(&agent_tools, "simple_python")?,
             false,
-        ),
-        (
-            "agent tools, several calls",
+        ));
+        sets.push((
+            "agent tools, several calls".into(),
             bfcl(&agent_tools, "parallel")?,
             false,
-        ),
-        (
-            "agent tools, none fits",
+        ));
+        sets.push((
+            "agent tools, none fits".into(),
             bfcl(&agent_tools, "irrelevance")?,
             true,
-        ),
-        (
-            "metatool dev (labelled tool)",
+        ));
+    }
+    if args.sets.contains(&SetGroup::Metatool) {
+        sets.push((
+            "metatool dev (labelled tool)".into(),
             metatool(&datasets, false)?,
             false,
-        ),
-        (
-            "metatool dev (all 199 tools)",
+        ));
+        sets.push((
+            "metatool dev (all 199 tools)".into(),
             metatool(&datasets, true)?,
             false,
-        ),
-    ];
+        ));
+    }
     let mut table = String::from("| requests | tool text | no tool fits | n |");
     for floor in &args.floors {
         table.push_str(&format!(" turned away at {floor} |"));
@@ -222,12 +243,14 @@ pub(crate) async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
         for (text, gate) in read {
             let mut best = Vec::new();
             for case in &cases {
-                let similarity = gate
-                    .best_match(&case.request, &case.tools)
+                let asked = [Message::user(case.request.as_str())];
+                let relevance = gate
+                    .assess(&asked, &case.tools)
                     .await
-                    .map_err(|e| e.to_string())?
-                    .unwrap_or(f32::NEG_INFINITY);
-                best.push(json!({"id": case.id, "best": similarity}));
+                    .map_err(|e| e.to_string())?;
+                let similarity = relevance.as_ref().map_or(f32::NEG_INFINITY, |r| r.tool);
+                let small_talk = relevance.and_then(|r| r.small_talk);
+                best.push(json!({"id": case.id, "best": similarity, "small_talk": small_talk}));
             }
             let similarities: Vec<f32> = best
                 .iter()

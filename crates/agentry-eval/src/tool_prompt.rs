@@ -98,6 +98,8 @@ pub(crate) async fn run(args: ToolPromptArgs) -> Result<ExitCode, String> {
         repeated_calls: false,
         ungrounded_calls: false,
         relevance_floor: None,
+        small_talk_margin: -2.0,
+        relevance_call_floor: 2.0,
         check_answers: agentry_cli::args::AnswerCheckArg::Off,
         gate_embedder: agentry_cli::args::GateEmbedderArg::Minilm,
     };

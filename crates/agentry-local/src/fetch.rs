@@ -33,7 +33,7 @@ pub use catalog::{
     EMBEDDING_MODELS, EmbeddingSpec, MINILM, MODELS, ModelSpec, QWEN, QWEN_1_5B, SMOLLM2,
     WheelFile, WheelPart, find, find_embedding, huggingface_url,
 };
-pub use zipped::{NOMIC, ZippedSpec, installed_zipped, pull_gguf_embedding};
+pub use zipped::{NOMIC, ZIPPED_MODELS, ZippedSpec, installed_zipped, pull_gguf_embedding};
 
 /// Why a fetch failed. Nothing partial is left in the cache.
 #[derive(Debug, thiserror::Error)]

@@ -1,13 +1,15 @@
 //! The relevance gate, with a scripted model and a keyword embedder: a
-//! request no tool is near makes step 1 answer in text (`ToolChoice::None`);
-//! a request a tool fits, later steps, skills or discovery, and an embedder
-//! fault leave the choice alone.
+//! request no tool is near, or nearer small talk, makes step 1 answer in
+//! text (`ToolChoice::None`); one a tool is clearly near makes it call
+//! (`ToolChoice::Required`, with a call floor); a follow-up is read with
+//! the turn before it; later steps, skills or discovery, and an embedder
+//! fault leave the choice alone; the run records what the gate decided.
 use std::sync::Arc;
 
 use agentry::BoxFuture;
-use agentry::agent::{Agent, RelevanceGate};
+use agentry::agent::{Agent, FirstStep, RelevanceGate};
 use agentry::embed::{EmbedError, Embedder, KeywordEmbedder};
-use agentry::model::{ScriptedModel, Step, ToolChoice, Usage};
+use agentry::model::{Message, ScriptedModel, Step, ToolChoice, Usage};
 use agentry::tool::{Tool, ToolCall, function};
 use serde_json::{Value, json};
 
@@ -115,4 +117,104 @@ async fn an_embedder_fault_leaves_calls_allowed() {
         .await;
     assert_eq!(run.steps[0].calls[0].result.output, json!("sunny"));
     assert_eq!(choices(&model)[0], ToolChoice::Auto);
+}
+
+/// A gate that knows small talk ("tell me a joke") and makes step 1 call
+/// when a tool is clearly nearer than it.
+fn gate_with_small_talk() -> RelevanceGate {
+    RelevanceGate::new(KeywordEmbedder::new(["weather", "rectangle", "joke"]), 0.5)
+        .small_talk(["tell me a joke"], 0.0)
+        .call_floor(0.6)
+}
+
+#[tokio::test]
+async fn small_talk_nearer_than_every_tool_is_answered_in_text_and_recorded() {
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    let run = Agent::builder(model.clone())
+        .tool(weather())
+        .relevance_gate(gate_with_small_talk())
+        .build()
+        .unwrap()
+        .run("A joke about the weather")
+        .await;
+    assert_eq!(run.text(), "done");
+    assert_eq!(choices(&model), [ToolChoice::None]);
+    let relevance = run.relevance.unwrap();
+    assert_eq!(relevance.first_step, FirstStep::Answer);
+    assert!(
+        relevance.small_talk.unwrap() > relevance.tool,
+        "{relevance:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_clearly_nearer_than_small_talk_must_be_called_at_step_1_only() {
+    let model = Arc::new(ScriptedModel::new().reply(call_weather()).reply(done()));
+    let run = Agent::builder(model.clone())
+        .tool(weather())
+        .relevance_gate(gate_with_small_talk())
+        .build()
+        .unwrap()
+        .run("What is the weather in Lima?")
+        .await;
+    assert_eq!(run.steps[0].calls[0].result.output, json!("sunny"));
+    assert_eq!(choices(&model), [ToolChoice::Required, ToolChoice::Auto]);
+    assert_eq!(run.relevance.unwrap().first_step, FirstStep::Call);
+    // Between the floor and the call floor the model still chooses.
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    let gate = gate_with_small_talk().call_floor(1.5);
+    let run = Agent::builder(model.clone())
+        .tool(weather())
+        .relevance_gate(gate)
+        .build()
+        .unwrap()
+        .run("What is the weather in Lima?")
+        .await;
+    assert_eq!(choices(&model), [ToolChoice::Auto]);
+    assert_eq!(run.relevance.unwrap().first_step, FirstStep::Choose);
+}
+
+#[tokio::test]
+async fn a_short_follow_up_is_read_with_the_turn_before_it() {
+    let conversation = || {
+        vec![
+            Message::user("What is the weather in Lima?"),
+            Message::assistant("Sunny."),
+            Message::user("And in Quito?"),
+        ]
+    };
+    let model = Arc::new(ScriptedModel::new().reply(call_weather()).reply(done()));
+    let run = Agent::builder(model.clone())
+        .tool(weather())
+        .relevance_gate(gate_with_small_talk())
+        .build()
+        .unwrap()
+        .run_messages(conversation())
+        .await;
+    assert_eq!(choices(&model)[0], ToolChoice::Required);
+    assert_eq!(run.relevance.unwrap().first_step, FirstStep::Call);
+    // Asked alone, the follow-up is near no tool.
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    let run = Agent::builder(model.clone())
+        .tool(weather())
+        .relevance_gate(gate_with_small_talk())
+        .build()
+        .unwrap()
+        .run("And in Quito?")
+        .await;
+    assert_eq!(choices(&model), [ToolChoice::None]);
+    assert_eq!(run.relevance.unwrap().first_step, FirstStep::Answer);
+}
+
+#[tokio::test]
+async fn without_a_gate_nothing_is_recorded() {
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    let run = Agent::builder(model.clone())
+        .tool(weather())
+        .build()
+        .unwrap()
+        .run("What is the weather in Lima?")
+        .await;
+    assert_eq!(run.relevance, None);
+    assert_eq!(choices(&model), [ToolChoice::Auto]);
 }

@@ -4,7 +4,9 @@
 
 use super::{Frame, Progress, emit, text_step};
 use crate::agent::Agent;
-use crate::answer_check::{AnswerCheck, disagreement, reask_text, repaired, result_text};
+use crate::answer_check::{
+    AnswerCheck, disagreement, left_out, quoted, reask_text, repaired, result_text,
+};
 use crate::events::{AgentEvent, EventSink};
 use agentry_core::model::{Message, Usage};
 
@@ -49,18 +51,19 @@ impl Agent {
         // The conversation as it was before any re-asking: the check's own
         // message repeats the results and is not what the user asked.
         let before = run.rechecked.unwrap_or(run.messages.len());
-        let asked: Vec<&str> = run.messages[..before]
+        let asked: String = run.messages[..before]
             .iter()
             .filter_map(|message| match message {
                 Message::User { text } => Some(text.as_str()),
                 _ => None,
             })
-            .collect();
+            .collect::<Vec<_>>()
+            .join("\n");
         let outputs: Vec<String> = quotes.iter().map(|(_, output)| output.clone()).collect();
         let found = if quotes.is_empty() {
             None
         } else {
-            disagreement(&text, &outputs, &asked.join("\n"))
+            disagreement(&text, &outputs, &asked)
         };
         let rechecked = run.rechecked.take();
         if let Some(len) = rechecked {
@@ -69,7 +72,26 @@ impl Agent {
             run.messages.truncate(len);
         }
         let Some(found) = found else {
-            return Checked::Final(text);
+            let missing = left_out(&text, &outputs, &asked);
+            if missing.is_empty() {
+                return Checked::Final(text);
+            }
+            // The answer states some results and leaves others out: those follow it.
+            tracing::info!(
+                left_out = missing.len(),
+                "the answer leaves out tool results: quoted after it"
+            );
+            let others: Vec<(String, String)> = missing
+                .into_iter()
+                .map(|index| quotes[index].clone())
+                .collect();
+            let added = format!("\n\nThe tools returned:\n{}", quoted(&others));
+            let step = run.index;
+            emit(sink, || AgentEvent::TextDelta {
+                step,
+                text: added.clone(),
+            });
+            return Checked::Final(format!("{}{added}", text.trim_end()));
         };
         if check == AnswerCheck::Quote
             || rechecked.is_some()

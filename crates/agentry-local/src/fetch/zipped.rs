@@ -85,6 +85,9 @@ pub const NOMIC: ZippedSpec = ZippedSpec {
     huggingface: "https://huggingface.co/nomic-ai/nomic-embed-text-v1.5-GGUF",
 };
 
+/// Every model fetched out of a zip archive (`agentry model pull` lists them).
+pub const ZIPPED_MODELS: &[ZippedSpec] = &[NOMIC];
+
 /// The cached file of `spec`, if it is there, in a private cache, with the
 /// right size and sha256.
 pub fn installed_zipped(spec: &ZippedSpec) -> Option<PathBuf> {
