@@ -190,10 +190,14 @@ struct SmallTalk {
 ///     input_schema: serde_json::json!({"type": "object"}),
 ///     output_schema: None,
 /// }];
-/// let asked = |text: &str| gate.assess(&[Message::user(text)], &tools);
-/// assert_eq!(asked("What is the weather in Lima?").await.unwrap().unwrap().first_step, FirstStep::Call);
-/// assert_eq!(asked("Draw a circle").await.unwrap().unwrap().first_step, FirstStep::Answer);
-/// assert_eq!(asked("A joke about the weather").await.unwrap().unwrap().first_step, FirstStep::Answer);
+/// for (request, first_step) in [
+///     ("What is the weather in Lima?", FirstStep::Call),
+///     ("Draw a circle", FirstStep::Answer),
+///     ("A joke about the weather", FirstStep::Answer),
+/// ] {
+///     let relevance = gate.assess(&[Message::user(request)], &tools).await.unwrap();
+///     assert_eq!(relevance.unwrap().first_step, first_step, "{request}");
+/// }
 /// assert!(gate.allows_calls("What is the weather in Lima?", &tools).await.unwrap());
 /// # });
 /// ```
@@ -461,150 +465,4 @@ pub(super) fn last_user_text(messages: &[Message]) -> Option<&str> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use agentry_core::embed::KeywordEmbedder;
-    use serde_json::json;
-
-    fn tool(name: &str, description: &str) -> ToolSchema {
-        ToolSchema {
-            name: name.into(),
-            description: Some(description.into()),
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-        }
-    }
-
-    #[tokio::test]
-    async fn the_best_tool_decides_and_tool_texts_are_embedded_once() {
-        let gate = RelevanceGate::new(KeywordEmbedder::new(["weather", "circle", "tax"]), 0.5);
-        let tools = [
-            tool("weather", "Weather in a city."),
-            tool("draw", "Draw a circle."),
-            tool("weather", "Weather in a city."),
-        ];
-        let best = gate.best_match("Weather in Lima?", &tools).await.unwrap();
-        assert!(best.unwrap() > 0.9, "{best:?}");
-        assert!(!gate.allows_calls("My tax return", &tools).await.unwrap());
-        assert_eq!(gate.known.len(), 2);
-        assert!(gate.allows_calls("Anything", &[]).await.unwrap());
-        let asked = |text: &str| vec![Message::user(text), Message::assistant("")];
-        let choice = gate.first_choice(&asked("My tax return"), &tools).await;
-        assert_eq!(choice.unwrap(), ToolChoice::None);
-        let choice = gate.first_choice(&asked("Weather in Lima?"), &tools).await;
-        assert_eq!(choice.unwrap(), ToolChoice::Auto);
-        assert_eq!(
-            gate.first_choice(&[], &tools).await.unwrap(),
-            ToolChoice::Auto
-        );
-    }
-
-    /// An embedder that answers with the wrong number of vectors.
-    struct Short;
-    impl Embedder for Short {
-        fn model_id(&self) -> &str {
-            "short"
-        }
-        fn dimensions(&self) -> usize {
-            1
-        }
-        fn embed<'a>(
-            &'a self,
-            _texts: &'a [String],
-        ) -> agentry_core::BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
-            Box::pin(async { Ok(vec![vec![1.0]]) })
-        }
-    }
-
-    #[test]
-    fn a_tool_is_read_with_its_arguments_by_default() {
-        let mut weather = tool("weather", "Weather in a city.");
-        weather.input_schema = json!({"type": "object", "properties": {
-            "city": {"type": "string", "description": "City name, e.g. Paris."},
-            "unit": {"type": "string"},
-        }});
-        assert_eq!(
-            ToolText::default().of(&weather),
-            "weather: Weather in a city. (city: City name, e.g. Paris.; unit)"
-        );
-        assert_eq!(
-            ToolText::NameAndDescription.of(&weather),
-            "weather: Weather in a city."
-        );
-        assert_eq!(
-            ToolText::WithArguments.of(&tool("now", "The time.")),
-            "now: The time."
-        );
-    }
-
-    /// Keyword vectors, counting the texts it is asked to embed.
-    struct Counting {
-        inner: KeywordEmbedder,
-        texts: std::sync::atomic::AtomicUsize,
-    }
-    impl Embedder for Counting {
-        fn model_id(&self) -> &str {
-            "counting"
-        }
-        fn dimensions(&self) -> usize {
-            self.inner.dimensions()
-        }
-        fn embed<'a>(
-            &'a self,
-            texts: &'a [String],
-        ) -> agentry_core::BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
-            self.texts
-                .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
-            self.inner.embed(texts)
-        }
-    }
-
-    #[tokio::test]
-    async fn the_least_recently_used_tool_vectors_are_dropped() {
-        let embedder = Arc::new(Counting {
-            inner: KeywordEmbedder::new(["weather", "circle", "tax"]),
-            texts: Default::default(),
-        });
-        let gate = RelevanceGate::keeping(embedder.clone(), 0.5, 2);
-        let asked = || embedder.texts.load(std::sync::atomic::Ordering::SeqCst);
-        let weather = tool("weather", "Weather in a city.");
-        let draw = tool("draw", "Draw a circle.");
-        let taxes = tool("taxes", "Tax owed.");
-        // Three tools at once: all three decide, although only two are kept.
-        let all = [weather.clone(), draw.clone(), taxes.clone()];
-        let best = gate.best_match("My tax return", &all).await.unwrap();
-        assert!(best.unwrap() > 0.9);
-        assert_eq!((asked(), gate.known.len()), (4, 2));
-        // `weather` was the least recently used and went; the other two are kept.
-        assert!(
-            gate.allows_calls("Draw a circle", &[draw.clone(), taxes.clone()])
-                .await
-                .unwrap()
-        );
-        assert_eq!(asked(), 5);
-        // `weather` is embedded again, and `draw`, now the least recently used, goes.
-        assert!(
-            gate.allows_calls("Weather in Lima?", &[weather])
-                .await
-                .unwrap()
-        );
-        assert_eq!(asked(), 7);
-        assert!(
-            !gate
-                .allows_calls("Weather in Lima?", &[taxes])
-                .await
-                .unwrap()
-        );
-        assert_eq!(asked(), 8);
-        assert!(gate.allows_calls("Draw a circle", &[draw]).await.unwrap());
-        assert_eq!(asked(), 10);
-    }
-
-    #[tokio::test]
-    async fn a_miscounting_embedder_is_an_error() {
-        let gate = RelevanceGate::new(Short, 0.5);
-        let two = [tool("a", "b"), tool("c", "d")];
-        let error = gate.allows_calls("x", &two).await.unwrap_err();
-        assert_eq!(error.to_string(), "embedding failed: 1 vectors for 2 texts");
-    }
-}
+mod tests;

@@ -547,6 +547,16 @@ mod tests {
         );
         assert_eq!(file.agent.tools, Some(vec![ToolSet::Demo]));
         assert_eq!(
+            (
+                file.model.small_talk_margin,
+                file.model.relevance_call_floor
+            ),
+            (
+                Some(crate::definition::DEFAULT_SMALL_TALK_MARGIN),
+                Some(crate::definition::DEFAULT_RELEVANCE_CALL_FLOOR)
+            )
+        );
+        assert_eq!(
             file.memory.store.as_ref().map(|s| s.get_ref().as_str()),
             Some("agentry.db")
         );

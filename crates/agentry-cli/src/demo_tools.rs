@@ -345,6 +345,12 @@ mod tests {
             read_file_description(&dir),
             format!("{READ_FILE_DESCRIPTION} Files here: b.md, notes.txt (and 5 more).")
         );
+        // The same plain names are the path's examples, for the relevance gate.
+        let tool = read_file(&dir);
+        assert_eq!(
+            tool.input_schema["properties"]["path"]["examples"],
+            serde_json::json!(["b.md", "notes.txt"])
+        );
         for i in 0..30 {
             std::fs::write(dir.join(format!("f{i:02}.txt")), "x").unwrap();
         }
@@ -352,6 +358,12 @@ mod tests {
         assert_eq!((names.len(), others), (FILES_NAMED, 17));
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(read_file_description(&dir), READ_FILE_DESCRIPTION);
+        let tool = read_file(&dir);
+        assert!(
+            tool.input_schema["properties"]["path"]
+                .get("examples")
+                .is_none()
+        );
     }
 
     #[test]

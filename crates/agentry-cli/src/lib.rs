@@ -61,7 +61,7 @@ use clap::{Parser, Subcommand};
 pub use definition::{
     DEFAULT_MAX_STEPS, DEFAULT_MAX_TOKENS, MINILM_ID, ModelChoice, minilm, nomic, relevance_gate,
 };
-pub use providers::{chat_model, local_model};
+pub use providers::{DEFAULT_LOCAL_MODEL, chat_model, local_model};
 pub use run::SYSTEM;
 
 /// The agent `agentry run` builds when given no flags and no `agentry.toml`

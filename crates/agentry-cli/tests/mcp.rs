@@ -65,6 +65,10 @@ fn json_of(output: &Output) -> Value {
         .unwrap()
 }
 
+/// The local model these tests run: the small one, since they test the
+/// plumbing, not the answers (`cli.rs` runs the default).
+const SMALL: &str = "qwen2.5-coder-0.5b";
+
 /// True when the local model is installed; otherwise says loudly which
 /// test is skipped (`to` what), or fails under `AGENTRY_REQUIRE_MODEL=1`.
 fn local_model(to: &str) -> bool {
@@ -280,7 +284,7 @@ fn the_local_agent_uses_an_mcp_servers_tool() {
         peers.everything.display()
     );
     let output = Command::new(AGENTRY)
-        .args(["run", "--mcp", &server, "--yes", "--json"])
+        .args(["run", "--model", SMALL, "--mcp", &server, "--yes", "--json"])
         .arg("Use the everything.echo tool to echo the message hello.")
         .output()
         .unwrap();
@@ -331,6 +335,8 @@ fn a_durable_run_waits_for_approval_and_another_process_resumes_it() {
     // An untrusted server's tools are destructive: the call waits.
     let started = agentry(&[
         "run",
+        "--model",
+        SMALL,
         "--durable",
         "--memory",
         db,
@@ -356,7 +362,7 @@ fn a_durable_run_waits_for_approval_and_another_process_resumes_it() {
     // Another process decides, another resumes.
     agentry(&["runs", "approve", id, call, "--memory", db]);
     let resumed = agentry(&[
-        "runs", "resume", id, "--memory", db, "--mcp", &server, "--json",
+        "runs", "resume", id, "--model", SMALL, "--memory", db, "--mcp", &server, "--json",
     ]);
     let done: Value = serde_json::from_str(&resumed).unwrap();
     assert_eq!(done["outcome"], "final", "{done}");
@@ -521,10 +527,13 @@ async fn an_agent_is_served_as_one_tool_ask() {
     if !local_model("serve the local agent as `ask`") {
         return;
     }
-    let config =
-        agentry_mcp::McpServerConfig::command("served", AGENTRY, ["mcp", "serve", "--agent"])
-            .call_timeout(Duration::from_secs(600))
-            .trusted(true);
+    let config = agentry_mcp::McpServerConfig::command(
+        "served",
+        AGENTRY,
+        ["mcp", "serve", "--agent", "--model", SMALL],
+    )
+    .call_timeout(Duration::from_secs(600))
+    .trusted(true);
     let client = agentry_mcp::McpClient::connect(config).await.unwrap();
     let tools = client.tools().await.unwrap();
     let ask = tools

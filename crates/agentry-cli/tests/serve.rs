@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{AGENTRY, Dir, Served, models_present, postgres_url, repo};
+use common::{AGENTRY, Dir, SMALL, Served, models_present, postgres_url, repo};
 use serde_json::Value;
 
 /// The Python with the `openai` package, or `None` (loudly) when setup has not run.
@@ -89,7 +89,7 @@ fn the_openai_python_client_talks_to_the_local_agent() {
     if !models_present(true) {
         return;
     }
-    let (served, _dir) = serve("local", &["--provider", "local"]);
+    let (served, _dir) = serve("local", &["--provider", "local", "--model", SMALL]);
     let seen = openai_check(&python, &served, None);
     // A real model answered, through the agent's loop, both ways.
     let answer = seen["answer"].as_str().unwrap();
@@ -294,7 +294,7 @@ fn sigterm_during_a_turn_finishes_the_turn_then_exits() {
     if !models_present(true) {
         return;
     }
-    let (mut served, _dir) = serve("sigterm", &["--provider", "local"]);
+    let (mut served, _dir) = serve("sigterm", &["--provider", "local", "--model", SMALL]);
     let url = served.url.clone();
     let pid = served.child.id().to_string();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -365,7 +365,7 @@ fn the_chat_page_talks_to_the_local_agent_in_a_browser() {
     if !models_present(true) {
         return;
     }
-    let (served, _dir) = serve("page", &[]);
+    let (served, _dir) = serve("page", &["--model", SMALL]);
     let artifacts = repo().join("target/test-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let output = Command::new("node")

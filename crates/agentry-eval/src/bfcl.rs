@@ -71,6 +71,13 @@ pub struct BfclArgs {
     /// the gate not asked): what the gate's call floor does where it applies.
     #[arg(long)]
     force_call: bool,
+    /// Ask the model outright whether the question's function fits
+    /// (`fits`) or which of its functions does (`which`), instead of
+    /// running it; a question passes when the answer is a function for a
+    /// question one fits, and `none` for `irrelevance`. Questions the gate
+    /// turns away are not asked (they are passed on as the gate decided).
+    #[arg(long, value_enum)]
+    ask: Option<crate::everyday_ask::Ask>,
     /// Where the BFCL files are (`bfcl/<category>.jsonl`) [default:
     /// $AGENTRY_DATASETS, else the nearest `datasets` folder here or above].
     #[arg(long, value_name = "DIR")]
@@ -221,6 +228,8 @@ async fn run_category(
     let started = Instant::now();
     let mut outcomes = Vec::new();
     let mut gated = 0;
+    // With --ask: the embedder that finds a question's nearest function.
+    let mut near: Option<RelevanceGate> = None;
     let chosen = questions
         .iter()
         .filter(|q| args.ids.is_empty() || args.ids.contains(&q.id))
@@ -258,6 +267,33 @@ async fn run_category(
             ..ChatRequest::default()
         };
         let answer = answers.iter().find(|a| a.id == question.id);
+        if let (Some(what), true) = (args.ask, request.tool_choice != ToolChoice::None) {
+            let want: Vec<String> = answer
+                .iter()
+                .flat_map(|a| a.ground_truth.iter().flat_map(|call| call.keys().cloned()))
+                .collect();
+            let last = crate::everyday_ask::last_user(&request.messages);
+            let near = match &near {
+                Some(near) => near,
+                None => near.insert(RelevanceGate::new(agentry_cli::minilm().await?, 0.0)),
+            };
+            let got = crate::everyday_ask::ask(model, near, what, &tools, &[last], &want).await?;
+            let pass = (category == Category::Irrelevance) == (got == "none");
+            eprintln!(
+                "{} {}: {got}",
+                if pass { "pass" } else { "FAIL" },
+                question.id
+            );
+            outcomes.push(Outcome {
+                id: question.id.clone(),
+                pass,
+                calls: Vec::new(),
+                schema_valid_calls: 0,
+                text: Some(got),
+                error: None,
+            });
+            continue;
+        }
         let outcome = match model.step(&request).await {
             Ok(Step::Final { text, .. }) => Outcome {
                 id: question.id.clone(),

@@ -113,6 +113,18 @@ pub(crate) async fn ask(
     })
 }
 
+/// The text of the last user message (empty when there is none).
+pub(crate) fn last_user(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find_map(|message| match message {
+            Message::User { text } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
 fn first_line(tool: &ToolSchema) -> &str {
     tool.description
         .as_deref()

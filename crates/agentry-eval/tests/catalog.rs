@@ -177,6 +177,8 @@ fn tool_prompt_counts_inline_tools_against_discovery() {
         &dir,
         &[
             "tool-prompt",
+            "--model",
+            "qwen2.5-coder-0.5b",
             "--catalog",
             "6",
             "--directory",
@@ -209,6 +211,8 @@ fn metatool_agent_runs_queries_through_discovery_on_the_local_model() {
         &dir,
         &[
             "metatool-agent",
+            "--model",
+            "qwen2.5-coder-0.5b",
             "--catalog",
             "206",
             "--directory",

@@ -22,6 +22,9 @@
 //! cargo bench -p agentry-store --bench hybrid_recall                # 0 and 100,000 distractors
 //! cargo bench -p agentry-store --bench hybrid_recall -- 0 1000000   # other counts
 //! AGENTRY_POSTGRES_URL=postgres://… cargo bench -p agentry-store --bench hybrid_recall
+//! # nomic-embed-text-v1.5 instead of MiniLM (questions with its query
+//! # prefix), the sets alone (its 768 dimensions are not the corpus's):
+//! AGENTRY_BENCH_EMBEDDER=nomic cargo bench -p agentry-store --bench hybrid_recall -- 0
 //! ```
 
 #[path = "support/corpus.rs"]
@@ -226,14 +229,23 @@ fn main() {
     let mut corpus = if most > 0 { corpus_texts() } else { Vec::new() };
     corpus.truncate(most);
     let vectors = embedded("corpus-v1.f16", &corpus, &local);
-    let embedder: Arc<dyn Embedder> = Arc::new(local);
-    let postgres = std::env::var("AGENTRY_POSTGRES_URL").ok();
+    let nomic = std::env::var("AGENTRY_BENCH_EMBEDDER").as_deref() == Ok("nomic");
+    let (embedder, postgres): (Arc<dyn Embedder>, _) = if nomic {
+        assert_eq!(most, 0, "with nomic the sets are measured alone: pass 0");
+        let nomic = runtime
+            .block_on(agentry_local::GgufEmbedder::nomic())
+            .expect("nomic-embed-text-v1.5 (agentry model pull nomic-embed-text-v1.5)");
+        (Arc::new(nomic), None)
+    } else {
+        (Arc::new(local), std::env::var("AGENTRY_POSTGRES_URL").ok())
+    };
+    println!("embedder: {}", embedder.model_id());
 
     for set in [metatool(), bfcl()] {
         let records: Vec<String> = set.records.iter().map(|(_, t)| t.clone()).collect();
         let record_vectors = runtime.block_on(embedder.embed(&records)).unwrap();
         let asked: Vec<String> = set.questions.iter().map(|(t, _)| t.clone()).collect();
-        let questions = runtime.block_on(embedder.embed(&asked)).unwrap();
+        let questions = runtime.block_on(embedder.embed_queries(&asked)).unwrap();
         println!(
             "\n## {}: {} records, {} labelled questions",
             set.name,

@@ -11,6 +11,10 @@ use std::process::{Child, Command, Stdio};
 /// The binary under test.
 pub const AGENTRY: &str = env!("CARGO_BIN_EXE_agentry");
 
+/// The local model the tests of the plumbing (chat, serve, MCP) run: the
+/// small one, faster on CI's two cores; `cli.rs` runs the default model.
+pub const SMALL: &str = "qwen2.5-coder-0.5b";
+
 /// The repository's root.
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
