@@ -218,6 +218,11 @@ impl Agent {
         self.settings.token_budget
     }
 
+    /// Most calls one step may make; the rest are refused.
+    pub fn max_calls_per_step(&self) -> usize {
+        self.settings.max_calls_per_step
+    }
+
     /// The sources whose tools join the toolbox at each step (MCP servers).
     pub fn sources(&self) -> &[Arc<dyn ToolSource>] {
         &self.settings.sources

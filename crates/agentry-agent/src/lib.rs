@@ -61,6 +61,7 @@ mod run_tools;
 mod skills;
 mod sources;
 mod spend;
+pub mod stepwise;
 
 pub mod program;
 pub mod turn;

@@ -1,0 +1,85 @@
+//! The workflow's effects, run on a worker ([`AgentActivities`]): the
+//! model's step and one tool call, each through the worker's [`Agent`].
+
+use std::future::Future;
+use std::sync::Arc;
+
+use temporalio_macros::activities;
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+
+use crate::wire::{CallInput, Limits, PlanInput};
+use crate::workflow::HEARTBEAT_EVERY;
+use agentry_agent::Agent;
+use agentry_agent::stepwise::PlannedStep;
+use agentry_core::tool::ToolResult;
+
+/// The activities of [`AgentWorkflow`](crate::AgentWorkflow), carried out by
+/// the agent a worker was started with.
+pub struct AgentActivities {
+    agent: Arc<Agent>,
+}
+
+impl AgentActivities {
+    /// The activities of `agent`.
+    pub fn new(agent: Arc<Agent>) -> Self {
+        Self { agent }
+    }
+}
+
+// The SDK's macros add a marker constant per method, undocumented.
+#[allow(missing_docs)]
+#[activities]
+impl AgentActivities {
+    /// The agent's limits: steps, tokens, calls per step.
+    #[activity(name = "agentry.limits")]
+    pub async fn limits(self: Arc<Self>, _ctx: ActivityContext) -> Result<Limits, ActivityError> {
+        Ok(Limits {
+            max_steps: self.agent.max_steps(),
+            token_budget: self.agent.token_budget(),
+            max_calls_per_step: self.agent.max_calls_per_step(),
+        })
+    }
+
+    /// The model's next step, and the gate's word on each of its calls.
+    /// A model error fails the attempt (Temporal tries again).
+    #[activity(name = "agentry.plan_step")]
+    pub async fn plan_step(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: PlanInput,
+    ) -> Result<PlannedStep, ActivityError> {
+        let planned = alive(
+            &ctx,
+            self.agent
+                .plan_step(&input.started, &input.messages, input.at),
+        );
+        Ok(planned.await?)
+    }
+
+    /// One admitted call, with the agent's grants. A tool's failure is an
+    /// error result for the model, not a failed activity.
+    #[activity(name = "agentry.call_tool")]
+    pub async fn call_tool(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: CallInput,
+    ) -> Result<ToolResult, ActivityError> {
+        Ok(alive(&ctx, self.agent.call_tool(&input.started, input.call)).await)
+    }
+}
+
+/// Run `work`, telling Temporal every [`HEARTBEAT_EVERY`] that this worker
+/// still carries it out (a worker that dies stops telling, and the activity
+/// goes to another worker, or to a person, well before its time limit).
+async fn alive<T>(ctx: &ActivityContext, work: impl Future<Output = T>) -> T {
+    tokio::pin!(work);
+    let mut beat = tokio::time::interval(HEARTBEAT_EVERY);
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            _ = beat.tick() => {
+                let _ = ctx.record_heartbeat(()).await;
+            }
+        }
+    }
+}

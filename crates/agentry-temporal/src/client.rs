@@ -1,0 +1,234 @@
+//! Starting, following and deciding on agent runs held by Temporal
+//! ([`TemporalRuns`]), and serving them ([`serve`]).
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use futures_util::StreamExt;
+use temporalio_client::{
+    Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowExecuteUpdateOptions,
+    WorkflowGetResultOptions, WorkflowListOptions, WorkflowQueryOptions, WorkflowStartOptions,
+    errors::WorkflowUpdateError,
+};
+use temporalio_sdk::{Runtime, Worker, WorkerOptions};
+
+use crate::activities::AgentActivities;
+use crate::wire::{DecideInput, RunInput, RunRecord};
+use crate::workflow::AgentWorkflow;
+use agentry_agent::{Agent, RunOutcome};
+use agentry_core::journal::Decision;
+
+/// The task queue workers poll and runs start on, unless told otherwise.
+pub const DEFAULT_TASK_QUEUE: &str = "agentry";
+/// The namespace `temporal server start-dev` creates.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// Why a Temporal operation failed. The words say which operation; the
+/// source is the SDK's own error.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {detail}")]
+pub struct TemporalError {
+    what: String,
+    detail: String,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl TemporalError {
+    fn new(
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        let source = source.into();
+        Self {
+            what: what.into(),
+            detail: source.to_string(),
+            source,
+        }
+    }
+
+    /// A refused update: the workflow's own words, not the failure's debug form.
+    fn update(what: String, error: WorkflowUpdateError) -> Self {
+        let detail = match &error {
+            WorkflowUpdateError::Failed(failure) => failure.message.clone(),
+            other => other.to_string(),
+        };
+        Self {
+            what,
+            detail,
+            source: Box::new(error),
+        }
+    }
+}
+
+/// One run in Temporal's list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    /// The workflow id (the run's id).
+    pub id: String,
+    /// Temporal's word for where it stands (`Running`, `Completed`, ...).
+    pub status: String,
+    /// When it started.
+    pub started: Option<SystemTime>,
+}
+
+/// Agent runs on a Temporal server: start one, wait for its outcome, read
+/// its record, decide on a waiting call, list them.
+#[derive(Clone)]
+pub struct TemporalRuns {
+    client: Client,
+    task_queue: String,
+}
+
+impl std::fmt::Debug for TemporalRuns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TemporalRuns")
+            .field("task_queue", &self.task_queue)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TemporalRuns {
+    /// Connect to the server at `address` (`host:port`, or a URL), in the
+    /// `default` namespace, starting runs on [`DEFAULT_TASK_QUEUE`].
+    pub async fn connect(address: &str) -> Result<Self, TemporalError> {
+        let client = connect(address, DEFAULT_NAMESPACE).await?;
+        Ok(Self {
+            client,
+            task_queue: DEFAULT_TASK_QUEUE.to_owned(),
+        })
+    }
+
+    /// Start runs on `task_queue` instead (the workers must poll it).
+    pub fn task_queue(mut self, task_queue: impl Into<String>) -> Self {
+        self.task_queue = task_queue.into();
+        self
+    }
+
+    /// The SDK client, for what this type does not cover.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Start a run under the workflow id `id`; it goes on without this
+    /// process. Refused when a run with this id exists.
+    pub async fn start(&self, id: &str, input: RunInput) -> Result<(), TemporalError> {
+        let options = WorkflowStartOptions::new(self.task_queue.clone(), id.to_owned()).build();
+        self.client
+            .start_workflow(AgentWorkflow::run, input, options)
+            .await
+            .map_err(|e| TemporalError::new(format!("starting run \"{id}\""), e))?;
+        Ok(())
+    }
+
+    /// Wait for run `id` to end and give its outcome, as [`Agent::run`] gives it.
+    pub async fn outcome(&self, id: &str) -> Result<RunOutcome, TemporalError> {
+        let handle = self.client.get_workflow_handle::<AgentWorkflow>(id);
+        let record = handle
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .map_err(|e| TemporalError::new(format!("waiting for run \"{id}\""), e))?;
+        Ok(record.outcome())
+    }
+
+    /// Start a run of `task` under `id` and wait for its outcome.
+    pub async fn run(
+        &self,
+        id: &str,
+        task: impl Into<String>,
+    ) -> Result<RunOutcome, TemporalError> {
+        self.start(id, RunInput::new(task)).await?;
+        self.outcome(id).await
+    }
+
+    /// Run `id` as it stands now: steps, tokens, waiting calls.
+    pub async fn record(&self, id: &str) -> Result<RunRecord, TemporalError> {
+        let handle = self.client.get_workflow_handle::<AgentWorkflow>(id);
+        handle
+            .query(AgentWorkflow::record, (), WorkflowQueryOptions::default())
+            .await
+            .map_err(|e| TemporalError::new(format!("reading run \"{id}\""), e))
+    }
+
+    /// Decide on a call of run `id` that waits: approve, deny or edit. Refused
+    /// (by the workflow) for a call that does not wait.
+    pub async fn decide(
+        &self,
+        id: &str,
+        call_id: &str,
+        decision: Decision,
+    ) -> Result<(), TemporalError> {
+        let handle = self.client.get_workflow_handle::<AgentWorkflow>(id);
+        let input = DecideInput {
+            call_id: call_id.to_owned(),
+            decision,
+        };
+        handle
+            .execute_update(
+                AgentWorkflow::decide,
+                input,
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map_err(|e| {
+                TemporalError::update(format!("deciding on call \"{call_id}\" of run \"{id}\""), e)
+            })?;
+        Ok(())
+    }
+
+    /// The agent runs the server holds, newest first (at most `limit`).
+    pub async fn list(&self, limit: usize) -> Result<Vec<RunSummary>, TemporalError> {
+        let query = format!("WorkflowType = '{}'", crate::workflow::WORKFLOW_TYPE);
+        let options = WorkflowListOptions::builder().limit(limit).build();
+        let mut stream = self.client.list_workflows(query, options);
+        let mut runs = Vec::new();
+        while let Some(execution) = stream.next().await {
+            let execution = execution.map_err(|e| TemporalError::new("listing runs", e))?;
+            runs.push(RunSummary {
+                id: execution.id().to_owned(),
+                status: format!("{:?}", execution.status()),
+                started: execution.start_time(),
+            });
+        }
+        Ok(runs)
+    }
+}
+
+/// Connect to the server at `address` in `namespace`.
+pub async fn connect(address: &str, namespace: &str) -> Result<Client, TemporalError> {
+    let url = if address.contains("://") {
+        address.to_owned()
+    } else {
+        format!("http://{address}")
+    };
+    let url = Url::from_str(&url)
+        .map_err(|e| TemporalError::new(format!("reading the address \"{address}\""), e))?;
+    let connection = Connection::connect(ConnectionOptions::new(url).build())
+        .await
+        .map_err(|e| TemporalError::new(format!("connecting to Temporal at {address}"), e))?;
+    Client::new(connection, ClientOptions::new(namespace.to_owned()).build())
+        .map_err(|e| TemporalError::new(format!("connecting to Temporal at {address}"), e))
+}
+
+/// Serve `agent`'s runs from `task_queue` until the worker is shut down or
+/// fails: any number of workers, on any machines, may serve one queue.
+pub async fn serve(
+    agent: Arc<Agent>,
+    client: Client,
+    task_queue: &str,
+) -> Result<(), TemporalError> {
+    let runtime = Runtime::from_current_tokio(Default::default())
+        .map_err(|e| TemporalError::new("starting the Temporal runtime", e))?;
+    let options = WorkerOptions::new(task_queue.to_owned())
+        .register_workflow::<AgentWorkflow>()
+        .map_err(|e| TemporalError::new("registering the agent workflow", e))?
+        .register_activities(AgentActivities::new(agent))
+        .build();
+    let mut worker = Worker::new(&runtime, client, options)
+        .map_err(|e| TemporalError::new(format!("starting a worker on \"{task_queue}\""), e))?;
+    worker
+        .run()
+        .await
+        .map_err(|e| TemporalError::new(format!("the worker on \"{task_queue}\""), e))
+}

@@ -1,0 +1,89 @@
+//! # agentry-temporal
+//!
+//! An [agentry](https://docs.rs/agentry) agent run as a
+//! [Temporal](https://temporal.io) workflow, so that runs outlive their
+//! workers and any number of workers on any machines carry them out.
+//!
+//! - The loop's decisions are the workflow ([`AgentWorkflow`]):
+//!   deterministic, replayed from Temporal's history on whichever worker
+//!   picks the run up. The step limit and the token budget are counted in
+//!   the workflow, so they hold across worker restarts.
+//! - Each model step and each tool call is an activity ([`AgentActivities`]),
+//!   carried out by the worker's [`Agent`](agentry_agent::Agent) with its
+//!   allow-list and grants ([`agentry_agent::stepwise`]). A tool's own time limit
+//!   is its activity's; idempotent tools are retried, others run at most
+//!   once by themselves: one whose worker died mid-call waits for a person
+//!   (approve runs it again, deny tells the model). Activities heartbeat, so
+//!   a dead worker's call is noticed in seconds.
+//! - A destructive call waits for a person's decision, an update
+//!   ([`TemporalRuns::decide`]): approve, deny with a reason, or edit.
+//! - The run's record is a query ([`TemporalRuns::record`]) and its
+//!   outcome is the [`RunOutcome`](agentry_agent::RunOutcome) an in-process
+//!   run gives ([`TemporalRuns::outcome`]).
+//!
+//! A worker serves the agent's runs from a task queue (any number of
+//! workers, on any machines); a caller starts runs and reads their outcome.
+//! [`serve`] runs until the worker stops, on the thread that awaits it:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use agentry_agent::Agent;
+//! use agentry_core::model::OfflineModel;
+//! use agentry_temporal::{DEFAULT_TASK_QUEUE, TemporalRuns, connect, serve};
+//!
+//! // In the worker process:
+//! async fn worker() -> Result<(), agentry_temporal::TemporalError> {
+//!     let agent = Arc::new(Agent::new(OfflineModel));
+//!     let client = connect("127.0.0.1:7233", "default").await?;
+//!     serve(agent, client, DEFAULT_TASK_QUEUE).await
+//! }
+//!
+//! // Anywhere else:
+//! async fn caller() -> Result<(), agentry_temporal::TemporalError> {
+//!     let runs = TemporalRuns::connect("127.0.0.1:7233").await?;
+//!     let outcome = runs.run("run-1", "What is 17.5 times 4, plus 12?").await?;
+//!     println!("{}", outcome.text());
+//!     Ok(())
+//! }
+//! ```
+//!
+//! What crosses the server is plain data: a run's input, with limits the
+//! worker's agent lowers no further than asked, and its record, which reads
+//! back as the [`RunOutcome`](agentry_agent::RunOutcome) an in-process run gives:
+//!
+//! ```
+//! use agentry_agent::Outcome;
+//! use agentry_temporal::{Ending, Limits, RunInput, RunRecord, Status};
+//!
+//! let agents = Limits { max_steps: 8, token_budget: 20_000, max_calls_per_step: 8 };
+//! let input = RunInput { max_steps: Some(3), ..RunInput::new("What is 2 + 3?") };
+//! assert_eq!(agents.lowered(&input).max_steps, 3);
+//! assert_eq!(agents.lowered(&input).token_budget, 20_000);
+//!
+//! let ended = RunRecord {
+//!     status: Status::Ended,
+//!     ended: Some(Ending::Final("5".into())),
+//!     ..RunRecord::default()
+//! };
+//! assert_eq!(ended.outcome().outcome, Outcome::Final("5".into()));
+//! assert_eq!(ended.text(), "5");
+//! ```
+#![warn(missing_docs)]
+
+mod activities;
+mod client;
+mod wire;
+mod workflow;
+
+pub use activities::AgentActivities;
+pub use client::{
+    DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, RunSummary, TemporalError, TemporalRuns, connect, serve,
+};
+pub use wire::{
+    CallEntry, CallInput, DecideInput, Ending, Limits, PlanInput, RunInput, RunRecord, Status,
+    StepEntry, WaitingEntry,
+};
+pub use workflow::{
+    ATTEMPTS, AgentWorkflow, HEARTBEAT_EVERY, HEARTBEAT_TIMEOUT, MODEL_STEP_TIMEOUT, TOOL_TIMEOUT,
+    WORKFLOW_TYPE,
+};

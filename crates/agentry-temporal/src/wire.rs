@@ -1,0 +1,231 @@
+//! What crosses Temporal: a run's input, its record while it runs (the
+//! workflow's query), its report when it ends (the workflow's result), and a
+//! person's decision (the workflow's update). All serde, all plain data.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use agentry_agent::stepwise::StepAt;
+use agentry_agent::{CallRecord, Outcome, RunOutcome, StepRecord};
+use agentry_core::journal::{Decision, Waiting};
+use agentry_core::model::{Message, ModelError, Usage};
+use agentry_core::tool::{ToolCall, ToolResult};
+
+/// What a run starts with: the conversation, and limits lower than the
+/// agent's own if it should have them (the worker's agent has its own; the
+/// lower of the two holds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInput {
+    /// The conversation the run starts with (usually one user message).
+    pub messages: Vec<Message>,
+    /// Most model steps the run may take.
+    pub max_steps: Option<usize>,
+    /// Most tokens the run may spend; past it, no more steps and no tool runs.
+    pub token_budget: Option<u64>,
+}
+
+impl RunInput {
+    /// A run of one user message, within the agent's own limits.
+    pub fn new(task: impl Into<String>) -> Self {
+        Self {
+            messages: vec![Message::user(task)],
+            max_steps: None,
+            token_budget: None,
+        }
+    }
+}
+
+/// A run's limits: the worker's agent's, lowered by the run's input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Most model steps.
+    pub max_steps: usize,
+    /// Most tokens.
+    pub token_budget: u64,
+    /// Most calls one step may make; the rest are refused.
+    pub max_calls_per_step: usize,
+}
+
+impl Limits {
+    /// The agent's limits, lowered where `input` asks for less.
+    pub fn lowered(self, input: &RunInput) -> Self {
+        Self {
+            max_steps: input
+                .max_steps
+                .map_or(self.max_steps, |n| n.min(self.max_steps)),
+            token_budget: input
+                .token_budget
+                .map_or(self.token_budget, |n| n.min(self.token_budget)),
+            ..self
+        }
+    }
+}
+
+/// The input of the model-step activity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanInput {
+    /// The conversation the run started with (its tools come from it).
+    pub started: Vec<Message>,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// Where the run stands.
+    pub at: StepAt,
+}
+
+/// The input of the tool-call activity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallInput {
+    /// The conversation the run started with (its tools come from it).
+    pub started: Vec<Message>,
+    /// The call to run (a person's edit already applied).
+    pub call: ToolCall,
+}
+
+/// One call and its result, as the workflow records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallEntry {
+    /// The call as the model made it (or as a person edited it).
+    pub call: ToolCall,
+    /// What went back to the model.
+    pub result: ToolResult,
+    /// How long it took, from the workflow's clock (0 when not run).
+    pub duration_ms: u64,
+}
+
+/// One step, as the workflow records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepEntry {
+    /// 1-based step number.
+    pub index: usize,
+    /// Tokens this step's model call used.
+    pub tokens: Usage,
+    /// What the model said (the answer, on the last step).
+    pub text: String,
+    /// The step's calls, in order.
+    pub calls: Vec<CallEntry>,
+}
+
+/// A call that waits for a person.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitingEntry {
+    /// The call.
+    pub call: ToolCall,
+    /// Why it waits.
+    pub waiting: Waiting,
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// It is being carried out.
+    #[default]
+    Running,
+    /// Calls wait for a person's decision ([`RunRecord::waiting`]).
+    Waiting,
+    /// It ended ([`RunRecord::ended`]).
+    Ended,
+}
+
+/// How a run ended, as data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum Ending {
+    /// The model answered.
+    Final(String),
+    /// The step limit was reached without an answer.
+    OutOfSteps,
+    /// The token budget was spent before an answer.
+    OverBudget,
+    /// The model step failed (after its retries).
+    ModelError(String),
+}
+
+/// A run as it stands: the workflow's query, and (ended) its result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RunRecord {
+    /// Where it stands.
+    pub status: Status,
+    /// Its steps so far.
+    pub steps: Vec<StepEntry>,
+    /// Tokens spent so far.
+    pub usage: Usage,
+    /// Calls waiting for a person.
+    pub waiting: Vec<WaitingEntry>,
+    /// The conversation so far, tool results included.
+    pub messages: Vec<Message>,
+    /// How it ended, once it has.
+    pub ended: Option<Ending>,
+}
+
+impl RunRecord {
+    /// The answer, or a short description of how the run ended (as
+    /// [`RunOutcome::text`] says it); empty while it runs.
+    pub fn text(&self) -> String {
+        self.ended
+            .as_ref()
+            .map(|_| self.outcome().text())
+            .unwrap_or_default()
+    }
+
+    /// The same [`RunOutcome`] an in-process [`Agent::run`](agentry_agent::Agent::run)
+    /// gives. A run still under way reads as waiting for its calls (or with
+    /// no calls, as waiting for nothing).
+    pub fn outcome(&self) -> RunOutcome {
+        let outcome = match &self.ended {
+            Some(Ending::Final(text)) => Outcome::Final(text.clone()),
+            Some(Ending::OutOfSteps) => Outcome::OutOfSteps,
+            Some(Ending::OverBudget) => Outcome::OverBudget,
+            Some(Ending::ModelError(message)) => {
+                Outcome::ModelError(ModelError::Transport(message.clone()))
+            }
+            None => Outcome::AwaitingDecision(
+                self.waiting
+                    .iter()
+                    .map(|entry| agentry_agent::durable::WaitingCall {
+                        call: entry.call.clone(),
+                        waiting: entry.waiting,
+                    })
+                    .collect(),
+            ),
+        };
+        RunOutcome {
+            outcome,
+            usage: self.usage,
+            steps: self.steps.iter().map(StepEntry::record).collect(),
+            messages: self.messages.clone(),
+            relevance: None,
+        }
+    }
+}
+
+impl StepEntry {
+    /// The step as an in-process run records it.
+    pub fn record(&self) -> StepRecord {
+        StepRecord {
+            index: self.index,
+            tokens: self.tokens,
+            text: self.text.clone(),
+            calls: self
+                .calls
+                .iter()
+                .map(|entry| CallRecord {
+                    call: entry.call.clone(),
+                    result: entry.result.clone(),
+                    duration: Duration::from_millis(entry.duration_ms),
+                    child: None,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A person's decision on a waiting call: the workflow's update.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecideInput {
+    /// The waiting call's id.
+    pub call_id: String,
+    /// Approve, deny (with the reason the model reads) or edit.
+    pub decision: Decision,
+}

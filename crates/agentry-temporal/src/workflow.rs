@@ -1,0 +1,370 @@
+//! The loop's decisions as a Temporal workflow ([`AgentWorkflow`]):
+//! deterministic, with every effect an activity (the model's step, each
+//! tool call) and every person's decision an update.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use temporalio_common::RetryPolicy;
+use temporalio_macros::{workflow, workflow_methods};
+use temporalio_sdk::{
+    ActivityOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult,
+};
+
+use crate::activities::AgentActivities;
+use crate::wire::{
+    CallEntry, CallInput, DecideInput, Ending, Limits, PlanInput, RunInput, RunRecord, Status,
+    StepEntry, WaitingEntry,
+};
+use agentry_agent::stepwise::{Admission, StepAt};
+use agentry_core::journal::{Decision, Waiting};
+use agentry_core::model::{Message, Step, Usage};
+use agentry_core::tool::{ToolCall, ToolResult};
+
+/// The workflow type agent runs have on the server (what `temporal
+/// workflow list --query "WorkflowType = 'agentry.AgentRun'"` finds).
+pub const WORKFLOW_TYPE: &str = "agentry.AgentRun";
+
+/// How long one model step may take before Temporal gives it to another
+/// worker (a local model on two cores takes seconds; a long answer, minutes).
+pub const MODEL_STEP_TIMEOUT: Duration = Duration::from_secs(600);
+/// A tool's time limit when it has none of its own.
+pub const TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+/// Activities report that they are alive this often; a worker that stops
+/// reporting for [`HEARTBEAT_TIMEOUT`] has its activity given to another.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+/// See [`HEARTBEAT_EVERY`].
+pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Tries of a model step, and of an idempotent tool's call.
+pub const ATTEMPTS: u32 = 3;
+
+/// An agent run as a Temporal workflow. Its state is the run's record: the
+/// conversation, the steps, the tokens spent and the calls that wait for a
+/// person, rebuilt from the workflow's history on any worker.
+#[workflow]
+#[derive(Default)]
+pub struct AgentWorkflow {
+    record: RunRecord,
+    /// Decisions people made on waiting calls, by call id, not yet used.
+    decisions: HashMap<String, Decision>,
+}
+
+// The SDK's macros add a marker constant per method, undocumented.
+#[allow(missing_docs)]
+#[workflow_methods]
+impl AgentWorkflow {
+    /// Carry the run out: step until the model answers, the step limit or
+    /// the token budget is reached, or the model step fails for good.
+    #[run(name = WORKFLOW_TYPE)]
+    pub async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        input: RunInput,
+    ) -> WorkflowResult<RunRecord> {
+        let started = input.messages.clone();
+        ctx.state_mut(|s| s.record.messages = input.messages.clone());
+        let limits = ctx
+            .execute_activity(AgentActivities::limits, (), quick_options())
+            .await?;
+        let input = limits.lowered(&input);
+        let mut tool_rounds = 0;
+        let ending = loop {
+            let (index, usage) = ctx.state(|s| (s.record.steps.len() + 1, s.record.usage));
+            if index > input.max_steps {
+                break within(usage, &input)
+                    .then_some(Ending::OutOfSteps)
+                    .unwrap_or(Ending::OverBudget);
+            }
+            if !within(usage, &input) {
+                break Ending::OverBudget;
+            }
+            let plan = PlanInput {
+                started: started.clone(),
+                messages: ctx.state(|s| s.record.messages.clone()),
+                at: StepAt { index, tool_rounds },
+            };
+            let planned = ctx
+                .execute_activity(AgentActivities::plan_step, plan, model_options())
+                .await;
+            let planned = match planned {
+                Ok(planned) => planned,
+                Err(error) => break Ending::ModelError(failure_text(&error)),
+            };
+            match planned.step {
+                Step::Final { text, tokens } => {
+                    ctx.state_mut(|s| {
+                        s.record.usage = add(s.record.usage, tokens);
+                        s.record.messages.push(Message::assistant(text.clone()));
+                        s.record.steps.push(StepEntry {
+                            index,
+                            tokens,
+                            text: text.clone(),
+                            calls: Vec::new(),
+                        });
+                    });
+                    break Ending::Final(text);
+                }
+                Step::Tool {
+                    calls,
+                    text,
+                    tokens,
+                } => {
+                    ctx.state_mut(|s| {
+                        s.record.usage = add(s.record.usage, tokens);
+                        s.record.messages.push(Message::Assistant {
+                            text: text.clone(),
+                            tool_calls: calls.clone(),
+                        });
+                    });
+                    let mut entries = Vec::new();
+                    for (at, planned) in planned.calls.into_iter().enumerate() {
+                        let call = planned.call;
+                        let usage = ctx.state(|s| s.record.usage);
+                        let result = if !within(usage, &input) {
+                            let reason = format!(
+                                "the token budget is spent ({} tokens used)",
+                                usage.total()
+                            );
+                            refused(&call, format!("not run: {reason}"))
+                        } else if at >= input.max_calls_per_step {
+                            let limit = input.max_calls_per_step;
+                            refused(
+                                &call,
+                                format!(
+                                    "not run: a step may make at most {limit} tool calls; make fewer at once"
+                                ),
+                            )
+                        } else {
+                            admit(ctx, &started, call.clone(), planned.admission).await
+                        };
+                        entries.push(result);
+                    }
+                    ctx.state_mut(|s| {
+                        for entry in &entries {
+                            s.record.messages.push(Message::tool(entry.result.clone()));
+                        }
+                        s.record.steps.push(StepEntry {
+                            index,
+                            tokens,
+                            text,
+                            calls: entries,
+                        });
+                    });
+                    tool_rounds += 1;
+                }
+            }
+        };
+        ctx.state_mut(|s| {
+            s.record.status = Status::Ended;
+            s.record.ended = Some(ending);
+        });
+        Ok(ctx.state(|s| s.record.clone()))
+    }
+
+    /// The run as it stands: steps, tokens, waiting calls, conversation.
+    #[query]
+    pub fn record(&self, _ctx: &WorkflowContextView) -> RunRecord {
+        self.record.clone()
+    }
+
+    #[update_validator(decide)]
+    fn validate_decide(
+        &self,
+        _ctx: &WorkflowContextView,
+        input: &DecideInput,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if self
+            .record
+            .waiting
+            .iter()
+            .any(|w| w.call.id == input.call_id)
+        {
+            Ok(())
+        } else {
+            Err(format!("no call \"{}\" waits for a decision", input.call_id).into())
+        }
+    }
+
+    /// A person's decision on a waiting call: approve, deny (the reason goes
+    /// to the model) or edit (run with this input). Refused for a call that
+    /// does not wait.
+    #[update]
+    pub fn decide(&mut self, _ctx: &mut SyncWorkflowContext<Self>, input: DecideInput) -> Status {
+        self.decisions.insert(input.call_id, input.decision);
+        self.record.status
+    }
+}
+
+/// Whether the run is still within its token budget.
+fn within(usage: Usage, input: &Limits) -> bool {
+    usage.total() <= input.token_budget
+}
+
+fn add(a: Usage, b: Usage) -> Usage {
+    let mut sum = a;
+    sum += b;
+    sum
+}
+
+fn refused(call: &ToolCall, message: String) -> CallEntry {
+    CallEntry {
+        call: call.clone(),
+        result: ToolResult::error(call.id.clone(), message),
+        duration_ms: 0,
+    }
+}
+
+/// One call through the agent's gate: refused, run, or run once a person
+/// decides. A call whose tool is not idempotent and whose activity failed
+/// (its worker died, its time ran out) may have had its effect: it is not
+/// run again without a person's say.
+async fn admit(
+    ctx: &mut WorkflowContext<AgentWorkflow>,
+    started: &[Message],
+    mut call: ToolCall,
+    admission: Admission,
+) -> CallEntry {
+    let (idempotent, timeout_ms) = match admission {
+        Admission::Refused { message } => return refused(&call, message),
+        Admission::Run {
+            idempotent,
+            timeout_ms,
+        } => (idempotent, timeout_ms),
+        Admission::NeedsApproval {
+            idempotent,
+            timeout_ms,
+        } => {
+            match wait_for_decision(ctx, &call, Waiting::Approval).await {
+                Decision::Approve => {}
+                Decision::Edit { input } => call.input = input,
+                Decision::Deny { reason } => {
+                    return refused(
+                        &call,
+                        format!("tool \"{}\" was not approved: {reason}", call.name),
+                    );
+                }
+            }
+            (idempotent, timeout_ms)
+        }
+    };
+    loop {
+        let began = ctx.workflow_time();
+        let input = CallInput {
+            started: started.to_vec(),
+            call: call.clone(),
+        };
+        let ran = ctx
+            .execute_activity(
+                AgentActivities::call_tool,
+                input,
+                tool_options(idempotent, timeout_ms),
+            )
+            .await;
+        let duration_ms = elapsed_ms(began, ctx.workflow_time());
+        match ran {
+            Ok(result) => {
+                return CallEntry {
+                    call,
+                    result,
+                    duration_ms,
+                };
+            }
+            Err(error) if idempotent => {
+                let message = format!("the tool could not be run: {}", failure_text(&error));
+                return CallEntry {
+                    result: ToolResult::error(call.id.clone(), message),
+                    call,
+                    duration_ms,
+                };
+            }
+            Err(_) => match wait_for_decision(ctx, &call, Waiting::Interrupted).await {
+                Decision::Approve => {}
+                Decision::Edit { input } => call.input = input,
+                Decision::Deny { reason } => {
+                    let message = format!(
+                        "not run again: {reason}; it was started before and may already have had its effect"
+                    );
+                    return refused(&call, message);
+                }
+            },
+        }
+    }
+}
+
+/// Record `call` as waiting, wait for a person's decision, and take it.
+async fn wait_for_decision(
+    ctx: &mut WorkflowContext<AgentWorkflow>,
+    call: &ToolCall,
+    waiting: Waiting,
+) -> Decision {
+    ctx.state_mut(|s| {
+        s.record.waiting.push(WaitingEntry {
+            call: call.clone(),
+            waiting,
+        });
+        s.record.status = Status::Waiting;
+    });
+    let id = call.id.clone();
+    // The run is cancelled or ends otherwise; a decision always comes first here.
+    let _ = ctx.wait_condition(|s| s.decisions.contains_key(&id)).await;
+    ctx.state_mut(|s| {
+        s.record.waiting.retain(|w| w.call.id != id);
+        if s.record.waiting.is_empty() {
+            s.record.status = Status::Running;
+        }
+        s.decisions.remove(&id).unwrap_or(Decision::Deny {
+            reason: "no decision".into(),
+        })
+    })
+}
+
+fn elapsed_ms(began: Option<SystemTime>, ended: Option<SystemTime>) -> u64 {
+    match (began, ended) {
+        (Some(began), Some(ended)) => ended
+            .duration_since(began)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn failure_text(error: &temporalio_sdk::ActivityExecutionError) -> String {
+    match error.failure() {
+        Some(failure) => {
+            let mut text = failure.message.clone();
+            let mut cause = failure.cause.as_deref();
+            while let Some(inner) = cause {
+                if !inner.message.is_empty() {
+                    text = format!("{text}: {}", inner.message);
+                }
+                cause = inner.cause.as_deref();
+            }
+            text
+        }
+        None => error.to_string(),
+    }
+}
+
+fn quick_options() -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(Duration::from_secs(30))
+        .retry_policy(RetryPolicy::builder().maximum_attempts(ATTEMPTS).build())
+        .build()
+}
+
+fn model_options() -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(MODEL_STEP_TIMEOUT)
+        .heartbeat_timeout(HEARTBEAT_TIMEOUT)
+        .retry_policy(RetryPolicy::builder().maximum_attempts(ATTEMPTS).build())
+        .summary("model step".to_owned())
+        .build()
+}
+
+fn tool_options(idempotent: bool, timeout_ms: Option<u64>) -> ActivityOptions {
+    let limit = timeout_ms
+        .map(Duration::from_millis)
+        .unwrap_or(TOOL_TIMEOUT);
+    let attempts = if idempotent { ATTEMPTS } else { 1 };
+    ActivityOptions::with_start_to_close_timeout(limit + HEARTBEAT_TIMEOUT)
+        .heartbeat_timeout(HEARTBEAT_TIMEOUT)
+        .retry_policy(RetryPolicy::builder().maximum_attempts(attempts).build())
+        .build()
+}

@@ -1,0 +1,234 @@
+//! Agent runs as Temporal workflows on a real dev server (`temporal server
+//! start-dev`), with a scripted model for the loop's logic: the same
+//! outcome as an in-process run, the token budget, the step limit, and a
+//! destructive call that waits for a person's update.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentry_agent::{Agent, Outcome};
+use agentry_core::journal::{Decision, Waiting};
+use agentry_core::model::{ScriptedModel, Step, Usage};
+use agentry_core::tool::{ToolCall, ToolHints, function};
+use agentry_temporal::{RunInput, Status, TemporalRuns, connect, serve};
+use serde_json::json;
+
+#[derive(serde::Deserialize)]
+struct Add {
+    x: i64,
+    y: i64,
+}
+
+#[derive(serde::Deserialize)]
+struct Path {
+    path: String,
+}
+
+fn agent(model: ScriptedModel) -> Agent {
+    let add = function("add")
+        .arg::<i64>("x", "First addend")
+        .arg::<i64>("y", "Second addend")
+        .handler(|a: Add| Ok::<_, String>(a.x + a.y))
+        .build()
+        .unwrap()
+        .with_name("add");
+    let delete = function("delete_file")
+        .arg::<String>("path", "the file")
+        .hints(ToolHints {
+            destructive: true,
+            ..Default::default()
+        })
+        .handler(|a: Path| Ok::<_, String>(format!("deleted {}", a.path)))
+        .build()
+        .unwrap()
+        .with_name("delete_file");
+    Agent::builder(model)
+        .tool(add)
+        .tool(delete)
+        .build()
+        .unwrap()
+}
+
+fn add_then_answer() -> ScriptedModel {
+    ScriptedModel::new()
+        .reply(Step::Tool {
+            calls: vec![ToolCall::new("c1", "add", json!({"x": 2, "y": 3}))],
+            text: String::new(),
+            tokens: Usage::new(10, 5),
+        })
+        .reply(Step::Final {
+            text: "5".into(),
+            tokens: Usage::new(12, 1),
+        })
+}
+
+/// A worker for `agent` on its own task queue, in the background.
+async fn worker(address: &str, queue: &str, agent: Agent) -> TemporalRuns {
+    let client = connect(address, "default").await.unwrap();
+    let queue_name = queue.to_owned();
+    let agent = Arc::new(agent);
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let _ = serve(agent, client, &queue_name).await;
+        });
+    });
+    TemporalRuns::connect(address)
+        .await
+        .unwrap()
+        .task_queue(queue)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_on_temporal_gives_what_an_in_process_run_gives() {
+    let Some(server) = common::dev_server() else {
+        return;
+    };
+    let local = agent(add_then_answer()).run("What is 2 + 3?").await;
+    let runs = worker(&server.address, "same", agent(add_then_answer())).await;
+    let remote = runs.run("same-1", "What is 2 + 3?").await.unwrap();
+    assert_eq!(remote.outcome, Outcome::Final("5".into()));
+    assert_eq!(remote.outcome, local.outcome);
+    assert_eq!(remote.usage, local.usage);
+    assert_eq!(remote.messages, local.messages);
+    assert_eq!(remote.steps.len(), 2);
+    assert_eq!(
+        remote.steps[0].calls[0].result,
+        local.steps[0].calls[0].result
+    );
+    assert_eq!(remote.steps[0].calls[0].result.output, json!(5));
+    // The record reads the same through the query once the run has ended.
+    let record = runs.record("same-1").await.unwrap();
+    assert_eq!(record.status, Status::Ended);
+    assert_eq!(record.usage, Usage::new(22, 6));
+    // And the run is in the server's list.
+    let listed = runs.list(10).await.unwrap();
+    assert!(listed.iter().any(|run| run.id == "same-1"), "{listed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_destructive_call_waits_for_an_update_and_a_denial_reaches_the_model() {
+    let Some(server) = common::dev_server() else {
+        return;
+    };
+    let delete = |id: &str| Step::Tool {
+        calls: vec![ToolCall::new(id, "delete_file", json!({"path": "old.log"}))],
+        text: String::new(),
+        tokens: Usage::new(10, 5),
+    };
+    let model = ScriptedModel::new()
+        .reply(delete("d1"))
+        .reply(delete("d2"))
+        .reply(Step::Final {
+            text: "Done.".into(),
+            tokens: Usage::new(10, 1),
+        });
+    let runs = worker(&server.address, "approvals", agent(model)).await;
+    runs.start("approve-1", RunInput::new("delete old.log"))
+        .await
+        .unwrap();
+
+    let record = wait_for(&runs, "approve-1", |r| r.status == Status::Waiting).await;
+    assert_eq!(record.waiting[0].call.id, "d1");
+    assert_eq!(record.waiting[0].waiting, Waiting::Approval);
+    // A decision on a call that does not wait is refused by the workflow.
+    let wrong = runs.decide("approve-1", "nope", Decision::Approve).await;
+    let wrong = wrong.unwrap_err();
+    assert_eq!(
+        wrong.to_string(),
+        "deciding on call \"nope\" of run \"approve-1\": no call \"nope\" waits for a decision"
+    );
+
+    runs.decide("approve-1", "d1", Decision::Approve)
+        .await
+        .unwrap();
+    let record = wait_for(&runs, "approve-1", |r| {
+        r.waiting.iter().any(|w| w.call.id == "d2")
+    })
+    .await;
+    assert_eq!(
+        record.steps[0].calls[0].result.output,
+        json!("deleted old.log")
+    );
+    let reason = "keep it for the audit".to_owned();
+    runs.decide(
+        "approve-1",
+        "d2",
+        Decision::Deny {
+            reason: reason.clone(),
+        },
+    )
+    .await
+    .unwrap();
+
+    let outcome = runs.outcome("approve-1").await.unwrap();
+    assert_eq!(outcome.outcome, Outcome::Final("Done.".into()));
+    let denied = &outcome.steps[1].calls[0].result;
+    assert!(denied.is_error);
+    assert_eq!(
+        denied.output,
+        json!(format!("tool \"delete_file\" was not approved: {reason}"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_step_limit_and_the_token_budget_hold() {
+    let Some(server) = common::dev_server() else {
+        return;
+    };
+    let again = |id: &str, tokens| Step::Tool {
+        calls: vec![ToolCall::new(id, "add", json!({"x": 1, "y": 1}))],
+        text: String::new(),
+        tokens,
+    };
+    let model = ScriptedModel::new()
+        .reply(again("a", Usage::new(5, 5)))
+        .reply(again("b", Usage::new(5, 5)))
+        .reply(again("c", Usage::new(500, 5)))
+        .reply(again("d", Usage::new(5, 5)));
+    let runs = worker(&server.address, "limits", agent(model)).await;
+    let input = RunInput {
+        max_steps: Some(2),
+        ..RunInput::new("add forever")
+    };
+    runs.start("steps-1", input).await.unwrap();
+    let outcome = runs.outcome("steps-1").await.unwrap();
+    assert_eq!(outcome.outcome, Outcome::OutOfSteps);
+    assert_eq!(outcome.steps.len(), 2);
+
+    // The third step spends past the budget of 100: its call is not run.
+    let input = RunInput {
+        token_budget: Some(100),
+        ..RunInput::new("add forever")
+    };
+    runs.start("budget-1", input).await.unwrap();
+    let outcome = runs.outcome("budget-1").await.unwrap();
+    assert_eq!(outcome.outcome, Outcome::OverBudget);
+    assert_eq!(outcome.steps.len(), 1);
+    let refused = &outcome.steps[0].calls[0].result;
+    assert_eq!(
+        refused.output,
+        json!("not run: the token budget is spent (505 tokens used)")
+    );
+}
+
+async fn wait_for(
+    runs: &TemporalRuns,
+    id: &str,
+    done: impl Fn(&agentry_temporal::RunRecord) -> bool,
+) -> agentry_temporal::RunRecord {
+    for _ in 0..300 {
+        if let Ok(record) = runs.record(id).await
+            && done(&record)
+        {
+            return record;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("run {id} did not reach the expected state in 30 s");
+}
