@@ -50,6 +50,7 @@ mod run;
 mod runs;
 mod serve;
 pub mod skills;
+mod temporal;
 mod tools;
 mod trust;
 
@@ -151,6 +152,9 @@ enum Command {
         #[command(subcommand)]
         command: mcp::McpCommand,
     },
+    /// Carry out the agent's runs from a Temporal server's task queue (any
+    /// number of workers, on any machines): `agentry run --temporal` starts them.
+    Worker(temporal::WorkerArgs),
     /// Trust an `agentry.toml` found in the current directory to start its
     /// MCP servers and widen grants (recorded by path and content: an edit
     /// takes the trust back).
@@ -174,6 +178,7 @@ pub async fn main() -> ExitCode {
         Command::Init { path, force } => config::init(&path, force),
         Command::Tools { command } => tools::run(command),
         Command::Trust(args) => trust::run(args),
+        Command::Worker(args) => temporal::worker(args).await,
     };
     match result {
         Ok(code) => code,

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use agentry::agent::durable::Waiting;
-use agentry::agent::{Agent, DurableRuns, Outcome, RunOutcome};
+use agentry::agent::{Agent, DurableRuns, Outcome, RunOutcome, StepRecord};
 use serde_json::json;
 
 use crate::args::ModelArgs;
@@ -27,8 +27,10 @@ pub struct RunArgs {
     /// Write the run to the memory store step by step: it survives this
     /// process (`agentry runs resume ID`), and a destructive call waits for
     /// `agentry runs approve|deny ID CALL` instead of a terminal answer.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "temporal")]
     durable: bool,
+    #[command(flatten)]
+    temporal: crate::temporal::TemporalArgs,
 }
 
 /// The agent a run uses, how it is shown, and where durable runs are kept:
@@ -54,6 +56,9 @@ pub struct RunFlags {
 /// Run the demo agent.
 pub async fn run(args: RunArgs) -> Result<ExitCode, String> {
     let flags = &args.run;
+    if args.temporal.temporal.is_some() {
+        return crate::temporal::run(&args.question, &args.temporal, flags.json).await;
+    }
     if !args.durable {
         let (agent, _) = flags.build(false).await?;
         let outcome = agent.run(&args.question).await;
@@ -103,6 +108,17 @@ impl RunFlags {
 
 /// Print a run (trace or JSON); `run_id` for a durable run.
 pub fn report(outcome: &RunOutcome, run_id: Option<&str>, json: bool) -> Result<ExitCode, String> {
+    report_steps(outcome, run_id, json, true)
+}
+
+/// [`report`], with the steps' calls left out of the text when they were
+/// printed already (a run followed as it went).
+pub fn report_steps(
+    outcome: &RunOutcome,
+    run_id: Option<&str>,
+    json: bool,
+    steps: bool,
+) -> Result<ExitCode, String> {
     if json {
         let mut value = as_json(outcome);
         if let Some(id) = run_id {
@@ -113,7 +129,10 @@ pub fn report(outcome: &RunOutcome, run_id: Option<&str>, json: bool) -> Result<
             serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
         );
     } else {
-        print_trace(outcome);
+        if steps {
+            outcome.steps.iter().for_each(print_step);
+        }
+        print_summary(outcome);
         if let Some(id) = run_id {
             println!("run: {id}");
             if let Outcome::AwaitingDecision(waiting) = &outcome.outcome {
@@ -157,21 +176,24 @@ fn as_json(run: &RunOutcome) -> serde_json::Value {
     value
 }
 
-fn print_trace(run: &RunOutcome) {
-    for step in &run.steps {
-        for record in &step.calls {
-            let output = record.result.output_text();
-            let mark = if record.result.is_error {
-                "error"
-            } else {
-                "=>"
-            };
-            println!(
-                "step {}: {}({}) {mark} {output}",
-                step.index, record.call.name, record.call.input
-            );
-        }
+/// Print a step's calls, one line each: `step N: tool(input) => output`.
+pub fn print_step(step: &StepRecord) {
+    for record in &step.calls {
+        let output = record.result.output_text();
+        let mark = if record.result.is_error {
+            "error"
+        } else {
+            "=>"
+        };
+        println!(
+            "step {}: {}({}) {mark} {output}",
+            step.index, record.call.name, record.call.input
+        );
     }
+}
+
+/// Print a run's answer and what it spent.
+fn print_summary(run: &RunOutcome) {
     println!("answer: {}", run.text());
     let cached = match run.usage.cached_input_tokens {
         0 => String::new(),

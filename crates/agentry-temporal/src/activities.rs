@@ -26,8 +26,6 @@ impl AgentActivities {
     }
 }
 
-// The SDK's macros add a marker constant per method, undocumented.
-#[allow(missing_docs)]
 #[activities]
 impl AgentActivities {
     /// The agent's limits: steps, tokens, calls per step.

@@ -49,8 +49,6 @@ pub struct AgentWorkflow {
     decisions: HashMap<String, Decision>,
 }
 
-// The SDK's macros add a marker constant per method, undocumented.
-#[allow(missing_docs)]
 #[workflow_methods]
 impl AgentWorkflow {
     /// Carry the run out: step until the model answers, the step limit or

@@ -72,7 +72,8 @@
 //! in-process llama.cpp model and MiniLM embeddings, the offline default;
 //! `store` for `agentry::store`, SQLite and PostgreSQL memory stores;
 //! `skill-folders` for `agentry::skill_folders`, Agent Skills folders on disk;
-//! `sandbox` for `agentry::sandbox`, tools confined by Landlock and seccomp.
+//! `sandbox` for `agentry::sandbox`, tools confined by Landlock and seccomp;
+//! `temporal` for `agentry::temporal`, agent runs as Temporal workflows.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
@@ -140,6 +141,13 @@ pub use agentry_server as server;
 #[cfg(feature = "sandbox")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sandbox")))]
 pub use agentry_sandbox as sandbox;
+
+/// Agent runs as Temporal workflows: each model step and tool call an
+/// activity, approvals as updates, runs that outlive their workers (feature
+/// `temporal`).
+#[cfg(feature = "temporal")]
+#[cfg_attr(docsrs, doc(cfg(feature = "temporal")))]
+pub use agentry_temporal as temporal;
 
 /// The [`Tool`](tool::Tool) of a `#[tool]` function,
 /// by path. Same as `f::tool()`; override fields with struct-update syntax.

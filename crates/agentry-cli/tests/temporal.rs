@@ -1,0 +1,84 @@
+//! `agentry worker --temporal` and `agentry run --temporal` on a real
+//! Temporal dev server: the README question on the local model as a
+//! workflow gives the calls and the answer `agentry run` gives, and a
+//! destructive call waits for `agentry runs approve --temporal`.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use agentry_temporal::DevServer;
+use common::{AGENTRY, Dir, SMALL};
+
+/// A dev server, or a loud skip (a failure under `AGENTRY_REQUIRE_TEMPORAL=1`).
+fn dev_server() -> Option<DevServer> {
+    let Some(program) = DevServer::program(&common::repo()) else {
+        if std::env::var("AGENTRY_REQUIRE_TEMPORAL").as_deref() == Ok("1") {
+            panic!("there is no `temporal` program and AGENTRY_REQUIRE_TEMPORAL=1: run scripts/setup");
+        }
+        eprintln!("\n*** SKIPPED: no `temporal` program: run scripts/setup ***\n");
+        return None;
+    };
+    Some(DevServer::start(&program).unwrap())
+}
+
+struct Worker(Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn worker(dir: &PathBuf, address: &str, queue: &str) -> Worker {
+    let child = Command::new(AGENTRY)
+        .current_dir(dir)
+        .args(["worker", "--temporal", address, "--task-queue", queue, "--model", SMALL])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Worker(child)
+}
+
+fn stdout(command: &mut Command) -> String {
+    let output = command.output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{text}{}", String::from_utf8_lossy(&output.stderr));
+    text
+}
+
+#[test]
+fn the_readme_question_as_a_workflow_gives_what_agentry_run_gives() {
+    if !common::models_present(true) {
+        return;
+    }
+    let Some(server) = dev_server() else { return };
+    let dir = Dir::new("temporal-readme");
+    let _worker = worker(&dir.0, server.address(), "readme");
+    let question = "What is 17.5 times 4, plus 12?";
+    let remote = stdout(
+        Command::new(AGENTRY)
+            .current_dir(&dir.0)
+            .args(["run", "--temporal", server.address(), "--task-queue", "readme", question]),
+    );
+    let local = stdout(Command::new(AGENTRY).current_dir(&dir.0).args(["run", "--model", SMALL, question]));
+    // The same calls, results and answer; token counts differ only in what
+    // each process's prompt cache held.
+    let same = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("step ") || l.starts_with("answer: "))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(same(&remote), same(&local), "{remote}\n---\n{local}");
+    assert!(remote.starts_with("step 1: calculator({\"expression\":\"17.5 * 4 + 12\"}) => 82.0\n"), "{remote}");
+    assert!(remote.contains("over 2 steps"), "{remote}");
+    let id = remote.lines().find_map(|l| l.strip_prefix("run: ")).expect("the run's id");
+    let listed = stdout(Command::new(AGENTRY).args(["runs", "list", "--temporal", server.address()]));
+    assert!(listed.contains(id) && listed.contains("Completed"), "{listed}");
+    let shown = stdout(Command::new(AGENTRY).args(["runs", "show", id, "--temporal", server.address()]));
+    assert!(shown.contains("calculator") && shown.contains("status: ended"), "{shown}");
+}
