@@ -1,5 +1,6 @@
 //! `agentry runs list|show|approve|deny|resume`: durable runs (`agentry run
-//! --durable`), kept in the memory store step by step. Any process may
+//! --durable`), kept in the memory store step by step (or, with
+//! `--temporal`, the runs a Temporal server holds: `agentry run --temporal`). Any process may
 //! decide on a waiting call; `resume` goes on from the last recorded step
 //! with the agent the flags (or `agentry.toml`) define, as `run` did.
 //!
@@ -24,6 +25,9 @@ pub enum RunsCommand {
     List {
         #[command(flatten)]
         place: Place,
+        /// The runs on this Temporal server (HOST:PORT) instead.
+        #[arg(long, value_name = "HOST:PORT")]
+        temporal: Option<String>,
     },
     /// One run: where it stands, its steps and calls, and what waits.
     Show {
@@ -34,6 +38,9 @@ pub enum RunsCommand {
         json: bool,
         #[command(flatten)]
         place: Place,
+        /// A run on this Temporal server (HOST:PORT) instead.
+        #[arg(long, value_name = "HOST:PORT")]
+        temporal: Option<String>,
     },
     /// Approve a waiting call: it runs when the run is resumed.
     Approve {
@@ -45,10 +52,13 @@ pub enum RunsCommand {
         #[arg(long)]
         input: Option<String>,
         /// Approve this tool's later calls in the run too.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "temporal")]
         remember: bool,
         #[command(flatten)]
         place: Place,
+        /// A run on this Temporal server (HOST:PORT) instead.
+        #[arg(long, value_name = "HOST:PORT")]
+        temporal: Option<String>,
     },
     /// Deny a waiting call: the model gets the reason as its result.
     Deny {
@@ -60,10 +70,13 @@ pub enum RunsCommand {
         #[arg(long)]
         reason: String,
         /// Deny this tool's later calls in the run too.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "temporal")]
         remember: bool,
         #[command(flatten)]
         place: Place,
+        /// A run on this Temporal server (HOST:PORT) instead.
+        #[arg(long, value_name = "HOST:PORT")]
+        temporal: Option<String>,
     },
     /// Go on with a run from its last recorded step.
     Resume(ResumeArgs),
@@ -81,7 +94,17 @@ pub struct ResumeArgs {
 /// Run a `runs` command.
 pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
     match command {
-        RunsCommand::List { place } => {
+        RunsCommand::List {
+            temporal: Some(address),
+            ..
+        } => crate::temporal::list(&address).await,
+        RunsCommand::Show {
+            id,
+            json,
+            temporal: Some(address),
+            ..
+        } => crate::temporal::show(&address, &id, json).await,
+        RunsCommand::List { place, .. } => {
             let journal = place.open(false).await?.journal();
             let runs = journal.runs().await.map_err(shown)?;
             if runs.is_empty() {
@@ -96,7 +119,9 @@ pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        RunsCommand::Show { id, json, place } => {
+        RunsCommand::Show {
+            id, json, place, ..
+        } => {
             let journal = place.open(false).await?.journal();
             let entries = journal.entries(&id).await.map_err(shown)?;
             if json {
@@ -125,6 +150,7 @@ pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
             input,
             remember,
             place,
+            temporal,
         } => {
             let decision = match input {
                 None => Decision::Approve,
@@ -133,7 +159,10 @@ pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
                         .map_err(|e| format!("--input is not JSON: {e}"))?,
                 },
             };
-            decide(place, &id, &call, decision, remember).await
+            match temporal {
+                Some(address) => crate::temporal::decide(&address, &id, &call, decision).await,
+                None => decide(place, &id, &call, decision, remember).await,
+            }
         }
         RunsCommand::Deny {
             id,
@@ -141,7 +170,13 @@ pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
             reason,
             remember,
             place,
-        } => decide(place, &id, &call, Decision::Deny { reason }, remember).await,
+            temporal,
+        } => match temporal {
+            Some(address) => {
+                crate::temporal::decide(&address, &id, &call, Decision::Deny { reason }).await
+            }
+            None => decide(place, &id, &call, Decision::Deny { reason }, remember).await,
+        },
         RunsCommand::Resume(args) => {
             let (runs, _) = args.run.durable_runs(false).await?;
             let run = runs.resume(&args.id).await.map_err(shown)?;

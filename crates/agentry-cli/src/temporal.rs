@@ -6,11 +6,17 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentry::agent::durable::Decision;
+use agentry_mcp::client::escaped;
 use agentry_temporal::{
-    DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, RunInput, Status, TemporalRuns, connect, serve,
+    DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, Ending, RunInput, RunRecord, Status, TemporalRuns,
+    connect, serve,
 };
 
-use crate::run::{RunFlags, print_step, report_steps};
+use crate::run::{RunFlags, print_step, report_steps, waiting_reason};
+
+/// Most runs `agentry runs list --temporal` shows.
+const LIST_LIMIT: usize = 100;
 
 /// How often a started run's record is read while it goes on.
 const POLL: Duration = Duration::from_millis(200);
@@ -91,10 +97,118 @@ pub async fn follow(runs: &TemporalRuns, id: &str, json: bool) -> Result<ExitCod
         shown = record.steps.len();
         if record.status != Status::Running {
             let outcome = record.outcome();
-            return report_steps(&outcome, Some(id), json, false);
+            if json {
+                return report_steps(&outcome, Some(id), true, false);
+            }
+            let code = report_steps(&outcome, None, false, false)?;
+            println!("run: {id}");
+            print_waiting(&record, id, runs.address());
+            return Ok(code);
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// The calls of `record` that wait, each with the commands that decide on it.
+fn print_waiting(record: &RunRecord, id: &str, address: &str) {
+    for entry in &record.waiting {
+        let call = &entry.call;
+        println!(
+            "waiting: {}({}) [{}]: agentry runs approve {id} {} --temporal {address} | agentry runs deny {id} {} --reason TEXT --temporal {address}",
+            call.name,
+            call.input,
+            waiting_reason(entry.waiting),
+            call.id,
+            call.id
+        );
+    }
+}
+
+/// `agentry runs list --temporal`: the agent runs the server holds, newest first.
+pub async fn list(address: &str) -> Result<ExitCode, String> {
+    let runs = TemporalRuns::connect(address)
+        .await
+        .map_err(|e| e.to_string())?;
+    let listed = runs.list(LIST_LIMIT).await.map_err(|e| e.to_string())?;
+    if listed.is_empty() {
+        println!("no agent runs on {address}");
+    }
+    for run in listed {
+        println!("{}  {}", escaped(&run.id), run.status);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `agentry runs show ID --temporal`: a run's steps, calls and where it stands.
+pub async fn show(address: &str, id: &str, json: bool) -> Result<ExitCode, String> {
+    let runs = TemporalRuns::connect(address)
+        .await
+        .map_err(|e| e.to_string())?;
+    let record = runs.record(id).await.map_err(|e| escaped(&e.to_string()))?;
+    if json {
+        let text = serde_json::to_string_pretty(&record).map_err(|e| e.to_string())?;
+        println!("{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for step in &record.steps {
+        for entry in &step.calls {
+            let (call, result) = (&entry.call, &entry.result);
+            println!(
+                "{}",
+                escaped(&format!(
+                    "step {}: {} {}({})",
+                    step.index, call.id, call.name, call.input
+                ))
+            );
+            let mark = if result.is_error { "error" } else { "=>" };
+            println!(
+                "{}",
+                escaped(&format!("  {} {mark} {}", call.id, result.output_text()))
+            );
+        }
+        if step.calls.is_empty() {
+            println!(
+                "{}",
+                escaped(&format!("step {}: answer: {}", step.index, step.text))
+            );
+        }
+    }
+    let status = match (&record.status, &record.ended) {
+        (Status::Ended, Some(ending)) => {
+            let kind = record.outcome().outcome.kind();
+            format!("ended: {kind}{}", ending_detail(ending))
+        }
+        (Status::Waiting, _) => "waiting for a decision".to_owned(),
+        _ => "running".to_owned(),
+    };
+    println!("status: {status}");
+    print_waiting(&record, id, address);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ending_detail(ending: &Ending) -> String {
+    match ending {
+        Ending::ModelError(message) => format!(": {}", escaped(message)),
+        _ => String::new(),
+    }
+}
+
+/// `agentry runs approve|deny ID CALL --temporal`: the decision goes to the
+/// run's workflow, and its workers carry it out at once.
+pub async fn decide(
+    address: &str,
+    id: &str,
+    call: &str,
+    decision: Decision,
+) -> Result<ExitCode, String> {
+    let runs = TemporalRuns::connect(address)
+        .await
+        .map_err(|e| e.to_string())?;
+    runs.decide(id, call, decision)
+        .await
+        .map_err(|e| escaped(&e.to_string()))?;
+    println!("recorded; the run's workers go on with it");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A run id no other run has: the time and this process.

@@ -15,7 +15,9 @@ use common::{AGENTRY, Dir, SMALL};
 fn dev_server() -> Option<DevServer> {
     let Some(program) = DevServer::program(&common::repo()) else {
         if std::env::var("AGENTRY_REQUIRE_TEMPORAL").as_deref() == Ok("1") {
-            panic!("there is no `temporal` program and AGENTRY_REQUIRE_TEMPORAL=1: run scripts/setup");
+            panic!(
+                "there is no `temporal` program and AGENTRY_REQUIRE_TEMPORAL=1: run scripts/setup"
+            );
         }
         eprintln!("\n*** SKIPPED: no `temporal` program: run scripts/setup ***\n");
         return None;
@@ -35,7 +37,15 @@ impl Drop for Worker {
 fn worker(dir: &PathBuf, address: &str, queue: &str) -> Worker {
     let child = Command::new(AGENTRY)
         .current_dir(dir)
-        .args(["worker", "--temporal", address, "--task-queue", queue, "--model", SMALL])
+        .args([
+            "worker",
+            "--temporal",
+            address,
+            "--task-queue",
+            queue,
+            "--model",
+            SMALL,
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -46,7 +56,11 @@ fn worker(dir: &PathBuf, address: &str, queue: &str) -> Worker {
 fn stdout(command: &mut Command) -> String {
     let output = command.output().unwrap();
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(output.status.success(), "{text}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     text
 }
 
@@ -59,12 +73,19 @@ fn the_readme_question_as_a_workflow_gives_what_agentry_run_gives() {
     let dir = Dir::new("temporal-readme");
     let _worker = worker(&dir.0, server.address(), "readme");
     let question = "What is 17.5 times 4, plus 12?";
-    let remote = stdout(
+    let remote = stdout(Command::new(AGENTRY).current_dir(&dir.0).args([
+        "run",
+        "--temporal",
+        server.address(),
+        "--task-queue",
+        "readme",
+        question,
+    ]));
+    let local = stdout(
         Command::new(AGENTRY)
             .current_dir(&dir.0)
-            .args(["run", "--temporal", server.address(), "--task-queue", "readme", question]),
+            .args(["run", "--model", SMALL, question]),
     );
-    let local = stdout(Command::new(AGENTRY).current_dir(&dir.0).args(["run", "--model", SMALL, question]));
     // The same calls, results and answer; token counts differ only in what
     // each process's prompt cache held.
     let same = |text: &str| -> Vec<String> {
@@ -74,11 +95,25 @@ fn the_readme_question_as_a_workflow_gives_what_agentry_run_gives() {
             .collect()
     };
     assert_eq!(same(&remote), same(&local), "{remote}\n---\n{local}");
-    assert!(remote.starts_with("step 1: calculator({\"expression\":\"17.5 * 4 + 12\"}) => 82.0\n"), "{remote}");
+    assert!(
+        remote.starts_with("step 1: calculator({\"expression\":\"17.5 * 4 + 12\"}) => 82.0\n"),
+        "{remote}"
+    );
     assert!(remote.contains("over 2 steps"), "{remote}");
-    let id = remote.lines().find_map(|l| l.strip_prefix("run: ")).expect("the run's id");
-    let listed = stdout(Command::new(AGENTRY).args(["runs", "list", "--temporal", server.address()]));
-    assert!(listed.contains(id) && listed.contains("Completed"), "{listed}");
-    let shown = stdout(Command::new(AGENTRY).args(["runs", "show", id, "--temporal", server.address()]));
-    assert!(shown.contains("calculator") && shown.contains("status: ended"), "{shown}");
+    let id = remote
+        .lines()
+        .find_map(|l| l.strip_prefix("run: "))
+        .expect("the run's id");
+    let listed =
+        stdout(Command::new(AGENTRY).args(["runs", "list", "--temporal", server.address()]));
+    assert!(
+        listed.contains(id) && listed.contains("Completed"),
+        "{listed}"
+    );
+    let shown =
+        stdout(Command::new(AGENTRY).args(["runs", "show", id, "--temporal", server.address()]));
+    assert!(
+        shown.contains("calculator") && shown.contains("status: ended"),
+        "{shown}"
+    );
 }

@@ -78,6 +78,7 @@ pub struct RunSummary {
 #[derive(Clone)]
 pub struct TemporalRuns {
     client: Client,
+    address: String,
     task_queue: String,
 }
 
@@ -96,6 +97,7 @@ impl TemporalRuns {
         let client = connect(address, DEFAULT_NAMESPACE).await?;
         Ok(Self {
             client,
+            address: address.to_owned(),
             task_queue: DEFAULT_TASK_QUEUE.to_owned(),
         })
     }
@@ -104,6 +106,11 @@ impl TemporalRuns {
     pub fn task_queue(mut self, task_queue: impl Into<String>) -> Self {
         self.task_queue = task_queue.into();
         self
+    }
+
+    /// The server's address, as given to [`TemporalRuns::connect`].
+    pub fn address(&self) -> &str {
+        &self.address
     }
 
     /// The SDK client, for what this type does not cover.

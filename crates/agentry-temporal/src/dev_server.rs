@@ -60,10 +60,8 @@ impl DevServer {
     /// until it listens.
     pub fn start(program: &Path) -> Result<Self, DevServerError> {
         let port = free_port();
-        let dir = std::env::temp_dir().join(format!(
-            "agentry-temporal-{}-{port}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("agentry-temporal-{}-{port}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
         let ui_port = free_port();
         let server = Self {
@@ -91,13 +89,22 @@ impl DevServer {
     pub fn restart(&mut self, program: &Path) -> Result<(), DevServerError> {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let port = self.address.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        let port = self
+            .address
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
         self.child = spawn(program, port, self.ui_port(), &self.dir)?;
         self.wait_listening()
     }
 
     fn ui_port(&self) -> u16 {
-        self.ui.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(0)
+        self.ui
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0)
     }
 
     fn wait_listening(&self) -> Result<(), DevServerError> {
@@ -124,7 +131,12 @@ fn spawn(program: &Path, port: u16, ui_port: u16, dir: &Path) -> Result<Child, D
     Command::new(program)
         .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1"])
         .args(["--log-level", "error"])
-        .args(["--port", &port.to_string(), "--ui-port", &ui_port.to_string()])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--ui-port",
+            &ui_port.to_string(),
+        ])
         .arg("--db-filename")
         .arg(dir.join("temporal.db"))
         .stdout(Stdio::null())

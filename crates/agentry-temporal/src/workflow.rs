@@ -68,9 +68,11 @@ impl AgentWorkflow {
         let ending = loop {
             let (index, usage) = ctx.state(|s| (s.record.steps.len() + 1, s.record.usage));
             if index > input.max_steps {
-                break within(usage, &input)
-                    .then_some(Ending::OutOfSteps)
-                    .unwrap_or(Ending::OverBudget);
+                break if within(usage, &input) {
+                    Ending::OutOfSteps
+                } else {
+                    Ending::OverBudget
+                };
             }
             if !within(usage, &input) {
                 break Ending::OverBudget;
@@ -90,7 +92,7 @@ impl AgentWorkflow {
             match planned.step {
                 Step::Final { text, tokens } => {
                     ctx.state_mut(|s| {
-                        s.record.usage = add(s.record.usage, tokens);
+                        s.record.usage += tokens;
                         s.record.messages.push(Message::assistant(text.clone()));
                         s.record.steps.push(StepEntry {
                             index,
@@ -107,7 +109,7 @@ impl AgentWorkflow {
                     tokens,
                 } => {
                     ctx.state_mut(|s| {
-                        s.record.usage = add(s.record.usage, tokens);
+                        s.record.usage += tokens;
                         s.record.messages.push(Message::Assistant {
                             text: text.clone(),
                             tool_calls: calls.clone(),
@@ -195,12 +197,6 @@ impl AgentWorkflow {
 /// Whether the run is still within its token budget.
 fn within(usage: Usage, input: &Limits) -> bool {
     usage.total() <= input.token_budget
-}
-
-fn add(a: Usage, b: Usage) -> Usage {
-    let mut sum = a;
-    sum += b;
-    sum
 }
 
 fn refused(call: &ToolCall, message: String) -> CallEntry {

@@ -65,7 +65,10 @@ fn model(dir: PathBuf) -> ScriptedModel {
             Ok(match results {
                 0 => call("c1", "lookup"),
                 1 => call("c2", "charge"),
-                _ => Step::Final { text: "Bought it.".into(), tokens: Usage::new(10, 2) },
+                _ => Step::Final {
+                    text: "Bought it.".into(),
+                    tokens: Usage::new(10, 2),
+                },
             })
         });
     }
@@ -81,7 +84,11 @@ fn agent(dir: PathBuf) -> Agent {
     let (lookups, charges) = (dir.clone(), dir.clone());
     let lookup = function("lookup")
         .arg::<String>("item", "what to look up")
-        .hints(ToolHints { read_only: true, idempotent: true, ..Default::default() })
+        .hints(ToolHints {
+            read_only: true,
+            idempotent: true,
+            ..Default::default()
+        })
         .handler(move |a: Item| {
             note(&lookups, "lookups", &a.item);
             std::thread::sleep(SLOW);
@@ -100,7 +107,11 @@ fn agent(dir: PathBuf) -> Agent {
         .build()
         .unwrap()
         .with_name("charge");
-    Agent::builder(model(dir.clone())).tool(lookup).tool(charge).build().unwrap()
+    Agent::builder(model(dir.clone()))
+        .tool(lookup)
+        .tool(charge)
+        .build()
+        .unwrap()
 }
 
 /// Not a test: the worker process the crash test starts and kills.
@@ -110,17 +121,32 @@ fn worker_child() {
         return; // only a helper: see `a_killed_worker_never_charges_twice`
     };
     let mut parts = spec.split('|');
-    let (address, queue, dir) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let (address, queue, dir) = (
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async {
         let client = connect(address, "default").await.unwrap();
-        serve(Arc::new(agent(PathBuf::from(dir))), client, queue).await.unwrap();
+        serve(Arc::new(agent(PathBuf::from(dir))), client, queue)
+            .await
+            .unwrap();
     });
 }
 
 fn worker(address: &str, queue: &str, dir: &Path) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "worker_child", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--exact",
+            "worker_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(CHILD, format!("{address}|{queue}|{}", dir.display()))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -143,7 +169,11 @@ async fn until(what: &str, mut done: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-async fn record_until(runs: &TemporalRuns, id: &str, done: impl Fn(&RunRecord) -> bool) -> RunRecord {
+async fn record_until(
+    runs: &TemporalRuns,
+    id: &str,
+    done: impl Fn(&RunRecord) -> bool,
+) -> RunRecord {
     for _ in 0..1200 {
         if let Ok(record) = runs.record(id).await
             && done(&record)
@@ -166,44 +196,79 @@ impl Scene {
         let dir = std::env::temp_dir().join(format!("agentry-crash-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        Self { dir, queue: format!("crash-{name}"), id: format!("crash-{name}") }
+        Self {
+            dir,
+            queue: format!("crash-{name}"),
+            id: format!("crash-{name}"),
+        }
     }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_killed_worker_never_charges_twice() {
-    let Some(server) = common::dev_server() else { return };
+    let Some(server) = common::dev_server() else {
+        return;
+    };
     let address = server.address().to_owned();
 
     // Killed in each place where the run holds no person's decision: during
     // the first model step, during the idempotent lookup, and after the
     // charge (during the last model step). Each time a second worker
     // finishes the run alone, and the charge happens exactly once.
-    for (name, file, count) in [("model", "model", 1), ("lookup", "lookups", 1), ("after-charge", "model", 3)] {
+    for (name, file, count) in [
+        ("model", "model", 1),
+        ("lookup", "lookups", 1),
+        ("after-charge", "model", 3),
+    ] {
         let scene = Scene::new(name);
-        let runs = TemporalRuns::connect(&address).await.unwrap().task_queue(&scene.queue);
+        let runs = TemporalRuns::connect(&address)
+            .await
+            .unwrap()
+            .task_queue(&scene.queue);
         let first = worker(&address, &scene.queue, &scene.dir);
-        runs.start(&scene.id, RunInput::new("buy tea")).await.unwrap();
+        runs.start(&scene.id, RunInput::new("buy tea"))
+            .await
+            .unwrap();
         until(name, || lines(&scene.dir, file).len() >= count).await;
         kill(first);
         let second = worker(&address, &scene.queue, &scene.dir);
         let outcome = runs.outcome(&scene.id).await.unwrap();
         kill(second);
-        assert_eq!(outcome.outcome, Outcome::Final("Bought it.".into()), "{name}");
-        assert_eq!(lines(&scene.dir, "charges").len(), 1, "{name}: charged once");
-        assert_eq!(outcome.steps[1].calls[0].result.output, json!("charged for tea"), "{name}");
+        assert_eq!(
+            outcome.outcome,
+            Outcome::Final("Bought it.".into()),
+            "{name}"
+        );
+        assert_eq!(
+            lines(&scene.dir, "charges").len(),
+            1,
+            "{name}: charged once"
+        );
+        assert_eq!(
+            outcome.steps[1].calls[0].result.output,
+            json!("charged for tea"),
+            "{name}"
+        );
         let lookups = lines(&scene.dir, "lookups").len();
         let expected = if name == "lookup" { 2 } else { 1 };
-        assert_eq!(lookups, expected, "{name}: the idempotent lookup runs again only when it was cut off");
+        assert_eq!(
+            lookups, expected,
+            "{name}: the idempotent lookup runs again only when it was cut off"
+        );
     }
 
     // Killed during the charge: it may have had its effect, so the run waits
     // for a person rather than charge again; the decision survives a server
     // restart, and the denial reaches the model.
     let scene = Scene::new("charge");
-    let runs = TemporalRuns::connect(&address).await.unwrap().task_queue(&scene.queue);
+    let runs = TemporalRuns::connect(&address)
+        .await
+        .unwrap()
+        .task_queue(&scene.queue);
     let first = worker(&address, &scene.queue, &scene.dir);
-    runs.start(&scene.id, RunInput::new("buy tea")).await.unwrap();
+    runs.start(&scene.id, RunInput::new("buy tea"))
+        .await
+        .unwrap();
     until("the charge", || !lines(&scene.dir, "charges").is_empty()).await;
     kill(first);
     let second = worker(&address, &scene.queue, &scene.dir);
@@ -216,12 +281,23 @@ async fn a_killed_worker_never_charges_twice() {
     // run still waits for the same call.
     let mut server = server;
     server.restart(&common::program().unwrap()).unwrap();
-    let runs = TemporalRuns::connect(&address).await.unwrap().task_queue(&scene.queue);
+    let runs = TemporalRuns::connect(&address)
+        .await
+        .unwrap()
+        .task_queue(&scene.queue);
     let third = worker(&address, &scene.queue, &scene.dir);
     let record = record_until(&runs, &scene.id, |r| !r.waiting.is_empty()).await;
     assert_eq!(record.waiting[0].call.id, "c2");
     let reason = "it went through the first time".to_owned();
-    runs.decide(&scene.id, "c2", Decision::Deny { reason: reason.clone() }).await.unwrap();
+    runs.decide(
+        &scene.id,
+        "c2",
+        Decision::Deny {
+            reason: reason.clone(),
+        },
+    )
+    .await
+    .unwrap();
     let outcome = runs.outcome(&scene.id).await.unwrap();
     kill(third);
     assert_eq!(outcome.outcome, Outcome::Final("Bought it.".into()));
@@ -230,6 +306,8 @@ async fn a_killed_worker_never_charges_twice() {
     assert!(denied.is_error);
     assert_eq!(
         denied.output,
-        json!(format!("not run again: {reason}; it was started before and may already have had its effect"))
+        json!(format!(
+            "not run again: {reason}; it was started before and may already have had its effect"
+        ))
     );
 }

