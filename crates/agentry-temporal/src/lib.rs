@@ -89,7 +89,9 @@ pub use wire::{
     CallEntry, CallInput, DecideInput, Ending, Limits, PlanInput, RunInput, RunRecord, Status,
     StepEntry, WaitingEntry,
 };
+#[doc(hidden)]
+pub use workflow::__workflow_version;
 pub use workflow::{
-    ATTEMPTS, AgentWorkflow, HEARTBEAT_EVERY, HEARTBEAT_TIMEOUT, MODEL_STEP_TIMEOUT, TOOL_TIMEOUT,
-    WORKFLOW_TYPE,
+    ATTEMPTS, AgentWorkflow, HEARTBEAT_EVERY, HEARTBEAT_TIMEOUT, LIMITS_AS_LOCAL_ACTIVITY,
+    MODEL_STEP_TIMEOUT, TOOL_TIMEOUT, WORKFLOW_TYPE,
 };

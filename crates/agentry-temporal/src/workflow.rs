@@ -3,12 +3,14 @@
 //! tool call) and every person's decision an update.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult,
+    ActivityOptions, LocalActivityOptions, SyncWorkflowContext, WorkflowContext,
+    WorkflowContextView, WorkflowResult,
 };
 
 use crate::activities::AgentActivities;
@@ -24,6 +26,36 @@ use agentry_core::tool::{ToolCall, ToolResult};
 /// The workflow type agent runs have on the server (what `temporal
 /// workflow list --query "WorkflowType = 'agentry.AgentRun'"` finds).
 pub const WORKFLOW_TYPE: &str = "agentry.AgentRun";
+
+/// The first change to the workflow's code, guarded with Temporal's
+/// patching API: the agent's limits are read by a local activity (on the
+/// worker, without a round trip through the server's task queue). Runs
+/// started before it replay the remote activity their history holds.
+pub const LIMITS_AS_LOCAL_ACTIVITY: &str = "agentry.limits-local";
+
+/// Test hooks: this process's workflows behave as the code before every
+/// patch did (`BEFORE_PATCHES`), or take every patched path without asking
+/// the history (`UNGUARDED`, which breaks older runs: what the guard is for).
+static BEFORE_PATCHES: AtomicBool = AtomicBool::new(false);
+static UNGUARDED: AtomicBool = AtomicBool::new(false);
+
+/// For upgrade tests only: make this process's workers run the workflow as
+/// the version before every patch (`before`), or as new code that skips the
+/// patch guards (`unguarded`). Process-wide.
+#[doc(hidden)]
+pub fn __workflow_version(before: bool, unguarded: bool) {
+    BEFORE_PATCHES.store(before, Ordering::SeqCst);
+    UNGUARDED.store(unguarded, Ordering::SeqCst);
+}
+
+/// Whether this run takes the code path of `patch`: new runs do (and record
+/// it in their history); runs started before it do not.
+fn uses_patch(ctx: &WorkflowContext<AgentWorkflow>, patch: &str) -> bool {
+    if BEFORE_PATCHES.load(Ordering::SeqCst) {
+        return false; // the old code never asked
+    }
+    UNGUARDED.load(Ordering::SeqCst) || ctx.patched(patch)
+}
 
 /// How long one model step may take before Temporal gives it to another
 /// worker (a local model on two cores takes seconds; a long answer, minutes).
@@ -60,9 +92,13 @@ impl AgentWorkflow {
     ) -> WorkflowResult<RunRecord> {
         let started = input.messages.clone();
         ctx.state_mut(|s| s.record.messages = input.messages.clone());
-        let limits = ctx
-            .execute_activity(AgentActivities::limits, (), quick_options())
-            .await?;
+        let limits = if uses_patch(ctx, LIMITS_AS_LOCAL_ACTIVITY) {
+            ctx.execute_local_activity(AgentActivities::limits, (), local_options())
+                .await?
+        } else {
+            ctx.execute_activity(AgentActivities::limits, (), quick_options())
+                .await?
+        };
         let input = limits.lowered(&input);
         let mut tool_rounds = 0;
         let ending = loop {
@@ -336,6 +372,13 @@ fn failure_text(error: &temporalio_sdk::ActivityExecutionError) -> String {
         }
         None => error.to_string(),
     }
+}
+
+fn local_options() -> LocalActivityOptions {
+    LocalActivityOptions::builder()
+        .start_to_close_timeout(Duration::from_secs(30))
+        .retry_policy(RetryPolicy::builder().maximum_attempts(ATTEMPTS).build())
+        .build()
 }
 
 fn quick_options() -> ActivityOptions {

@@ -1,0 +1,226 @@
+//! A run started on one version of the workflow finishes after its worker
+//! is upgraded. The upgrade is the first patch (`LIMITS_AS_LOCAL_ACTIVITY`),
+//! guarded with Temporal's patching API. A worker process plays the old
+//! version (it never asks for the patch); the run waits for an approval;
+//! that worker is killed and a worker of the new version replays the run's
+//! history and finishes it. New code without the guard cannot replay the
+//! same history: the run does not move until a guarded worker takes over.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentry_agent::{Agent, Outcome};
+use agentry_core::journal::Decision;
+use agentry_core::model::{ChatRequest, Message, ScriptedModel, Step, Usage};
+use agentry_core::tool::{ToolCall, ToolHints, function};
+use agentry_temporal::{RunInput, RunRecord, Status, TemporalRuns, connect, serve};
+use serde_json::json;
+
+/// Set in a worker child: `ADDRESS|QUEUE|VERSION` (before, guarded, unguarded).
+const CHILD: &str = "AGENTRY_TEMPORAL_VERSION_WORKER";
+
+#[derive(serde::Deserialize)]
+struct Path {
+    path: String,
+}
+
+fn agent() -> Agent {
+    let mut model = ScriptedModel::new();
+    for _ in 0..16 {
+        model = model.respond(|request: &ChatRequest| {
+            let done = request
+                .messages
+                .iter()
+                .any(|m| matches!(m, Message::Tool { .. }));
+            Ok(if done {
+                Step::Final {
+                    text: "Deleted.".into(),
+                    tokens: Usage::new(10, 1),
+                }
+            } else {
+                Step::Tool {
+                    calls: vec![ToolCall::new(
+                        "d1",
+                        "delete_file",
+                        json!({"path": "old.log"}),
+                    )],
+                    text: String::new(),
+                    tokens: Usage::new(10, 5),
+                }
+            })
+        });
+    }
+    let delete = function("delete_file")
+        .arg::<String>("path", "the file")
+        .hints(ToolHints {
+            destructive: true,
+            ..Default::default()
+        })
+        .handler(|a: Path| Ok::<_, String>(format!("deleted {}", a.path)))
+        .build()
+        .unwrap()
+        .with_name("delete_file");
+    Agent::builder(model).tool(delete).build().unwrap()
+}
+
+/// Not a test: the worker process the upgrade test starts and kills.
+#[test]
+fn worker_child() {
+    let Ok(spec) = std::env::var(CHILD) else {
+        return; // only a helper: see `a_run_started_before_an_upgrade_finishes_after_it`
+    };
+    let mut parts = spec.split('|');
+    let (address, queue, version) = (
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+    );
+    agentry_temporal::__workflow_version(version == "before", version == "unguarded");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = connect(address, "default").await.unwrap();
+        serve(Arc::new(agent()), client, queue).await.unwrap();
+    });
+}
+
+struct Worker(Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn worker(address: &str, queue: &str, version: &str) -> Worker {
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "worker_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(CHILD, format!("{address}|{queue}|{version}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Worker(child)
+}
+
+async fn record_until(
+    runs: &TemporalRuns,
+    id: &str,
+    done: impl Fn(&RunRecord) -> bool,
+) -> RunRecord {
+    for _ in 0..600 {
+        if let Ok(record) = runs.record(id).await
+            && done(&record)
+        {
+            return record;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("run {id} did not reach the expected state");
+}
+
+/// The run's history as `temporal workflow show -o json` prints it. A
+/// patch is a `core_patch` marker (its id inside is base64: the patch is
+/// `LIMITS_AS_LOCAL_ACTIVITY`, the only one), the local activity a
+/// `core_local_activity` marker.
+fn history(program: &PathBuf, address: &str, id: &str) -> String {
+    let output = Command::new(program)
+        .args([
+            "workflow",
+            "show",
+            "--address",
+            address,
+            "-w",
+            id,
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_started_before_an_upgrade_finishes_after_it() {
+    let Some(server) = common::dev_server() else {
+        return;
+    };
+    let program = common::program().unwrap();
+    let address = server.address().to_owned();
+    let runs = TemporalRuns::connect(&address)
+        .await
+        .unwrap()
+        .task_queue("upgrade");
+
+    // Version 1 starts two runs; both wait for an approval.
+    let old = worker(&address, "upgrade", "before");
+    for id in ["old-1", "old-2"] {
+        runs.start(id, RunInput::new("delete old.log"))
+            .await
+            .unwrap();
+        record_until(&runs, id, |r| r.status == Status::Waiting).await;
+        // Version 1's history: the limits as a remote activity, no patch marker.
+        let old = history(&program, &address, id);
+        assert!(old.contains("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"), "{old}");
+        assert!(!old.contains("\"core_patch\""), "{old}");
+    }
+    drop(old);
+
+    // New code without the guard cannot replay what version 1 wrote: the
+    // approval is not carried out while it is the only worker.
+    let unguarded = worker(&address, "upgrade", "unguarded");
+    let stuck = tokio::time::timeout(
+        Duration::from_secs(15),
+        runs.decide("old-1", "d1", Decision::Approve),
+    )
+    .await;
+    assert!(
+        !matches!(stuck, Ok(Ok(()))),
+        "an unguarded upgrade replayed an old run: {stuck:?}"
+    );
+    drop(unguarded);
+
+    // The guarded version replays both runs and finishes them.
+    let _new = worker(&address, "upgrade", "guarded");
+    if !matches!(stuck, Ok(Ok(()))) {
+        runs.decide("old-1", "d1", Decision::Approve).await.unwrap();
+    }
+    runs.decide("old-2", "d1", Decision::Approve).await.unwrap();
+    for id in ["old-1", "old-2"] {
+        let outcome = runs.outcome(id).await.unwrap();
+        assert_eq!(outcome.outcome, Outcome::Final("Deleted.".into()), "{id}");
+        assert_eq!(
+            outcome.steps[0].calls[0].result.output,
+            json!("deleted old.log")
+        );
+    }
+
+    // A run started on the new version records the patch and takes its path.
+    runs.start("new-1", RunInput::new("delete old.log"))
+        .await
+        .unwrap();
+    record_until(&runs, "new-1", |r| r.status == Status::Waiting).await;
+    let new = history(&program, &address, "new-1");
+    assert!(
+        new.contains("\"core_patch\"") && new.contains("\"core_local_activity\""),
+        "{new}"
+    );
+    runs.decide("new-1", "d1", Decision::Approve).await.unwrap();
+    assert_eq!(
+        runs.outcome("new-1").await.unwrap().outcome,
+        Outcome::Final("Deleted.".into())
+    );
+}
