@@ -56,7 +56,11 @@ use serde::{Deserialize, Serialize};
 use crate::agent::Agent;
 use crate::policy::Approval;
 use crate::run_tools::RunTools;
-use agentry_core::model::{ChatRequest, Message, ModelError, Step, ToolChoice};
+use futures_util::StreamExt;
+
+use agentry_core::model::{
+    ChatRequest, Message, ModelError, Step, StreamEvent, ToolChoice, collect_step,
+};
 use agentry_core::tool::{ToolCall, ToolResult, gated_dispatch};
 
 /// Where a run driven from outside stands before a step.
@@ -135,6 +139,18 @@ impl Agent {
         messages: &[Message],
         at: StepAt,
     ) -> Result<PlannedStep, ModelError> {
+        self.plan_step_with(started, messages, at, &|_| {}).await
+    }
+
+    /// [`Agent::plan_step`], with the model's text passed to `on_text` piece
+    /// by piece as it arrives (the model is read as a stream).
+    pub async fn plan_step_with(
+        &self,
+        started: &[Message],
+        messages: &[Message],
+        at: StepAt,
+        on_text: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<PlannedStep, ModelError> {
         let run_tools = RunTools::prepare(self, self.model.as_ref(), started).await;
         let settings = &self.settings;
         let tool_choice = match settings.max_tool_rounds {
@@ -161,7 +177,14 @@ impl Agent {
             response_format: settings.response_format.clone(),
             ..ChatRequest::default()
         };
-        let step = self.model.step(&request).await?;
+        let stream = self.model.stream(&request).inspect(|event| {
+            if let Ok(StreamEvent::TextDelta { text }) = event
+                && !text.is_empty()
+            {
+                on_text(text);
+            }
+        });
+        let step = collect_step(stream.boxed()).await?;
         let mut calls = Vec::new();
         if let Step::Tool { calls: made, .. } = &step {
             for call in made {

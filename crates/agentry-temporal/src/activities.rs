@@ -7,11 +7,14 @@ use std::sync::Arc;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use crate::wire::{CallInput, Limits, PlanInput};
+use crate::wire::{CallInput, Limits, PlanInput, Progress};
 use crate::workflow::HEARTBEAT_EVERY;
 use agentry_agent::Agent;
 use agentry_agent::stepwise::PlannedStep;
 use agentry_core::tool::ToolResult;
+
+/// The model-step activity's type name.
+pub const PLAN_STEP: &str = "agentry.plan_step";
 
 /// The activities of [`AgentWorkflow`](crate::AgentWorkflow), carried out by
 /// the agent a worker was started with.
@@ -46,12 +49,21 @@ impl AgentActivities {
         ctx: ActivityContext,
         input: PlanInput,
     ) -> Result<PlannedStep, ActivityError> {
-        let planned = alive(
-            &ctx,
-            self.agent
-                .plan_step(&input.started, &input.messages, input.at),
-        );
-        Ok(planned.await?)
+        let text = std::sync::Mutex::new(String::new());
+        let on_text = |delta: &str| {
+            text.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push_str(delta)
+        };
+        let step = input.at.index;
+        let progress = || Progress {
+            step,
+            text: text.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        };
+        let work = self
+            .agent
+            .plan_step_with(&input.started, &input.messages, input.at, &on_text);
+        Ok(alive(&ctx, work, progress).await?)
     }
 
     /// One admitted call, with the agent's grants. A tool's failure is an
@@ -62,21 +74,34 @@ impl AgentActivities {
         ctx: ActivityContext,
         input: CallInput,
     ) -> Result<ToolResult, ActivityError> {
-        Ok(alive(&ctx, self.agent.call_tool(&input.started, input.call)).await)
+        Ok(alive(
+            &ctx,
+            self.agent.call_tool(&input.started, input.call),
+            || (),
+        )
+        .await)
     }
 }
 
 /// Run `work`, telling Temporal every [`HEARTBEAT_EVERY`] that this worker
-/// still carries it out (a worker that dies stops telling, and the activity
-/// goes to another worker, or to a person, well before its time limit).
-async fn alive<T>(ctx: &ActivityContext, work: impl Future<Output = T>) -> T {
+/// still carries it out, with `details` (a worker that dies stops telling,
+/// and the activity goes to another worker, or to a person, well before its
+/// time limit).
+async fn alive<T, D>(
+    ctx: &ActivityContext,
+    work: impl Future<Output = T>,
+    details: impl Fn() -> D,
+) -> T
+where
+    D: serde::Serialize + 'static,
+{
     tokio::pin!(work);
     let mut beat = tokio::time::interval(HEARTBEAT_EVERY);
     loop {
         tokio::select! {
             done = &mut work => return done,
             _ = beat.tick() => {
-                let _ = ctx.record_heartbeat(()).await;
+                let _ = ctx.record_heartbeat(details()).await;
             }
         }
     }

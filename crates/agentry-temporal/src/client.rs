@@ -7,20 +7,23 @@ use std::time::SystemTime;
 
 use futures_util::StreamExt;
 use temporalio_client::{
-    Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowExecuteUpdateOptions,
-    WorkflowGetResultOptions, WorkflowListOptions, WorkflowQueryOptions, WorkflowStartOptions,
-    errors::WorkflowUpdateError,
+    Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowDescribeOptions,
+    WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowListOptions,
+    WorkflowQueryOptions, WorkflowStartOptions, errors::WorkflowUpdateError,
 };
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use crate::activities::AgentActivities;
-use crate::wire::{DecideInput, RunInput, RunRecord};
+use crate::activities::PLAN_STEP;
+use crate::wire::{DecideInput, Progress, RunInput, RunRecord};
 use crate::workflow::AgentWorkflow;
 use agentry_agent::{Agent, RunOutcome};
 use agentry_core::journal::Decision;
 
 /// The task queue workers poll and runs start on, unless told otherwise.
 pub const DEFAULT_TASK_QUEUE: &str = "agentry";
+/// How often a model step's text so far reaches the server (its heartbeats).
+pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// The namespace `temporal server start-dev` creates.
 pub const DEFAULT_NAMESPACE: &str = "default";
 
@@ -158,6 +161,31 @@ impl TemporalRuns {
             .map_err(|e| TemporalError::new(format!("reading run \"{id}\""), e))
     }
 
+    /// What the model has said so far in run `id`'s step under way, read
+    /// from the model-step activity's last heartbeat (about every second);
+    /// `None` when no model step is under way.
+    pub async fn progress(&self, id: &str) -> Result<Option<Progress>, TemporalError> {
+        let handle = self.client.get_workflow_handle::<AgentWorkflow>(id);
+        let description = handle
+            .describe(WorkflowDescribeOptions::default())
+            .await
+            .map_err(|e| TemporalError::new(format!("reading run \"{id}\""), e))?;
+        let pending = description.raw_description.pending_activities.iter();
+        let details = pending
+            .filter(|activity| {
+                activity.activity_type.as_ref().map(|t| t.name.as_str()) == Some(PLAN_STEP)
+            })
+            .find_map(|activity| {
+                activity
+                    .heartbeat_details
+                    .as_ref()?
+                    .payloads
+                    .first()
+                    .cloned()
+            });
+        Ok(details.and_then(|payload| serde_json::from_slice(&payload.data).ok()))
+    }
+
     /// Decide on a call of run `id` that waits: approve, deny or edit. Refused
     /// (by the workflow) for a call that does not wait.
     pub async fn decide(
@@ -228,6 +256,9 @@ pub async fn serve(
     let runtime = Runtime::from_current_tokio(Default::default())
         .map_err(|e| TemporalError::new("starting the Temporal runtime", e))?;
     let options = WorkerOptions::new(task_queue.to_owned())
+        // Heartbeats carry the model's text so far (`TemporalRuns::progress`):
+        // sent about every second rather than every 0.8 × the timeout.
+        .max_heartbeat_throttle_interval(PROGRESS_EVERY)
         .register_workflow::<AgentWorkflow>()
         .map_err(|e| TemporalError::new("registering the agent workflow", e))?
         .register_activities(AgentActivities::new(agent))

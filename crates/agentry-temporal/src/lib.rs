@@ -80,14 +80,15 @@ mod wire;
 #[allow(missing_docs)]
 mod workflow;
 
-pub use activities::AgentActivities;
+pub use activities::{AgentActivities, PLAN_STEP};
 pub use client::{
-    DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, RunSummary, TemporalError, TemporalRuns, connect, serve,
+    DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, PROGRESS_EVERY, RunSummary, TemporalError, TemporalRuns,
+    connect, serve,
 };
 pub use dev_server::{DevServer, DevServerError, START_TIMEOUT};
 pub use wire::{
-    CallEntry, CallInput, DecideInput, Ending, Limits, PlanInput, RunInput, RunRecord, Status,
-    StepEntry, WaitingEntry,
+    CallEntry, CallInput, DecideInput, Ending, Limits, PlanInput, Progress, RunInput, RunRecord,
+    Status, StepEntry, WaitingEntry,
 };
 #[doc(hidden)]
 pub use workflow::__workflow_version;

@@ -229,3 +229,14 @@ pub struct DecideInput {
     /// Approve, deny (with the reason the model reads) or edit.
     pub decision: Decision,
 }
+
+/// What the model has said so far in the step under way: the side channel
+/// of a run's text, carried in the model-step activity's heartbeats (token
+/// deltas do not belong in the workflow's history).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Progress {
+    /// The step under way, from 1.
+    pub step: usize,
+    /// Its text so far.
+    pub text: String,
+}

@@ -64,7 +64,7 @@ pub const MODEL_STEP_TIMEOUT: Duration = Duration::from_secs(600);
 pub const TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Activities report that they are alive this often; a worker that stops
 /// reporting for [`HEARTBEAT_TIMEOUT`] has its activity given to another.
-pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 /// See [`HEARTBEAT_EVERY`].
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Tries of a model step, and of an idempotent tool's call.

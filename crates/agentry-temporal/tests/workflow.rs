@@ -10,9 +10,12 @@ use std::time::Duration;
 
 use agentry_agent::{Agent, Outcome};
 use agentry_core::journal::{Decision, Waiting};
-use agentry_core::model::{ScriptedModel, Step, Usage};
+use agentry_core::model::{
+    ChatModel, ChatRequest, EventStream, FinishReason, ScriptedModel, Step, StreamEvent, Usage,
+};
 use agentry_core::tool::{ToolCall, ToolHints, function};
 use agentry_temporal::{RunInput, Status, TemporalRuns, connect, serve};
+use futures_util::StreamExt;
 use serde_json::json;
 
 #[derive(serde::Deserialize)]
@@ -215,6 +218,76 @@ async fn the_step_limit_and_the_token_budget_hold() {
         refused.output,
         json!("not run: the token budget is spent (505 tokens used)")
     );
+}
+
+/// A model that says its answer a word every 400 ms.
+struct Slow;
+
+impl ChatModel for Slow {
+    fn model_id(&self) -> &str {
+        "slow"
+    }
+
+    fn stream<'a>(&'a self, _request: &'a ChatRequest) -> EventStream<'a> {
+        let words = ["The ", "answer ", "is ", "five."];
+        let deltas = futures_util::stream::iter(words).then(|word| async move {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            Ok(StreamEvent::TextDelta {
+                text: word.to_owned(),
+            })
+        });
+        let end = futures_util::stream::iter([
+            Ok(StreamEvent::Usage {
+                usage: Usage::new(10, 4),
+            }),
+            Ok(StreamEvent::Finish {
+                reason: FinishReason::Stop,
+            }),
+        ]);
+        deltas.chain(end).boxed()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_text_under_way_reaches_the_caller_through_heartbeats_not_history() {
+    let Some(server) = common::dev_server() else {
+        return;
+    };
+    let runs = worker(server.address(), "progress", Agent::new(Slow)).await;
+    runs.start("progress-1", RunInput::new("What is 2 + 3?"))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    loop {
+        if let Some(progress) = runs.progress("progress-1").await.unwrap() {
+            assert_eq!(progress.step, 1);
+            if seen.last() != Some(&progress.text) {
+                seen.push(progress.text);
+            }
+        }
+        if runs.record("progress-1").await.unwrap().status == Status::Ended {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Part of the answer was read while the model was still saying it.
+    assert!(
+        seen.iter()
+            .any(|text| !text.is_empty() && text != "The answer is five."),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .all(|text| "The answer is five.".starts_with(text.as_str())),
+        "{seen:?}"
+    );
+    let outcome = runs.outcome("progress-1").await.unwrap();
+    assert_eq!(
+        outcome.outcome,
+        Outcome::Final("The answer is five.".into())
+    );
+    // Nothing of the deltas is in the history: no progress once the step is done.
+    assert_eq!(runs.progress("progress-1").await.unwrap(), None);
 }
 
 async fn wait_for(
