@@ -24,6 +24,9 @@ use agentry_core::journal::Decision;
 pub const DEFAULT_TASK_QUEUE: &str = "agentry";
 /// How often a model step's text so far reaches the server (its heartbeats).
 pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a run's next workflow task waits for the worker that last ran it
+/// before any worker may take it (Temporal's default is 10 s).
+pub const STICKY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// The namespace `temporal server start-dev` creates.
 pub const DEFAULT_NAMESPACE: &str = "default";
 
@@ -259,6 +262,9 @@ pub async fn serve(
         // Heartbeats carry the model's text so far (`TemporalRuns::progress`):
         // sent about every second rather than every 0.8 × the timeout.
         .max_heartbeat_throttle_interval(PROGRESS_EVERY)
+        // A worker that dies leaves its runs' next workflow tasks on its own
+        // (sticky) queue: they move to the shared queue after this.
+        .sticky_queue_schedule_to_start_timeout(STICKY_TIMEOUT)
         .register_workflow::<AgentWorkflow>()
         .map_err(|e| TemporalError::new("registering the agent workflow", e))?
         .register_activities(AgentActivities::new(agent))

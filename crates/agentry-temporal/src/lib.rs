@@ -82,8 +82,8 @@ mod workflow;
 
 pub use activities::{AgentActivities, PLAN_STEP};
 pub use client::{
-    DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, PROGRESS_EVERY, RunSummary, TemporalError, TemporalRuns,
-    connect, serve,
+    DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, PROGRESS_EVERY, RunSummary, STICKY_TIMEOUT,
+    TemporalError, TemporalRuns, connect, serve,
 };
 pub use dev_server::{DevServer, DevServerError, START_TIMEOUT};
 pub use wire::{

@@ -66,7 +66,7 @@ pub const TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 /// reporting for [`HEARTBEAT_TIMEOUT`] has its activity given to another.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 /// See [`HEARTBEAT_EVERY`].
-pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
+pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Tries of a model step, and of an idempotent tool's call.
 pub const ATTEMPTS: u32 = 3;
 

@@ -22,7 +22,7 @@ use serde_json::json;
 const CHILD: &str = "AGENTRY_TEMPORAL_CRASH_WORKER";
 /// Each model step and each tool call takes this long after it has written
 /// its line, so that a kill lands inside it.
-const SLOW: Duration = Duration::from_millis(1500);
+const SLOW: Duration = Duration::from_millis(700);
 
 fn note(dir: &Path, file: &str, line: &str) {
     use std::io::Write;
