@@ -36,13 +36,9 @@ impl Agent {
                 outcome,
             ))
         };
-        let allowed = run_tools
-            .toolbox
-            .find_for_call(&call.name)
-            .filter(|tool| run_tools.allows(self.settings.allow.as_deref(), tool));
-        let Some(tool) = allowed else {
-            let message = format!("{} => not allowed", call.name);
-            return refused(message, AuditOutcome::NotAllowed);
+        let tool = match run_tools.allowed_tool(self.settings.allow.as_deref(), &call.name) {
+            Ok(tool) => tool,
+            Err(message) => return refused(message, AuditOutcome::NotAllowed),
         };
         if let Err(message) = run_tools.loaded(&tool.name) {
             return refused(message, AuditOutcome::NotAllowed);

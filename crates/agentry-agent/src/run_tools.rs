@@ -99,6 +99,19 @@ impl RunTools {
         self.offered = listed.into_iter().map(|skill| skill.name).collect();
     }
 
+    /// The tool a call names, when the allow-list lets it run; the error
+    /// the model reads otherwise (`NAME => not allowed`).
+    pub fn allowed_tool(
+        &self,
+        allow: Option<&HashSet<String>>,
+        name: &str,
+    ) -> Result<&Tool, String> {
+        self.toolbox
+            .find_for_call(name)
+            .filter(|tool| self.allows(allow, tool))
+            .ok_or_else(|| format!("{name} => not allowed"))
+    }
+
     /// Whether `tool` may run: exempt (a built-in, or a trusted skill's
     /// tool), or on the agent's allow-list.
     pub fn allows(&self, allow: Option<&HashSet<String>>, tool: &Tool) -> bool {

@@ -204,12 +204,8 @@ impl Agent {
     /// error result, as in a run.
     pub async fn call_tool(&self, started: &[Message], call: ToolCall) -> ToolResult {
         let run_tools = RunTools::prepare(self, self.model.as_ref(), started).await;
-        let allowed = run_tools
-            .toolbox
-            .find_for_call(&call.name)
-            .is_some_and(|tool| run_tools.allows(self.settings.allow.as_deref(), tool));
-        if !allowed {
-            let message = format!("{} => not allowed", call.name);
+        let allowed = run_tools.allowed_tool(self.settings.allow.as_deref(), &call.name);
+        if let Err(message) = allowed.and_then(|tool| run_tools.loaded(&tool.name)) {
             return ToolResult::error(call.id.clone(), message);
         }
         let context = self.settings.context.clone();
@@ -220,13 +216,9 @@ impl Agent {
     /// allow-list or discovery keeps it out, waiting for a person when its
     /// tool is destructive (unless the agent's approver decides).
     async fn admission(&self, run_tools: &RunTools, call: &ToolCall) -> Admission {
-        let allowed = run_tools
-            .toolbox
-            .find_for_call(&call.name)
-            .filter(|tool| run_tools.allows(self.settings.allow.as_deref(), tool));
-        let Some(tool) = allowed else {
-            let message = format!("{} => not allowed", call.name);
-            return Admission::Refused { message };
+        let tool = match run_tools.allowed_tool(self.settings.allow.as_deref(), &call.name) {
+            Ok(tool) => tool,
+            Err(message) => return Admission::Refused { message },
         };
         if let Err(message) = run_tools.loaded(&tool.name) {
             return Admission::Refused { message };

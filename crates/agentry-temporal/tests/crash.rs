@@ -6,8 +6,9 @@
 
 mod common;
 
+use common::{ChildWorker, record_until};
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use agentry_agent::{Agent, Outcome};
 use agentry_core::journal::{Decision, Waiting};
 use agentry_core::model::{ChatRequest, Message, ScriptedModel, Step, Usage};
 use agentry_core::tool::{ToolCall, ToolHints, function};
-use agentry_temporal::{RunInput, RunRecord, TemporalRuns, connect, serve};
+use agentry_temporal::{RunInput, TemporalRuns, connect, serve};
 use serde_json::json;
 
 /// Set in a worker child: `ADDRESS|QUEUE|DIR`.
@@ -138,25 +139,8 @@ fn worker_child() {
     });
 }
 
-fn worker(address: &str, queue: &str, dir: &Path) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "worker_child",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(CHILD, format!("{address}|{queue}|{}", dir.display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-fn kill(mut child: Child) {
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+fn worker(address: &str, queue: &str, dir: &Path) -> ChildWorker {
+    ChildWorker::start(CHILD, format!("{address}|{queue}|{}", dir.display()))
 }
 
 async fn until(what: &str, mut done: impl FnMut() -> bool) {
@@ -167,22 +151,6 @@ async fn until(what: &str, mut done: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("timed out waiting for {what}");
-}
-
-async fn record_until(
-    runs: &TemporalRuns,
-    id: &str,
-    done: impl Fn(&RunRecord) -> bool,
-) -> RunRecord {
-    for _ in 0..1200 {
-        if let Ok(record) = runs.record(id).await
-            && done(&record)
-        {
-            return record;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("run {id} did not reach the expected state");
 }
 
 struct Scene {
@@ -230,10 +198,10 @@ async fn a_killed_worker_never_charges_twice() {
             .await
             .unwrap();
         until(name, || lines(&scene.dir, file).len() >= count).await;
-        kill(first);
+        first.kill();
         let second = worker(&address, &scene.queue, &scene.dir);
         let outcome = runs.outcome(&scene.id).await.unwrap();
-        kill(second);
+        second.kill();
         assert_eq!(
             outcome.outcome,
             Outcome::Final("Bought it.".into()),
@@ -270,12 +238,12 @@ async fn a_killed_worker_never_charges_twice() {
         .await
         .unwrap();
     until("the charge", || !lines(&scene.dir, "charges").is_empty()).await;
-    kill(first);
+    first.kill();
     let second = worker(&address, &scene.queue, &scene.dir);
     let record = record_until(&runs, &scene.id, |r| !r.waiting.is_empty()).await;
     assert_eq!(record.waiting[0].call.name, "charge");
     assert_eq!(record.waiting[0].waiting, Waiting::Interrupted);
-    kill(second);
+    second.kill();
 
     // The wait outlives the worker and the server: both start again, and the
     // run still waits for the same call.
@@ -299,7 +267,7 @@ async fn a_killed_worker_never_charges_twice() {
     .await
     .unwrap();
     let outcome = runs.outcome(&scene.id).await.unwrap();
-    kill(third);
+    third.kill();
     assert_eq!(outcome.outcome, Outcome::Final("Bought it.".into()));
     assert_eq!(lines(&scene.dir, "charges").len(), 1, "never charged twice");
     let denied = &outcome.steps[1].calls[0].result;

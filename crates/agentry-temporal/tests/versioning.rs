@@ -8,8 +8,10 @@
 
 mod common;
 
+use common::{ChildWorker, record_until};
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +19,7 @@ use agentry_agent::{Agent, Outcome};
 use agentry_core::journal::Decision;
 use agentry_core::model::{ChatRequest, Message, ScriptedModel, Step, Usage};
 use agentry_core::tool::{ToolCall, ToolHints, function};
-use agentry_temporal::{RunInput, RunRecord, Status, TemporalRuns, connect, serve};
+use agentry_temporal::{RunInput, Status, TemporalRuns, connect, serve};
 use serde_json::json;
 
 /// Set in a worker child: `ADDRESS|QUEUE|VERSION` (before, guarded, unguarded).
@@ -90,46 +92,8 @@ fn worker_child() {
     });
 }
 
-struct Worker(Child);
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn worker(address: &str, queue: &str, version: &str) -> Worker {
-    let child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "worker_child",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(CHILD, format!("{address}|{queue}|{version}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Worker(child)
-}
-
-async fn record_until(
-    runs: &TemporalRuns,
-    id: &str,
-    done: impl Fn(&RunRecord) -> bool,
-) -> RunRecord {
-    for _ in 0..600 {
-        if let Ok(record) = runs.record(id).await
-            && done(&record)
-        {
-            return record;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("run {id} did not reach the expected state");
+fn worker(address: &str, queue: &str, version: &str) -> ChildWorker {
+    ChildWorker::start(CHILD, format!("{address}|{queue}|{version}"))
 }
 
 /// The run's history as `temporal workflow show -o json` prints it. A

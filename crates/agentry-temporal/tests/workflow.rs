@@ -136,7 +136,7 @@ async fn a_destructive_call_waits_for_an_update_and_a_denial_reaches_the_model()
         .await
         .unwrap();
 
-    let record = wait_for(&runs, "approve-1", |r| r.status == Status::Waiting).await;
+    let record = common::record_until(&runs, "approve-1", |r| r.status == Status::Waiting).await;
     assert_eq!(record.waiting[0].call.id, "d1");
     assert_eq!(record.waiting[0].waiting, Waiting::Approval);
     // A decision on a call that does not wait is refused by the workflow.
@@ -150,7 +150,7 @@ async fn a_destructive_call_waits_for_an_update_and_a_denial_reaches_the_model()
     runs.decide("approve-1", "d1", Decision::Approve)
         .await
         .unwrap();
-    let record = wait_for(&runs, "approve-1", |r| {
+    let record = common::record_until(&runs, "approve-1", |r| {
         r.waiting.iter().any(|w| w.call.id == "d2")
     })
     .await;
@@ -288,20 +288,4 @@ async fn the_text_under_way_reaches_the_caller_through_heartbeats_not_history() 
     );
     // Nothing of the deltas is in the history: no progress once the step is done.
     assert_eq!(runs.progress("progress-1").await.unwrap(), None);
-}
-
-async fn wait_for(
-    runs: &TemporalRuns,
-    id: &str,
-    done: impl Fn(&agentry_temporal::RunRecord) -> bool,
-) -> agentry_temporal::RunRecord {
-    for _ in 0..300 {
-        if let Ok(record) = runs.record(id).await
-            && done(&record)
-        {
-            return record;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("run {id} did not reach the expected state in 30 s");
 }

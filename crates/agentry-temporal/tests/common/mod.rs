@@ -26,3 +26,58 @@ pub fn dev_server() -> Option<DevServer> {
     };
     Some(DevServer::start(&program).expect("a Temporal dev server"))
 }
+
+/// A worker in a child process: this test binary run again as its
+/// `worker_child` test, with `spec` in the environment variable `var`.
+/// Killed (SIGKILL) when dropped, or by [`ChildWorker::kill`].
+pub struct ChildWorker(std::process::Child);
+
+impl ChildWorker {
+    /// Start one.
+    pub fn start(var: &str, spec: String) -> Self {
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "worker_child",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(var, spec)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        Self(child)
+    }
+
+    /// kill -9 it and wait for it.
+    pub fn kill(mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for ChildWorker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Read run `id`'s record until `done` holds (a minute at most).
+pub async fn record_until(
+    runs: &agentry_temporal::TemporalRuns,
+    id: &str,
+    done: impl Fn(&agentry_temporal::RunRecord) -> bool,
+) -> agentry_temporal::RunRecord {
+    for _ in 0..1200 {
+        if let Ok(record) = runs.record(id).await
+            && done(&record)
+        {
+            return record;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("run {id} did not reach the expected state within a minute");
+}
