@@ -5,10 +5,11 @@ use std::future::Future;
 use std::sync::Arc;
 
 use temporalio_macros::activities;
+use temporalio_sdk::ApplicationFailure;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use crate::wire::{CallInput, Limits, PlanInput, Progress};
-use crate::workflow::HEARTBEAT_EVERY;
+use crate::workflow::{HEARTBEAT_EVERY, WORKFLOW_TYPE};
 use agentry_agent::Agent;
 use agentry_agent::stepwise::PlannedStep;
 use agentry_core::tool::ToolResult;
@@ -33,7 +34,8 @@ impl AgentActivities {
 impl AgentActivities {
     /// The agent's limits: steps, tokens, calls per step.
     #[activity(name = "agentry.limits")]
-    pub async fn limits(self: Arc<Self>, _ctx: ActivityContext) -> Result<Limits, ActivityError> {
+    pub async fn limits(self: Arc<Self>, ctx: ActivityContext) -> Result<Limits, ActivityError> {
+        inside_agent_run(&ctx)?;
         Ok(Limits {
             max_steps: self.agent.max_steps(),
             token_budget: self.agent.token_budget(),
@@ -49,6 +51,7 @@ impl AgentActivities {
         ctx: ActivityContext,
         input: PlanInput,
     ) -> Result<PlannedStep, ActivityError> {
+        inside_agent_run(&ctx)?;
         let text = std::sync::Mutex::new(String::new());
         let on_text = |delta: &str| {
             text.lock()
@@ -74,12 +77,30 @@ impl AgentActivities {
         ctx: ActivityContext,
         input: CallInput,
     ) -> Result<ToolResult, ActivityError> {
+        inside_agent_run(&ctx)?;
         Ok(alive(
             &ctx,
             self.agent.call_tool(&input.started, input.call),
             || (),
         )
         .await)
+    }
+}
+
+/// Refuse (for good, no retries) an activity that an `agentry.AgentRun`
+/// workflow did not schedule: one started on its own (a standalone
+/// activity) or by a workflow of another type. Only the workflow decides
+/// what runs: its admission, approvals and limits are not bypassed by
+/// scheduling a tool call directly.
+fn inside_agent_run(ctx: &ActivityContext) -> Result<(), ActivityError> {
+    match ctx.info().workflow_type.as_deref() {
+        Some(WORKFLOW_TYPE) => Ok(()),
+        other => Err(ActivityError::application(
+            ApplicationFailure::non_retryable(format!(
+                "agentry's activities run only inside {WORKFLOW_TYPE} workflows (this one came from {})",
+                other.map_or("no workflow".to_owned(), |t| format!("a {t} workflow"))
+            )),
+        )),
     }
 }
 
