@@ -66,7 +66,7 @@ impl AgentActivities {
         let work = self
             .agent
             .plan_step_with(&input.started, &input.messages, input.at, &on_text);
-        Ok(alive(&ctx, work, progress).await?)
+        Ok(alive(&ctx, work, progress).await??)
     }
 
     /// One admitted call, with the agent's grants. A tool's failure is an
@@ -78,12 +78,12 @@ impl AgentActivities {
         input: CallInput,
     ) -> Result<ToolResult, ActivityError> {
         inside_agent_run(&ctx)?;
-        Ok(alive(
+        alive(
             &ctx,
             self.agent.call_tool(&input.started, input.call),
             || (),
         )
-        .await)
+        .await
     }
 }
 
@@ -112,7 +112,7 @@ async fn alive<T, D>(
     ctx: &ActivityContext,
     work: impl Future<Output = T>,
     details: impl Fn() -> D,
-) -> T
+) -> Result<T, ActivityError>
 where
     D: serde::Serialize + 'static,
 {
@@ -120,7 +120,10 @@ where
     let mut beat = tokio::time::interval(HEARTBEAT_EVERY);
     loop {
         tokio::select! {
-            done = &mut work => return done,
+            done = &mut work => return Ok(done),
+            // Cancelled (the run was terminated or timed out here): drop the
+            // work, which stops the model or the tool as far as it can.
+            () = ctx.cancelled() => return Err(ActivityError::cancelled()),
             _ = beat.tick() => {
                 let _ = ctx.record_heartbeat(details()).await;
             }

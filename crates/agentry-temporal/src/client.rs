@@ -128,6 +128,8 @@ impl TemporalRuns {
     /// process. Refused when a run with this id exists.
     pub async fn start(&self, id: &str, input: RunInput) -> Result<(), TemporalError> {
         let options = WorkflowStartOptions::new(self.task_queue.clone(), id.to_owned()).build();
+        let input = serde_json::to_value(&input)
+            .map_err(|e| TemporalError::new(format!("starting run \"{id}\""), e))?;
         self.client
             .start_workflow(AgentWorkflow::run, input, options)
             .await

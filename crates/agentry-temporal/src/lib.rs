@@ -87,8 +87,8 @@ pub use client::{
 };
 pub use dev_server::{DevServer, DevServerError, START_TIMEOUT};
 pub use wire::{
-    CallEntry, CallInput, DecideInput, Ending, Limits, PlanInput, Progress, RunInput, RunRecord,
-    Status, StepEntry, WaitingEntry,
+    CallEntry, CallInput, DecideInput, Ending, Limits, MAX_DECISION_BYTES, MAX_RUN_INPUT_BYTES,
+    PlanInput, Progress, RunInput, RunRecord, Status, StepEntry, WaitingEntry,
 };
 #[doc(hidden)]
 pub use workflow::__workflow_version;

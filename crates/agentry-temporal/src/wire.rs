@@ -36,6 +36,37 @@ impl RunInput {
     }
 }
 
+/// The most a run's input may hold, as JSON: each model step's activity
+/// carries the conversation twice (as it started and as it stands), and
+/// Temporal refuses payloads past about 2 MB, so a larger run could not go on.
+pub const MAX_RUN_INPUT_BYTES: usize = 64 * 1024;
+/// The most a person's deny reason or edited input may hold, as JSON.
+pub const MAX_DECISION_BYTES: usize = 16 * 1024;
+
+impl RunInput {
+    /// Read a run's input, refusing (with what is wrong) one that is not a
+    /// `RunInput`, holds no user message, or is larger than
+    /// [`MAX_RUN_INPUT_BYTES`].
+    pub fn checked(value: serde_json::Value) -> Result<Self, String> {
+        let size = value.to_string().len();
+        if size > MAX_RUN_INPUT_BYTES {
+            return Err(format!(
+                "the run's input is {size} bytes; at most {MAX_RUN_INPUT_BYTES} are taken"
+            ));
+        }
+        let input: Self = serde_json::from_value(value)
+            .map_err(|e| format!("the run's input is not a RunInput: {e}"))?;
+        if !input
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::User { .. }))
+        {
+            return Err("the run's input holds no user message".to_owned());
+        }
+        Ok(input)
+    }
+}
+
 /// A run's limits: the worker's agent's, lowered by the run's input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
@@ -218,6 +249,20 @@ impl StepEntry {
                 })
                 .collect(),
         }
+    }
+}
+
+impl DecideInput {
+    /// Refuse a decision larger than [`MAX_DECISION_BYTES`] (a deny's reason
+    /// goes to the model, an edit's input to the tool).
+    pub fn checked(&self) -> Result<(), String> {
+        let size = serde_json::to_string(&self.decision).map_or(usize::MAX, |json| json.len());
+        if size > MAX_DECISION_BYTES {
+            return Err(format!(
+                "the decision is {size} bytes; at most {MAX_DECISION_BYTES} are taken"
+            ));
+        }
+        Ok(())
     }
 }
 

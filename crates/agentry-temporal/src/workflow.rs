@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityOptions, LocalActivityOptions, SyncWorkflowContext, WorkflowContext,
-    WorkflowContextView, WorkflowResult,
+    ActivityOptions, ApplicationFailure, LocalActivityOptions, SyncWorkflowContext,
+    WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
 };
 
 use crate::activities::AgentActivities;
@@ -88,8 +88,13 @@ impl AgentWorkflow {
     #[run(name = WORKFLOW_TYPE)]
     pub async fn run(
         ctx: &mut WorkflowContext<Self>,
-        input: RunInput,
+        input: serde_json::Value,
     ) -> WorkflowResult<RunRecord> {
+        // Read here, not by the SDK: a malformed input fails the run at once
+        // with what is wrong, instead of leaving it stuck as running.
+        let input = RunInput::checked(input).map_err(|reason| {
+            WorkflowTermination::failed_application(ApplicationFailure::non_retryable(reason))
+        })?;
         let started = input.messages.clone();
         ctx.state_mut(|s| s.record.messages = input.messages.clone());
         let limits = if uses_patch(ctx, LIMITS_AS_LOCAL_ACTIVITY) {
@@ -208,16 +213,15 @@ impl AgentWorkflow {
         _ctx: &WorkflowContextView,
         input: &DecideInput,
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        if self
+        if !self
             .record
             .waiting
             .iter()
             .any(|w| w.call.id == input.call_id)
         {
-            Ok(())
-        } else {
-            Err(format!("no call \"{}\" waits for a decision", input.call_id).into())
+            return Err(format!("no call \"{}\" waits for a decision", input.call_id).into());
         }
+        input.checked().map_err(Into::into)
     }
 
     /// A person's decision on a waiting call: approve, deny (the reason goes

@@ -14,7 +14,7 @@ use agentry_core::model::{
     ChatModel, ChatRequest, EventStream, FinishReason, ScriptedModel, Step, StreamEvent, Usage,
 };
 use agentry_core::tool::{ToolCall, ToolHints, function};
-use agentry_temporal::{RunInput, Status, TemporalRuns, connect, serve};
+use agentry_temporal::{AgentWorkflow, RunInput, Status, TemporalRuns, connect, serve};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -217,6 +217,95 @@ async fn the_step_limit_and_the_token_budget_hold() {
     assert_eq!(
         refused.output,
         json!("not run: the token budget is spent (505 tokens used)")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_or_oversized_input_fails_the_run_at_once_saying_why() {
+    let Some(server) = common::dev_server() else {
+        return;
+    };
+    let runs = worker(server.address(), "malformed", agent(add_then_answer())).await;
+    let big = "apple ".repeat(20_000);
+    for (id, input, expected) in [
+        (
+            "negative",
+            json!({"messages": [{"role": "user", "text": "hi"}], "max_steps": -1}),
+            "the run's input is not a RunInput: invalid value: integer `-1`",
+        ),
+        (
+            "no-messages",
+            json!({"max_steps": 2}),
+            "the run's input is not a RunInput: missing field `messages`",
+        ),
+        (
+            "not-an-object",
+            json!("hello"),
+            "the run's input is not a RunInput: invalid type: string \"hello\"",
+        ),
+        (
+            "empty",
+            json!({"messages": []}),
+            "the run's input holds no user message",
+        ),
+        (
+            "big",
+            json!({"messages": [{"role": "user", "text": big}]}),
+            "the run's input is 120",
+        ),
+    ] {
+        let options = temporalio_client::WorkflowStartOptions::new("malformed", id).build();
+        runs.client()
+            .start_workflow(AgentWorkflow::run, input, options)
+            .await
+            .unwrap();
+        let error = runs.outcome(id).await.unwrap_err().to_string();
+        assert!(error.contains(expected), "{id}: {error}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_oversized_decision_is_refused_and_the_run_still_waits() {
+    let Some(server) = common::dev_server() else {
+        return;
+    };
+    let delete = Step::Tool {
+        calls: vec![ToolCall::new(
+            "d1",
+            "delete_file",
+            json!({"path": "old.log"}),
+        )],
+        text: String::new(),
+        tokens: Usage::new(10, 5),
+    };
+    let model = ScriptedModel::new().reply(delete).reply(Step::Final {
+        text: "Kept.".into(),
+        tokens: Usage::new(10, 1),
+    });
+    let runs = worker(server.address(), "big-decision", agent(model)).await;
+    runs.start("big-1", RunInput::new("delete old.log"))
+        .await
+        .unwrap();
+    common::record_until(&runs, "big-1", |r| r.status == Status::Waiting).await;
+    let reason = "no ".repeat(10_000);
+    let refused = runs
+        .decide("big-1", "d1", Decision::Deny { reason })
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("at most 16384 are taken"),
+        "{refused}"
+    );
+    // Nothing was taken: the call still waits, and a decision of fair size ends it.
+    let record = runs.record("big-1").await.unwrap();
+    assert_eq!(record.waiting.len(), 1);
+    let reason = "keep it".to_owned();
+    runs.decide("big-1", "d1", Decision::Deny { reason })
+        .await
+        .unwrap();
+    assert_eq!(
+        runs.outcome("big-1").await.unwrap().outcome,
+        Outcome::Final("Kept.".into())
     );
 }
 
