@@ -176,22 +176,9 @@ async fn latency(address: &str, alone: usize) -> (Duration, Duration, Duration, 
     )
 }
 
-/// Events and JSON bytes of one finished run's history, from the CLI.
-fn history(program: &PathBuf, address: &str, id: &str) -> (usize, usize) {
-    let output = std::process::Command::new(program)
-        .args([
-            "workflow",
-            "show",
-            "--address",
-            address,
-            "-w",
-            id,
-            "-o",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
+/// Events and JSON bytes of one finished run's history.
+fn history(server: &DevServer, id: &str) -> (usize, usize) {
+    let text = server.history(id).unwrap_or_default();
     let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     let events = value["events"].as_array().map_or(0, Vec::len);
     (events, text.len())
@@ -241,7 +228,7 @@ async fn main() {
     );
     let added = (p50.saturating_sub(local50)).as_secs_f64() * 1000.0 / steps;
     println!("what the engine adds per activity at p50: {added:.1} ms");
-    let (events, bytes) = history(&program, server.address(), "latency-0");
+    let (events, bytes) = history(&server, "latency-0");
     println!(
         "history of one run: {events} events, {bytes} bytes as JSON ({:.1} events and {:.0} bytes per activity)",
         events as f64 / steps,

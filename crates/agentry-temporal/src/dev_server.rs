@@ -15,6 +15,7 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub struct DevServer {
     child: Child,
+    program: PathBuf,
     address: String,
     ui: String,
     dir: PathBuf,
@@ -66,6 +67,7 @@ impl DevServer {
         let ui_port = free_port();
         let server = Self {
             child: spawn(program, port, ui_port, &dir)?,
+            program: program.to_owned(),
             address: format!("127.0.0.1:{port}"),
             ui: format!("http://127.0.0.1:{ui_port}"),
             dir,
@@ -86,7 +88,7 @@ impl DevServer {
 
     /// Stop the server (kill -9) and keep its database: a server stopped
     /// this way and started again with [`DevServer::restart`] has every run.
-    pub fn restart(&mut self, program: &Path) -> Result<(), DevServerError> {
+    pub fn restart(&mut self) -> Result<(), DevServerError> {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let port = self
@@ -95,8 +97,18 @@ impl DevServer {
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap_or(0);
-        self.child = spawn(program, port, self.ui_port(), &self.dir)?;
+        self.child = spawn(&self.program, port, self.ui_port(), &self.dir)?;
         self.wait_listening()
+    }
+
+    /// A workflow's history as `temporal workflow show -o json` prints it
+    /// (markers' details are base64 there).
+    pub fn history(&self, workflow_id: &str) -> std::io::Result<String> {
+        let output = Command::new(&self.program)
+            .args(["workflow", "show", "--address", &self.address])
+            .args(["-w", workflow_id, "-o", "json"])
+            .output()?;
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 
     fn ui_port(&self) -> u16 {

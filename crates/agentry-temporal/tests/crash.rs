@@ -9,14 +9,13 @@ mod common;
 use common::{ChildWorker, record_until};
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use agentry_agent::{Agent, Outcome};
 use agentry_core::journal::{Decision, Waiting};
 use agentry_core::model::{ChatRequest, Message, ScriptedModel, Step, Usage};
 use agentry_core::tool::{ToolCall, ToolHints, function};
-use agentry_temporal::{RunInput, TemporalRuns, connect, serve};
+use agentry_temporal::{RunInput, TemporalRuns};
 use serde_json::json;
 
 /// Set in a worker child: `ADDRESS|QUEUE|DIR`.
@@ -121,22 +120,8 @@ fn worker_child() {
     let Ok(spec) = std::env::var(CHILD) else {
         return; // only a helper: see `a_killed_worker_never_charges_twice`
     };
-    let mut parts = spec.split('|');
-    let (address, queue, dir) = (
-        parts.next().unwrap(),
-        parts.next().unwrap(),
-        parts.next().unwrap(),
-    );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let client = connect(address, "default").await.unwrap();
-        serve(Arc::new(agent(PathBuf::from(dir))), client, queue)
-            .await
-            .unwrap();
-    });
+    let dir = PathBuf::from(spec.rsplit('|').next().unwrap());
+    common::serve_child(&spec, agent(dir));
 }
 
 fn worker(address: &str, queue: &str, dir: &Path) -> ChildWorker {
@@ -248,7 +233,7 @@ async fn a_killed_worker_never_charges_twice() {
     // The wait outlives the worker and the server: both start again, and the
     // run still waits for the same call.
     let mut server = server;
-    server.restart(&common::program().unwrap()).unwrap();
+    server.restart().unwrap();
     let runs = TemporalRuns::connect(&address)
         .await
         .unwrap()

@@ -10,25 +10,17 @@ mod common;
 
 use common::{ChildWorker, record_until};
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use agentry_agent::{Agent, Outcome};
 use agentry_core::journal::Decision;
 use agentry_core::model::{ChatRequest, Message, ScriptedModel, Step, Usage};
-use agentry_core::tool::{ToolCall, ToolHints, function};
-use agentry_temporal::{RunInput, Status, TemporalRuns, connect, serve};
+use agentry_core::tool::ToolCall;
+use agentry_temporal::{RunInput, Status, TemporalRuns};
 use serde_json::json;
 
 /// Set in a worker child: `ADDRESS|QUEUE|VERSION` (before, guarded, unguarded).
 const CHILD: &str = "AGENTRY_TEMPORAL_VERSION_WORKER";
-
-#[derive(serde::Deserialize)]
-struct Path {
-    path: String,
-}
 
 fn agent() -> Agent {
     let mut model = ScriptedModel::new();
@@ -56,17 +48,10 @@ fn agent() -> Agent {
             })
         });
     }
-    let delete = function("delete_file")
-        .arg::<String>("path", "the file")
-        .hints(ToolHints {
-            destructive: true,
-            ..Default::default()
-        })
-        .handler(|a: Path| Ok::<_, String>(format!("deleted {}", a.path)))
+    Agent::builder(model)
+        .tool(common::delete_file())
         .build()
         .unwrap()
-        .with_name("delete_file");
-    Agent::builder(model).tool(delete).build().unwrap()
 }
 
 /// Not a test: the worker process the upgrade test starts and kills.
@@ -75,46 +60,13 @@ fn worker_child() {
     let Ok(spec) = std::env::var(CHILD) else {
         return; // only a helper: see `a_run_started_before_an_upgrade_finishes_after_it`
     };
-    let mut parts = spec.split('|');
-    let (address, queue, version) = (
-        parts.next().unwrap(),
-        parts.next().unwrap(),
-        parts.next().unwrap(),
-    );
+    let version = spec.rsplit('|').next().unwrap();
     agentry_temporal::__workflow_version(version == "before", version == "unguarded");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let client = connect(address, "default").await.unwrap();
-        serve(Arc::new(agent()), client, queue).await.unwrap();
-    });
+    common::serve_child(&spec, agent());
 }
 
 fn worker(address: &str, queue: &str, version: &str) -> ChildWorker {
     ChildWorker::start(CHILD, format!("{address}|{queue}|{version}"))
-}
-
-/// The run's history as `temporal workflow show -o json` prints it. A
-/// patch is a `core_patch` marker (its id inside is base64: the patch is
-/// `LIMITS_AS_LOCAL_ACTIVITY`, the only one), the local activity a
-/// `core_local_activity` marker.
-fn history(program: &PathBuf, address: &str, id: &str) -> String {
-    let output = Command::new(program)
-        .args([
-            "workflow",
-            "show",
-            "--address",
-            address,
-            "-w",
-            id,
-            "-o",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -122,7 +74,6 @@ async fn a_run_started_before_an_upgrade_finishes_after_it() {
     let Some(server) = common::dev_server() else {
         return;
     };
-    let program = common::program().unwrap();
     let address = server.address().to_owned();
     let runs = TemporalRuns::connect(&address)
         .await
@@ -137,7 +88,7 @@ async fn a_run_started_before_an_upgrade_finishes_after_it() {
             .unwrap();
         record_until(&runs, id, |r| r.status == Status::Waiting).await;
         // Version 1's history: the limits as a remote activity, no patch marker.
-        let old = history(&program, &address, id);
+        let old = server.history(id).unwrap();
         assert!(old.contains("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"), "{old}");
         assert!(!old.contains("\"core_patch\""), "{old}");
     }
@@ -177,7 +128,7 @@ async fn a_run_started_before_an_upgrade_finishes_after_it() {
         .await
         .unwrap();
     record_until(&runs, "new-1", |r| r.status == Status::Waiting).await;
-    let new = history(&program, &address, "new-1");
+    let new = server.history("new-1").unwrap();
     assert!(
         new.contains("\"core_patch\"") && new.contains("\"core_local_activity\""),
         "{new}"

@@ -13,7 +13,7 @@ use agentry_core::journal::{Decision, Waiting};
 use agentry_core::model::{
     ChatModel, ChatRequest, EventStream, FinishReason, ScriptedModel, Step, StreamEvent, Usage,
 };
-use agentry_core::tool::{ToolCall, ToolHints, function};
+use agentry_core::tool::{ToolCall, function};
 use agentry_temporal::{AgentWorkflow, RunInput, Status, TemporalRuns, connect, serve};
 use futures_util::StreamExt;
 use serde_json::json;
@@ -24,11 +24,6 @@ struct Add {
     y: i64,
 }
 
-#[derive(serde::Deserialize)]
-struct Path {
-    path: String,
-}
-
 fn agent(model: ScriptedModel) -> Agent {
     let add = function("add")
         .arg::<i64>("x", "First addend")
@@ -37,19 +32,9 @@ fn agent(model: ScriptedModel) -> Agent {
         .build()
         .unwrap()
         .with_name("add");
-    let delete = function("delete_file")
-        .arg::<String>("path", "the file")
-        .hints(ToolHints {
-            destructive: true,
-            ..Default::default()
-        })
-        .handler(|a: Path| Ok::<_, String>(format!("deleted {}", a.path)))
-        .build()
-        .unwrap()
-        .with_name("delete_file");
     Agent::builder(model)
         .tool(add)
-        .tool(delete)
+        .tool(common::delete_file())
         .build()
         .unwrap()
 }

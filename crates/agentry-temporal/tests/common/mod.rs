@@ -81,3 +81,40 @@ pub async fn record_until(
     }
     panic!("run {id} did not reach the expected state within a minute");
 }
+
+#[derive(serde::Deserialize)]
+struct FilePath {
+    path: String,
+}
+
+/// `delete_file`: destructive, so each call waits for a person; it only
+/// says what it would delete.
+pub fn delete_file() -> agentry_core::tool::Tool {
+    agentry_core::tool::function("delete_file")
+        .arg::<String>("path", "the file")
+        .hints(agentry_core::tool::ToolHints {
+            destructive: true,
+            ..Default::default()
+        })
+        .handler(|a: FilePath| Ok::<_, String>(format!("deleted {}", a.path)))
+        .build()
+        .unwrap()
+        .with_name("delete_file")
+}
+
+/// The body of a `worker_child` test: serve `agent` from the spec
+/// `ADDRESS|QUEUE|…` until killed.
+pub fn serve_child(spec: &str, agent: agentry_agent::Agent) {
+    let mut parts = spec.split('|');
+    let (address, queue) = (parts.next().unwrap(), parts.next().unwrap());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = agentry_temporal::connect(address, "default").await.unwrap();
+        agentry_temporal::serve(std::sync::Arc::new(agent), client, queue)
+            .await
+            .unwrap();
+    });
+}
