@@ -337,9 +337,28 @@ async fn wait_for_decision(
         });
         s.record.status = Status::Waiting;
     });
+    // What Temporal's UI shows for the run while it waits.
+    let why = match waiting {
+        Waiting::Approval => "needs approval",
+        Waiting::Interrupted => "was started and never finished; it may have had its effect",
+    };
+    let mut input = call.input.to_string();
+    if input.len() > 200 {
+        let cut = (0..=200)
+            .rev()
+            .find(|&i| input.is_char_boundary(i))
+            .unwrap_or(0);
+        input.truncate(cut);
+        input.push('…');
+    }
+    ctx.set_current_details(format!(
+        "waiting for a person: call {} {}({input}) {why}; the `decide` update approves, denies or edits it",
+        call.id, call.name
+    ));
     let id = call.id.clone();
     // The run is cancelled or ends otherwise; a decision always comes first here.
     let _ = ctx.wait_condition(|s| s.decisions.contains_key(&id)).await;
+    ctx.set_current_details(String::new());
     ctx.state_mut(|s| {
         s.record.waiting.retain(|w| w.call.id != id);
         if s.record.waiting.is_empty() {

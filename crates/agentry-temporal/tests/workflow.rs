@@ -124,6 +124,25 @@ async fn a_destructive_call_waits_for_an_update_and_a_denial_reaches_the_model()
     let record = common::record_until(&runs, "approve-1", |r| r.status == Status::Waiting).await;
     assert_eq!(record.waiting[0].call.id, "d1");
     assert_eq!(record.waiting[0].waiting, Waiting::Approval);
+    // Temporal's UI shows what the run waits for (the workflow's current details).
+    let metadata = std::process::Command::new(common::program().unwrap())
+        .args([
+            "workflow",
+            "metadata",
+            "--address",
+            server.address(),
+            "-w",
+            "approve-1",
+        ])
+        .output()
+        .unwrap();
+    let metadata = String::from_utf8_lossy(&metadata.stdout);
+    assert!(
+        metadata.contains(
+            "waiting for a person: call d1 delete_file({\"path\":\"old.log\"}) needs approval"
+        ),
+        "{metadata}"
+    );
     // A decision on a call that does not wait is refused by the workflow.
     let wrong = runs.decide("approve-1", "nope", Decision::Approve).await;
     let wrong = wrong.unwrap_err();
