@@ -196,7 +196,7 @@ impl AgentBuilder {
     /// Offer the names the lookup built-ins accept as an `enum` in their
     /// schemas: `read_skill`'s and `apply_skill`'s the skills offered so far,
     /// `discover`'s the modules and functions (while their names take at most
-    /// [`DISCOVER_ENUM_BYTES`](super::DISCOVER_ENUM_BYTES)). A grammar-constrained
+    /// 1,000 bytes in all). A grammar-constrained
     /// model then cannot invent a name. On by default; off to compare.
     pub fn name_enums(mut self, on: bool) -> Self {
         self.settings.name_enums = on;
@@ -218,8 +218,9 @@ impl AgentBuilder {
     /// (off by default): an answer that states a number no result holds (and
     /// none that one does), a weekday no result names, or nothing the
     /// results returned at all (none of their numbers, names or codes). With
-    /// [`AnswerCheck::Quote`] the results are quoted in its place (after it,
-    /// where it only left them out); with [`AnswerCheck::AskAgain`] the
+    /// [`AnswerCheck::Quote`](super::AnswerCheck::Quote) the results are quoted in its place (after it,
+    /// where it only left them out); with
+    /// [`AnswerCheck::AskAgain`](super::AnswerCheck::AskAgain) the
     /// model is asked once more first, the disagreement named, and the
     /// results are quoted if the second answer still disagrees. Small local
     /// models need it: they often call the right tool and then answer
