@@ -205,12 +205,37 @@ impl Agent {
     /// The request for the step under way: the conversation so far, the
     /// tools on offer, and how the model may use them.
     async fn request(&self, run: &mut Progress) -> ChatRequest {
+        let (tool_choice, relevance) = self
+            .tool_choice(
+                &run.run_tools,
+                &run.messages,
+                StepState {
+                    index: run.index,
+                    tool_rounds: run.tool_rounds,
+                    discovered: run.discovered,
+                    rechecked: run.rechecked.is_some(),
+                },
+            )
+            .await;
+        if run.index == 1 {
+            run.relevance = relevance;
+        }
+        self.chat_request(&run.run_tools, run.messages.clone(), tool_choice)
+    }
+
+    /// The request for one step: the run's system prompt and tools, the
+    /// conversation, the agent's sampling settings and `tool_choice`.
+    pub(crate) fn chat_request(
+        &self,
+        run_tools: &RunTools,
+        messages: Vec<Message>,
+        tool_choice: ToolChoice,
+    ) -> ChatRequest {
         let settings = &self.settings;
-        let tool_choice = self.tool_choice(run).await;
         ChatRequest {
-            system: run.run_tools.system.clone(),
-            messages: run.messages.clone(),
-            tools: run.run_tools.advertised.as_ref().clone(),
+            system: run_tools.system.clone(),
+            messages,
+            tools: run_tools.advertised.as_ref().clone(),
             tool_choice,
             max_tokens: settings.max_tokens,
             temperature: settings.temperature,
@@ -219,33 +244,45 @@ impl Agent {
         }
     }
 
-    /// How the model may use tools in the step under way: not at all past
-    /// the limit on tool rounds; on the first step as the agent is set to
-    /// (`Auto` narrowed by the relevance gate); right after a step that only
+    /// How the model may use tools in the step `at` describes: not at all
+    /// past the limit on tool rounds or after an answer was re-asked; on the
+    /// first step as the agent is set to (`Auto` narrowed by the relevance
+    /// gate, whose reading comes back with it); right after a step that only
     /// loaded functions, it must call one.
-    async fn tool_choice(&self, run: &mut Progress) -> ToolChoice {
+    pub(crate) async fn tool_choice(
+        &self,
+        run_tools: &RunTools,
+        messages: &[Message],
+        at: StepState,
+    ) -> (ToolChoice, Option<Relevance>) {
         let settings = &self.settings;
         let tool_choice = match settings.max_tool_rounds {
-            _ if run.rechecked.is_some() => ToolChoice::None,
-            Some(limit) if run.tool_rounds >= limit => ToolChoice::None,
-            _ if run.index == 1 => settings.first_tool_choice.clone(),
-            _ if run.discovered => ToolChoice::Required,
+            _ if at.rechecked => ToolChoice::None,
+            Some(limit) if at.tool_rounds >= limit => ToolChoice::None,
+            _ if at.index <= 1 => settings.first_tool_choice.clone(),
+            _ if at.discovered => ToolChoice::Required,
             _ => ToolChoice::Auto,
         };
         match tool_choice {
-            ToolChoice::Auto if run.index == 1 => {
-                let (choice, relevance) = super::relevance::first_step_choice(
-                    settings,
-                    &run.run_tools.advertised,
-                    &run.messages,
-                )
-                .await;
-                run.relevance = relevance;
-                choice
+            ToolChoice::Auto if at.index <= 1 => {
+                super::relevance::first_step_choice(settings, &run_tools.advertised, messages).await
             }
-            other => other,
+            other => (other, None),
         }
     }
+}
+
+/// Where a run stands before a step, as far as the tools on offer go.
+#[derive(Clone, Copy)]
+pub(crate) struct StepState {
+    /// The step about to be taken, from 1.
+    pub index: usize,
+    /// Steps whose calls counted against the limit on tool rounds.
+    pub tool_rounds: usize,
+    /// The step before only loaded functions (discovery).
+    pub discovered: bool,
+    /// An answer was re-asked: no tools now.
+    pub rechecked: bool,
 }
 
 /// A run under way: its conversation, its finished steps, its tools, and

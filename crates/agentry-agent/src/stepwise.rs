@@ -58,9 +58,8 @@ use crate::policy::Approval;
 use crate::run_tools::RunTools;
 use futures_util::StreamExt;
 
-use agentry_core::model::{
-    ChatRequest, Message, ModelError, Step, StreamEvent, ToolChoice, collect_step,
-};
+use crate::run::StepState;
+use agentry_core::model::{Message, ModelError, Step, StreamEvent, collect_step};
 use agentry_core::tool::{ToolCall, ToolResult, gated_dispatch};
 
 /// Where a run driven from outside stands before a step.
@@ -152,31 +151,14 @@ impl Agent {
         on_text: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<PlannedStep, ModelError> {
         let run_tools = RunTools::prepare(self, self.model.as_ref(), started).await;
-        let settings = &self.settings;
-        let tool_choice = match settings.max_tool_rounds {
-            Some(limit) if at.tool_rounds >= limit => ToolChoice::None,
-            _ if at.index <= 1 => settings.first_tool_choice.clone(),
-            _ => ToolChoice::Auto,
+        let at = StepState {
+            index: at.index,
+            tool_rounds: at.tool_rounds,
+            discovered: false,
+            rechecked: false,
         };
-        let tool_choice = match tool_choice {
-            ToolChoice::Auto if at.index <= 1 => {
-                let (choice, _) =
-                    crate::relevance::first_step_choice(settings, &run_tools.advertised, messages)
-                        .await;
-                choice
-            }
-            other => other,
-        };
-        let request = ChatRequest {
-            system: run_tools.system.clone(),
-            messages: messages.to_vec(),
-            tools: run_tools.advertised.as_ref().clone(),
-            tool_choice,
-            max_tokens: settings.max_tokens,
-            temperature: settings.temperature,
-            response_format: settings.response_format.clone(),
-            ..ChatRequest::default()
-        };
+        let (tool_choice, _) = self.tool_choice(&run_tools, messages, at).await;
+        let request = self.chat_request(&run_tools, messages.to_vec(), tool_choice);
         let stream = self.model.stream(&request).inspect(|event| {
             if let Ok(StreamEvent::TextDelta { text }) = event
                 && !text.is_empty()
