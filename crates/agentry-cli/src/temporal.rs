@@ -175,8 +175,7 @@ pub async fn show(address: &str, id: &str, json: bool) -> Result<ExitCode, Strin
     }
     let status = match (&record.status, &record.ended) {
         (Status::Ended, Some(ending)) => {
-            let kind = record.outcome().outcome.kind();
-            format!("ended: {kind}{}", ending_detail(ending))
+            format!("ended: {}{}", ending.kind(), ending_detail(ending))
         }
         (Status::Waiting, _) => "waiting for a decision".to_owned(),
         _ => "running".to_owned(),

@@ -173,6 +173,18 @@ pub enum Ending {
     ModelError(String),
 }
 
+impl Ending {
+    /// How the run ended, in one word: the same as [`Outcome::kind`].
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Ending::Final(_) => "final",
+            Ending::OutOfSteps => "out_of_steps",
+            Ending::OverBudget => "over_budget",
+            Ending::ModelError(_) => "model_error",
+        }
+    }
+}
+
 /// A run as it stands: the workflow's query, and (ended) its result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct RunRecord {
@@ -284,4 +296,25 @@ pub struct Progress {
     pub step: usize,
     /// Its text so far.
     pub text: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ending_has_the_kind_of_the_outcome_it_reads_as() {
+        for ending in [
+            Ending::Final("5".into()),
+            Ending::OutOfSteps,
+            Ending::OverBudget,
+            Ending::ModelError("reset".into()),
+        ] {
+            let record = RunRecord {
+                ended: Some(ending.clone()),
+                ..RunRecord::default()
+            };
+            assert_eq!(ending.kind(), record.outcome().outcome.kind());
+        }
+    }
 }
