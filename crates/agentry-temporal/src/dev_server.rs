@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long [`DevServer::start`] waits for the server to listen.
+/// How long [`DevServer::start`] waits for the server to serve.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A running `temporal server start-dev`, stopped (and its folder removed)
@@ -38,8 +38,9 @@ pub enum DevServerError {
         #[source]
         source: std::io::Error,
     },
-    /// It did not listen in time.
-    #[error("the Temporal dev server did not listen on {0} within 60 s")]
+    /// It did not serve in time: it must listen and answer for the
+    /// `default` namespace.
+    #[error("the Temporal dev server did not serve on {0} within 60 s")]
     NotListening(String),
 }
 
@@ -58,7 +59,9 @@ impl DevServer {
     }
 
     /// Start `program` as a dev server on free loopback ports, and wait
-    /// until it listens.
+    /// until it serves: it listens, its frontend is healthy and the
+    /// `default` namespace answers (a server that only listens refuses calls
+    /// with "Frontend is not healthy yet" for a while).
     pub fn start(program: &Path) -> Result<Self, DevServerError> {
         let port = free_port();
         let dir =
@@ -121,13 +124,25 @@ impl DevServer {
 
     fn wait_listening(&self) -> Result<(), DevServerError> {
         let deadline = Instant::now() + START_TIMEOUT;
-        while TcpStream::connect(&self.address).is_err() {
+        while !(TcpStream::connect(&self.address).is_ok() && self.serves()) {
             if Instant::now() > deadline {
                 return Err(DevServerError::NotListening(self.address.clone()));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
         Ok(())
+    }
+
+    /// Whether the server answers a call that goes through its frontend's
+    /// health check: describing the `default` namespace.
+    fn serves(&self) -> bool {
+        Command::new(&self.program)
+            .args(["operator", "namespace", "describe", "-n", "default"])
+            .args(["--address", &self.address, "-o", "json"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
     }
 }
 
