@@ -223,6 +223,12 @@ impl Agent {
         self.settings.max_calls_per_step
     }
 
+    /// How deep child agents may nest under a run of this agent
+    /// ([`AgentBuilder::max_depth`](crate::AgentBuilder::max_depth)).
+    pub fn max_depth(&self) -> usize {
+        self.settings.max_depth
+    }
+
     /// The sources whose tools join the toolbox at each step (MCP servers).
     pub fn sources(&self) -> &[Arc<dyn ToolSource>] {
         &self.settings.sources

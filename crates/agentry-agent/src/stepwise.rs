@@ -60,7 +60,7 @@ use futures_util::StreamExt;
 
 use crate::run::StepState;
 use agentry_core::model::{Message, ModelError, Step, StreamEvent, collect_step};
-use agentry_core::tool::{ToolCall, ToolResult, gated_dispatch};
+use agentry_core::tool::{Capabilities, ToolCall, ToolResult, gated_dispatch};
 
 /// Where a run driven from outside stands before a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -185,13 +185,35 @@ impl Agent {
     /// capability-checked, schema-validated dispatch. Every failure is an
     /// error result, as in a run.
     pub async fn call_tool(&self, started: &[Message], call: ToolCall) -> ToolResult {
+        self.dispatch(started, call, &self.settings.grants).await
+    }
+
+    /// [`Agent::call_tool`] for a run of this agent as another's child:
+    /// its tools get at most what both this agent and `within` (the
+    /// parent's grants) allow, as [`Agent::as_tool`] gives them.
+    pub async fn call_tool_within(
+        &self,
+        started: &[Message],
+        call: ToolCall,
+        within: &Capabilities,
+    ) -> ToolResult {
+        let grants = self.settings.grants.intersection(within);
+        self.dispatch(started, call, &grants).await
+    }
+
+    async fn dispatch(
+        &self,
+        started: &[Message],
+        call: ToolCall,
+        grants: &Capabilities,
+    ) -> ToolResult {
         let run_tools = RunTools::prepare(self, self.model.as_ref(), started).await;
         let allowed = run_tools.allowed_tool(self.settings.allow.as_deref(), &call.name);
         if let Err(message) = allowed.and_then(|tool| run_tools.loaded(&tool.name)) {
             return ToolResult::error(call.id.clone(), message);
         }
         let context = self.settings.context.clone();
-        gated_dispatch(&run_tools.toolbox, call, &self.settings.grants, &context).await
+        gated_dispatch(&run_tools.toolbox, call, grants, &context).await
     }
 
     /// The gate's word on `call` before it runs: refused when the

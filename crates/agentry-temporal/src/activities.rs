@@ -1,6 +1,7 @@
 //! The workflow's effects, run on a worker ([`AgentActivities`]): the
 //! model's step and one tool call, each through the worker's [`Agent`].
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -8,25 +9,86 @@ use temporalio_macros::activities;
 use temporalio_sdk::ApplicationFailure;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use crate::wire::{CallInput, Limits, PlanInput, Progress};
+use crate::wire::{CallInput, ChildOf, Limits, PlanInput, Progress};
 use crate::workflow::{HEARTBEAT_EVERY, WORKFLOW_TYPE};
 use agentry_agent::Agent;
 use agentry_agent::stepwise::PlannedStep;
-use agentry_core::tool::ToolResult;
+use agentry_core::tool::{Capabilities, ToolResult};
 
 /// The model-step activity's type name.
 pub const PLAN_STEP: &str = "agentry.plan_step";
 
 /// The activities of [`AgentWorkflow`](crate::AgentWorkflow), carried out by
-/// the agent a worker was started with.
+/// the agent a worker was started with, and by the child agents it
+/// registers ([`AgentActivities::child`]).
 pub struct AgentActivities {
     agent: Arc<Agent>,
+    children: HashMap<String, Arc<Agent>>,
 }
 
 impl AgentActivities {
     /// The activities of `agent`.
     pub fn new(agent: Arc<Agent>) -> Self {
-        Self { agent }
+        Self {
+            agent,
+            children: HashMap::new(),
+        }
+    }
+
+    /// Run each call of the tool `name` (a child agent, added to the agent
+    /// with [`Agent::as_tool`]) as a child workflow carried out by `agent`:
+    /// its own steps and calls, each an activity, with at most what both it
+    /// and its parent grant, a token budget of what its parent has left
+    /// (what it spends counts against the parent's), and the outermost
+    /// agent's depth limit. Every worker of a task queue must register the
+    /// same children. A child agent that is not registered runs as before:
+    /// its whole loop inside the one call's activity.
+    pub fn child(mut self, name: impl Into<String>, agent: Agent) -> Self {
+        self.children.insert(name.into(), Arc::new(agent));
+        self
+    }
+
+    /// The agent called `name` (`None`: the worker's own).
+    fn agent(&self, name: Option<&str>) -> Result<&Arc<Agent>, ActivityError> {
+        match name {
+            None => Ok(&self.agent),
+            Some(name) => self.children.get(name).ok_or_else(|| {
+                ActivityError::application(ApplicationFailure::non_retryable(format!(
+                    "this worker has no child agent \"{name}\" (AgentActivities::child registers one)"
+                )))
+            }),
+        }
+    }
+
+    /// `agent`'s limits, with the child agents among its tools.
+    fn limits_of(&self, agent: &Agent, grants: Capabilities) -> Limits {
+        let mut children: Vec<String> = agent
+            .toolbox()
+            .names()
+            .filter(|name| self.children.contains_key(*name))
+            .map(str::to_owned)
+            .collect();
+        children.sort();
+        Limits {
+            max_steps: agent.max_steps(),
+            token_budget: agent.token_budget(),
+            max_calls_per_step: agent.max_calls_per_step(),
+            max_depth: agent.max_depth(),
+            children,
+            grants,
+        }
+    }
+}
+
+impl From<Arc<Agent>> for AgentActivities {
+    fn from(agent: Arc<Agent>) -> Self {
+        Self::new(agent)
+    }
+}
+
+impl From<Agent> for AgentActivities {
+    fn from(agent: Agent) -> Self {
+        Self::new(Arc::new(agent))
     }
 }
 
@@ -36,11 +98,20 @@ impl AgentActivities {
     #[activity(name = "agentry.limits")]
     pub async fn limits(self: Arc<Self>, ctx: ActivityContext) -> Result<Limits, ActivityError> {
         inside_agent_run(&ctx)?;
-        Ok(Limits {
-            max_steps: self.agent.max_steps(),
-            token_budget: self.agent.token_budget(),
-            max_calls_per_step: self.agent.max_calls_per_step(),
-        })
+        Ok(self.limits_of(&self.agent, self.agent.grants().clone()))
+    }
+
+    /// A child agent's limits, its grants narrowed to its parent's.
+    #[activity(name = "agentry.child_limits")]
+    pub async fn child_limits(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        of: ChildOf,
+    ) -> Result<Limits, ActivityError> {
+        inside_agent_run(&ctx)?;
+        let agent = self.agent(Some(&of.agent))?;
+        let grants = agent.grants().intersection(&of.grants);
+        Ok(self.limits_of(agent, grants))
     }
 
     /// The model's next step, and the gate's word on each of its calls.
@@ -63,9 +134,8 @@ impl AgentActivities {
             step,
             text: text.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         };
-        let work = self
-            .agent
-            .plan_step_with(&input.started, &input.messages, input.at, &on_text);
+        let agent = self.agent(input.agent.as_deref())?;
+        let work = agent.plan_step_with(&input.started, &input.messages, input.at, &on_text);
         Ok(alive(&ctx, work, progress).await??)
     }
 
@@ -78,12 +148,18 @@ impl AgentActivities {
         input: CallInput,
     ) -> Result<ToolResult, ActivityError> {
         inside_agent_run(&ctx)?;
-        alive(
-            &ctx,
-            self.agent.call_tool(&input.started, input.call),
-            || (),
-        )
-        .await
+        let agent = self.agent(input.agent.as_deref())?;
+        let work = async {
+            match &input.within {
+                Some(within) => {
+                    agent
+                        .call_tool_within(&input.started, input.call.clone(), within)
+                        .await
+                }
+                None => agent.call_tool(&input.started, input.call.clone()).await,
+            }
+        };
+        alive(&ctx, work, || ()).await
     }
 }
 

@@ -2,7 +2,6 @@
 //! ([`TemporalRuns`]), and serving them ([`serve`]).
 
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use futures_util::StreamExt;
@@ -17,7 +16,7 @@ use crate::activities::AgentActivities;
 use crate::activities::PLAN_STEP;
 use crate::wire::{DecideInput, Progress, RunInput, RunRecord};
 use crate::workflow::AgentWorkflow;
-use agentry_agent::{Agent, RunOutcome};
+use agentry_agent::RunOutcome;
 use agentry_core::journal::Decision;
 
 /// The task queue workers poll and runs start on, unless told otherwise.
@@ -253,8 +252,10 @@ pub async fn connect(address: &str, namespace: &str) -> Result<Client, TemporalE
 
 /// Serve `agent`'s runs from `task_queue` until the worker is shut down or
 /// fails: any number of workers, on any machines, may serve one queue.
+/// `agent` is an [`Agent`](agentry_agent::Agent) (in an `Arc` or not), or [`AgentActivities`]
+/// with the child agents that run as child workflows.
 pub async fn serve(
-    agent: Arc<Agent>,
+    agent: impl Into<AgentActivities>,
     client: Client,
     task_queue: &str,
 ) -> Result<(), TemporalError> {
@@ -269,7 +270,7 @@ pub async fn serve(
         .sticky_queue_schedule_to_start_timeout(STICKY_TIMEOUT)
         .register_workflow::<AgentWorkflow>()
         .map_err(|e| TemporalError::new("registering the agent workflow", e))?
-        .register_activities(AgentActivities::new(agent))
+        .register_activities(agent.into())
         .build();
     let mut worker = Worker::new(&runtime, client, options)
         .map_err(|e| TemporalError::new(format!("starting a worker on \"{task_queue}\""), e))?;

@@ -17,6 +17,9 @@
 //!   a dead worker's call is noticed in seconds.
 //! - A destructive call waits for a person's decision, an update
 //!   ([`TemporalRuns::decide`]): approve, deny with a reason, or edit.
+//! - A child agent registered with [`AgentActivities::child`] runs as a
+//!   child workflow, with what both it and its parent grant and what the
+//!   parent has left of its token budget.
 //! - The run's record is a query ([`TemporalRuns::record`]) and its
 //!   outcome is the [`RunOutcome`](agentry_agent::RunOutcome) an in-process
 //!   run gives ([`TemporalRuns::outcome`]).
@@ -55,7 +58,14 @@
 //! use agentry_agent::Outcome;
 //! use agentry_temporal::{Ending, Limits, RunInput, RunRecord, Status};
 //!
-//! let agents = Limits { max_steps: 8, token_budget: 20_000, max_calls_per_step: 8 };
+//! let agents = Limits {
+//!     max_steps: 8,
+//!     token_budget: 20_000,
+//!     max_calls_per_step: 8,
+//!     max_depth: 3,
+//!     children: Vec::new(),
+//!     grants: Default::default(),
+//! };
 //! let input = RunInput { max_steps: Some(3), ..RunInput::new("What is 2 + 3?") };
 //! assert_eq!(agents.lowered(&input).max_steps, 3);
 //! assert_eq!(agents.lowered(&input).token_budget, 20_000);
@@ -87,8 +97,8 @@ pub use client::{
 };
 pub use dev_server::{DevServer, DevServerError, START_TIMEOUT};
 pub use wire::{
-    CallEntry, CallInput, DecideInput, Ending, Limits, MAX_DECISION_BYTES, MAX_RUN_INPUT_BYTES,
-    PlanInput, Progress, RunInput, RunRecord, Status, StepEntry, WaitingEntry,
+    CallEntry, CallInput, ChildEntry, ChildOf, DecideInput, Ending, Limits, MAX_DECISION_BYTES,
+    MAX_RUN_INPUT_BYTES, PlanInput, Progress, RunInput, RunRecord, Status, StepEntry, WaitingEntry,
 };
 #[doc(hidden)]
 pub use workflow::__workflow_version;

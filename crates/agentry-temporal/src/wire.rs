@@ -7,10 +7,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use agentry_agent::stepwise::StepAt;
-use agentry_agent::{CallRecord, Outcome, RunOutcome, StepRecord};
+use agentry_agent::{CallRecord, ChildRun, Outcome, RunOutcome, StepRecord};
 use agentry_core::journal::{Decision, Waiting};
 use agentry_core::model::{Message, ModelError, Usage};
-use agentry_core::tool::{ToolCall, ToolResult};
+use agentry_core::tool::{Capabilities, ToolCall, ToolResult};
 
 /// What a run starts with: the conversation, and limits lower than the
 /// agent's own if it should have them (the worker's agent has its own; the
@@ -23,6 +23,10 @@ pub struct RunInput {
     pub max_steps: Option<usize>,
     /// Most tokens the run may spend; past it, no more steps and no tool runs.
     pub token_budget: Option<u64>,
+    /// Set when the run is a child agent's, started by another run's call
+    /// (a child workflow); `None` for a run of the worker's own agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_of: Option<ChildOf>,
 }
 
 impl RunInput {
@@ -32,8 +36,23 @@ impl RunInput {
             messages: vec![Message::user(task)],
             max_steps: None,
             token_budget: None,
+            child_of: None,
         }
     }
+}
+
+/// What a child agent's run knows of the run that started it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildOf {
+    /// The child agent: the tool name its parent called it by, registered
+    /// on the workers with [`AgentActivities::child`](crate::AgentActivities::child).
+    pub agent: String,
+    /// The parent's grants: the child's tools get at most what both grant.
+    pub grants: Capabilities,
+    /// How deep it is nested: 1 for a child of a worker's own agent.
+    pub depth: usize,
+    /// How deep agents may nest: the outermost agent's limit.
+    pub max_depth: usize,
 }
 
 /// The most a run's input may hold, as JSON: each model step's activity
@@ -68,7 +87,7 @@ impl RunInput {
 }
 
 /// A run's limits: the worker's agent's, lowered by the run's input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     /// Most model steps.
     pub max_steps: usize,
@@ -76,11 +95,28 @@ pub struct Limits {
     pub token_budget: u64,
     /// Most calls one step may make; the rest are refused.
     pub max_calls_per_step: usize,
+    /// How deep child agents may nest (the agent's
+    /// [`max_depth`](agentry_agent::Agent::max_depth)).
+    #[serde(default = "default_max_depth")]
+    pub max_depth: usize,
+    /// The agent's tools that are child agents run as child workflows
+    /// (empty in runs started before child workflows: their child agents
+    /// ran inside one tool call's activity, and still do).
+    #[serde(default)]
+    pub children: Vec<String>,
+    /// What the run's tools may use: the agent's grants (for a child, what
+    /// both it and its parent grant).
+    #[serde(default)]
+    pub grants: Capabilities,
+}
+
+fn default_max_depth() -> usize {
+    agentry_agent::DEFAULT_MAX_DEPTH
 }
 
 impl Limits {
     /// The agent's limits, lowered where `input` asks for less.
-    pub fn lowered(self, input: &RunInput) -> Self {
+    pub fn lowered(&self, input: &RunInput) -> Self {
         Self {
             max_steps: input
                 .max_steps
@@ -88,7 +124,7 @@ impl Limits {
             token_budget: input
                 .token_budget
                 .map_or(self.token_budget, |n| n.min(self.token_budget)),
-            ..self
+            ..self.clone()
         }
     }
 }
@@ -102,6 +138,9 @@ pub struct PlanInput {
     pub messages: Vec<Message>,
     /// Where the run stands.
     pub at: StepAt,
+    /// The child agent carrying the run out; `None` for the worker's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// The input of the tool-call activity.
@@ -111,6 +150,13 @@ pub struct CallInput {
     pub started: Vec<Message>,
     /// The call to run (a person's edit already applied).
     pub call: ToolCall,
+    /// The child agent carrying the run out; `None` for the worker's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// For a child's run, its parent's grants: the tool gets at most what
+    /// both grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<Capabilities>,
 }
 
 /// One call and its result, as the workflow records it.
@@ -122,6 +168,21 @@ pub struct CallEntry {
     pub result: ToolResult,
     /// How long it took, from the workflow's clock (0 when not run).
     pub duration_ms: u64,
+    /// The run of the child agent this call started, when its tool is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<Box<ChildEntry>>,
+}
+
+/// A child agent's run, started by a call as a child workflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildEntry {
+    /// The tool name the child was called by.
+    pub agent: String,
+    /// The child workflow's id (its record, progress and waiting calls are
+    /// read and decided there, as any run's).
+    pub workflow_id: String,
+    /// The child's run as it ended.
+    pub record: RunRecord,
 }
 
 /// One step, as the workflow records it.
@@ -257,7 +318,14 @@ impl StepEntry {
                     call: entry.call.clone(),
                     result: entry.result.clone(),
                     duration: Duration::from_millis(entry.duration_ms),
-                    child: None,
+                    child: entry.child.as_ref().map(|child| {
+                        Box::new(ChildRun {
+                            agent: child.agent.clone(),
+                            outcome: child.record.outcome().outcome,
+                            usage: child.record.usage,
+                            steps: child.record.steps.iter().map(StepEntry::record).collect(),
+                        })
+                    }),
                 })
                 .collect(),
         }

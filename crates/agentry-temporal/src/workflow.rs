@@ -6,22 +6,23 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
+use serde_json::Value;
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityOptions, ApplicationFailure, LocalActivityOptions, SyncWorkflowContext,
-    WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
+    ActivityOptions, ApplicationFailure, ChildWorkflowOptions, LocalActivityOptions,
+    SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
 };
 
 use crate::activities::AgentActivities;
 use crate::wire::{
-    CallEntry, CallInput, DecideInput, Ending, Limits, PlanInput, RunInput, RunRecord, Status,
-    StepEntry, WaitingEntry,
+    CallEntry, CallInput, ChildEntry, ChildOf, DecideInput, Ending, Limits, PlanInput, RunInput,
+    RunRecord, Status, StepEntry, WaitingEntry,
 };
 use agentry_agent::stepwise::{Admission, StepAt};
 use agentry_core::journal::{Decision, Waiting};
 use agentry_core::model::{Message, Step, Usage};
-use agentry_core::tool::{ToolCall, ToolResult};
+use agentry_core::tool::{Capabilities, ToolCall, ToolResult};
 
 /// The workflow type agent runs have on the server (what `temporal
 /// workflow list --query "WorkflowType = 'agentry.AgentRun'"` finds).
@@ -97,31 +98,53 @@ impl AgentWorkflow {
         })?;
         let started = input.messages.clone();
         ctx.state_mut(|s| s.record.messages = input.messages.clone());
-        let limits = if uses_patch(ctx, LIMITS_AS_LOCAL_ACTIVITY) {
-            ctx.execute_local_activity(AgentActivities::limits, (), local_options())
+        let limits = match &input.child_of {
+            Some(of) => {
+                ctx.execute_local_activity(
+                    AgentActivities::child_limits,
+                    of.clone(),
+                    local_options(),
+                )
                 .await?
-        } else {
-            ctx.execute_activity(AgentActivities::limits, (), quick_options())
-                .await?
+            }
+            None if uses_patch(ctx, LIMITS_AS_LOCAL_ACTIVITY) => {
+                ctx.execute_local_activity(AgentActivities::limits, (), local_options())
+                    .await?
+            }
+            None => {
+                ctx.execute_activity(AgentActivities::limits, (), quick_options())
+                    .await?
+            }
         };
-        let input = limits.lowered(&input);
+        let scope = Scope {
+            agent: input.child_of.as_ref().map(|of| of.agent.clone()),
+            within: input.child_of.as_ref().map(|of| of.grants.clone()),
+            depth: input.child_of.as_ref().map_or(0, |of| of.depth),
+            max_depth: input
+                .child_of
+                .as_ref()
+                .map_or(limits.max_depth, |of| of.max_depth),
+            limits: limits.lowered(&input),
+            started,
+        };
         let mut tool_rounds = 0;
         let ending = loop {
             let (index, usage) = ctx.state(|s| (s.record.steps.len() + 1, s.record.usage));
-            if index > input.max_steps {
-                break if within(usage, &input) {
+            if index > scope.limits.max_steps {
+                break if within(usage, &scope.limits) {
                     Ending::OutOfSteps
                 } else {
                     Ending::OverBudget
                 };
             }
-            if !within(usage, &input) {
+            if !within(usage, &scope.limits) {
                 break Ending::OverBudget;
             }
             let plan = PlanInput {
-                started: started.clone(),
+                started: scope.started.clone(),
                 messages: ctx.state(|s| s.record.messages.clone()),
                 at: StepAt { index, tool_rounds },
+                agent: scope.agent.clone(),
             };
             let planned = ctx
                 .execute_activity(AgentActivities::plan_step, plan, model_options())
@@ -160,14 +183,14 @@ impl AgentWorkflow {
                     for (at, planned) in planned.calls.into_iter().enumerate() {
                         let call = planned.call;
                         let usage = ctx.state(|s| s.record.usage);
-                        let result = if !within(usage, &input) {
+                        let result = if !within(usage, &scope.limits) {
                             let reason = format!(
                                 "the token budget is spent ({} tokens used)",
                                 usage.total()
                             );
                             refused(&call, format!("not run: {reason}"))
-                        } else if at >= input.max_calls_per_step {
-                            let limit = input.max_calls_per_step;
+                        } else if at >= scope.limits.max_calls_per_step {
+                            let limit = scope.limits.max_calls_per_step;
                             refused(
                                 &call,
                                 format!(
@@ -175,7 +198,7 @@ impl AgentWorkflow {
                                 ),
                             )
                         } else {
-                            admit(ctx, &started, call.clone(), planned.admission).await
+                            admit(ctx, &scope, call.clone(), planned.admission, (index, at)).await
                         };
                         entries.push(result);
                     }
@@ -244,7 +267,24 @@ fn refused(call: &ToolCall, message: String) -> CallEntry {
         call: call.clone(),
         result: ToolResult::error(call.id.clone(), message),
         duration_ms: 0,
+        child: None,
     }
+}
+
+/// What a run's activities and children need to know of it.
+struct Scope {
+    /// The conversation it started with.
+    started: Vec<Message>,
+    /// The child agent carrying it out (`None`: the worker's own).
+    agent: Option<String>,
+    /// For a child's run, its parent's grants.
+    within: Option<Capabilities>,
+    /// Its limits, lowered by its input.
+    limits: Limits,
+    /// How deep it is nested (0 for a run of the worker's own agent).
+    depth: usize,
+    /// How deep agents may nest under the outermost run.
+    max_depth: usize,
 }
 
 /// One call through the agent's gate: refused, run, or run once a person
@@ -253,9 +293,10 @@ fn refused(call: &ToolCall, message: String) -> CallEntry {
 /// run again without a person's say.
 async fn admit(
     ctx: &mut WorkflowContext<AgentWorkflow>,
-    started: &[Message],
+    scope: &Scope,
     mut call: ToolCall,
     admission: Admission,
+    slot: (usize, usize),
 ) -> CallEntry {
     let (idempotent, timeout_ms) = match admission {
         Admission::Refused { message } => return refused(&call, message),
@@ -280,11 +321,16 @@ async fn admit(
             (idempotent, timeout_ms)
         }
     };
+    if scope.limits.children.contains(&call.name) {
+        return run_child(ctx, scope, call, slot).await;
+    }
     loop {
         let began = ctx.workflow_time();
         let input = CallInput {
-            started: started.to_vec(),
+            started: scope.started.clone(),
             call: call.clone(),
+            agent: scope.agent.clone(),
+            within: scope.within.clone(),
         };
         let ran = ctx
             .execute_activity(
@@ -300,6 +346,7 @@ async fn admit(
                     call,
                     result,
                     duration_ms,
+                    child: None,
                 };
             }
             Err(error) if idempotent => {
@@ -308,6 +355,7 @@ async fn admit(
                     result: ToolResult::error(call.id.clone(), message),
                     call,
                     duration_ms,
+                    child: None,
                 };
             }
             Err(_) => match wait_for_decision(ctx, &call, Waiting::Interrupted).await {
@@ -321,6 +369,100 @@ async fn admit(
                 }
             },
         }
+    }
+}
+
+/// A call to a child agent, as a child workflow: the child's own run, with
+/// what its parent has left of the token budget, at most the parent's
+/// grants, one level deeper. Its answer is the call's result (anything else
+/// is an error result, worded as in an in-process run); what it spent counts
+/// against the parent's budget. Its workflow id is the parent's, then
+/// `/step-N-call-M`.
+async fn run_child(
+    ctx: &mut WorkflowContext<AgentWorkflow>,
+    scope: &Scope,
+    call: ToolCall,
+    (step, at): (usize, usize),
+) -> CallEntry {
+    let name = call.name.clone();
+    let depth = scope.depth + 1;
+    if depth > scope.max_depth {
+        let message = format!(
+            "tool \"{name}\" failed: agent \"{name}\" was not started: agents may nest only {} deep",
+            scope.max_depth
+        );
+        return refused(&call, message);
+    }
+    let Some(task) = call.input.get("task").and_then(Value::as_str) else {
+        let message = format!(
+            "tool \"{name}\" needs {{\"task\": \"…\"}}: the whole task for this agent, as a string"
+        );
+        return refused(&call, message);
+    };
+    let usage = ctx.state(|s| s.record.usage);
+    let input = RunInput {
+        messages: vec![Message::user(task)],
+        max_steps: None,
+        token_budget: Some(scope.limits.token_budget.saturating_sub(usage.total())),
+        child_of: Some(ChildOf {
+            agent: name.clone(),
+            grants: scope.limits.grants.clone(),
+            depth,
+            max_depth: scope.max_depth,
+        }),
+    };
+    let id = format!("{}/step-{step}-call-{}", ctx.workflow_id(), at + 1);
+    let options = ChildWorkflowOptions::builder()
+        .workflow_id(id.clone())
+        .static_summary(format!("child agent {name}"))
+        .build();
+    ctx.set_current_details(format!("waiting for child agent \"{name}\": workflow {id}"));
+    let began = ctx.workflow_time();
+    let input = serde_json::to_value(&input).unwrap_or_default();
+    let ended = match ctx
+        .start_child_workflow(AgentWorkflow::run, input, options)
+        .await
+    {
+        Ok(child) => child.result().await.map_err(|e| child_failure(&e)),
+        Err(e) => Err(e.to_string()),
+    };
+    ctx.set_current_details(String::new());
+    let duration_ms = elapsed_ms(began, ctx.workflow_time());
+    match ended {
+        Ok(record) => {
+            ctx.state_mut(|s| s.record.usage += record.usage);
+            let result = match &record.ended {
+                Some(Ending::Final(text)) => {
+                    ToolResult::ok(call.id.clone(), Value::String(text.clone()))
+                }
+                _ => ToolResult::error(
+                    call.id.clone(),
+                    format!(
+                        "tool \"{name}\" failed: agent \"{name}\" did not answer: {}",
+                        record.text()
+                    ),
+                ),
+            };
+            CallEntry {
+                call,
+                result,
+                duration_ms,
+                child: Some(Box::new(ChildEntry {
+                    agent: name,
+                    workflow_id: id,
+                    record,
+                })),
+            }
+        }
+        Err(reason) => CallEntry {
+            result: ToolResult::error(
+                call.id.clone(),
+                format!("tool \"{name}\" failed: agent \"{name}\" did not answer: {reason}"),
+            ),
+            call,
+            duration_ms,
+            child: None,
+        },
     }
 }
 
@@ -381,7 +523,18 @@ fn elapsed_ms(began: Option<SystemTime>, ended: Option<SystemTime>) -> u64 {
 }
 
 fn failure_text(error: &temporalio_sdk::ActivityExecutionError) -> String {
-    match error.failure() {
+    failure_chain(error.failure(), || error.to_string())
+}
+
+fn child_failure(error: &temporalio_sdk::ChildWorkflowExecutionError) -> String {
+    failure_chain(error.failure(), || error.to_string())
+}
+
+fn failure_chain(
+    failure: Option<&temporalio_common::protos::temporal::api::failure::v1::Failure>,
+    otherwise: impl FnOnce() -> String,
+) -> String {
+    match failure {
         Some(failure) => {
             let mut text = failure.message.clone();
             let mut cause = failure.cause.as_deref();
@@ -393,7 +546,7 @@ fn failure_text(error: &temporalio_sdk::ActivityExecutionError) -> String {
             }
             text
         }
-        None => error.to_string(),
+        None => otherwise(),
     }
 }
 

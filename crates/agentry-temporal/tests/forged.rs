@@ -89,6 +89,8 @@ async fn a_workflow_of_another_type_cannot_run_a_tool() {
     let input = CallInput {
         started: vec![Message::user("delete old.log")],
         call: ToolCall::new("c1", "delete_file", json!({"path": "old.log"})),
+        agent: None,
+        within: None,
     };
     let handle = client
         .start_workflow(
