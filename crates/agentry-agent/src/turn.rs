@@ -3,8 +3,10 @@
 
 mod events;
 mod input;
+mod remote;
 mod run;
 
 pub use events::{TurnEvent, TurnEvents};
 pub use input::{Attachment, Replier, TurnConfig, TurnInput};
+pub use remote::{RemoteRunError, TurnContext, TurnRun, TurnRunner};
 pub use run::{Reply, TurnError, turn_run_id};

@@ -57,6 +57,11 @@ pub struct ServeArgs {
     allow_origins: Vec<OriginPattern>,
     #[command(flatten)]
     connections: Box<ConnectionArgs>,
+    /// Hand every agent loop to `agentry worker --temporal` processes
+    /// (their agent is the one they load) instead of running it here: this
+    /// process answers HTTP and keeps memory, and loads no model.
+    #[command(flatten)]
+    temporal: crate::temporal::TemporalArgs,
 }
 
 /// How long connections may take and how many may be open: `agentry
@@ -132,7 +137,11 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         }
     }
     let choice = args.model.choose(&loaded);
-    let model = crate::providers::chat_model(&choice).await?;
+    let model = match &args.temporal.temporal {
+        // The workers run the model; this process never calls one.
+        Some(_) => std::sync::Arc::new(agentry::model::OfflineModel),
+        None => crate::providers::chat_model(&choice).await?,
+    };
     let agent = args.agent.builder(&loaded, model, &choice).await?;
     // Nobody is at a terminal: a destructive call waits for an approval
     // (`POST /v1/runs/{id}/approvals`, the chat page's buttons).
@@ -153,8 +162,21 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         .name
         .or_else(|| loaded.file.name.clone())
         .unwrap_or_else(|| "agentry".into());
-    let mut server = AgentServer::new(name, agent, memory)
-        .durable_runs(journal)
+    let mut server = AgentServer::new(name, agent, memory);
+    server = match &args.temporal.temporal {
+        Some(address) => {
+            let runs = crate::temporal::runs(&args.temporal).await?;
+            eprintln!(
+                "agentry serve: agent runs go to task queue \"{}\" on {address}",
+                args.temporal.task_queue
+            );
+            server.remote_runs(std::sync::Arc::new(agentry_temporal::TemporalTurns::new(
+                runs,
+            )))
+        }
+        None => server.durable_runs(journal),
+    };
+    let mut server = server
         .api_keys(keys.clone())
         .max_body_bytes(
             args.max_body_bytes

@@ -117,3 +117,94 @@ fn the_readme_question_as_a_workflow_gives_what_agentry_run_gives() {
         "{shown}"
     );
 }
+
+/// `agentry serve --temporal`: the HTTP server loads no model and hands each
+/// agent loop to the workers. A chat turn streams the worker's calculator
+/// call and the answer, and is stored in the server's memory; a chat
+/// completion gets the same answer; both runs are on the Temporal server.
+#[test]
+fn serve_hands_turns_to_temporal_workers() {
+    if !common::models_present(true) {
+        return;
+    }
+    let Some(server) = dev_server() else { return };
+    let dir = Dir::new("temporal-serve");
+    let _worker = worker(&dir.0, server.address(), "served");
+    let mut command = Command::new(AGENTRY);
+    command
+        .current_dir(&dir.0)
+        .args(["serve", "--listen", "127.0.0.1:0", "--memory"])
+        .arg(dir.0.join("memory.db"))
+        .args(["--temporal", server.address(), "--task-queue", "served"])
+        .env("AGENTRY_API_KEYS", "test-key-1");
+    let served = common::Served::start(command);
+    let url = served.url.clone();
+    let question = "What is 17.5 times 4, plus 12?";
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (turn, messages, completion) = runtime.block_on(async {
+        let http = reqwest::Client::new();
+        let turn = http
+            .post(format!("{url}/v1/sessions/s/turns"))
+            .bearer_auth("test-key-1")
+            .header("Accept", "text/event-stream")
+            .json(&serde_json::json!({"text": question}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(turn.status(), 200);
+        let turn = turn.text().await.unwrap();
+        let messages: serde_json::Value = http
+            .get(format!("{url}/v1/sessions/s/messages"))
+            .bearer_auth("test-key-1")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let completion: serde_json::Value = http
+            .post(format!("{url}/v1/chat/completions"))
+            .bearer_auth("test-key-1")
+            .json(&serde_json::json!({
+                "model": "agentry",
+                "messages": [{"role": "user", "content": question}],
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        (turn, messages, completion)
+    });
+    // The worker's call streamed through the turn, and its answer.
+    assert!(
+        turn.contains("event: tool:call") && turn.contains("calculator"),
+        "{turn}"
+    );
+    let end = turn
+        .split("event: reply:end")
+        .nth(1)
+        .expect("the reply's end");
+    assert!(end.contains("82"), "{turn}");
+    assert!(turn.contains("event: turn:end"), "{turn}");
+    // The server stored both sides of the turn in its memory.
+    let stored = messages.to_string();
+    assert!(
+        stored.contains("17.5 times 4") && stored.contains("82"),
+        "{stored}"
+    );
+    // The chat completion ran on a worker too.
+    let content = completion["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(content.contains("82"), "{completion}");
+    // Both runs are on the server: the turn's `s~MESSAGE`, the completion's `chatcmpl-…`.
+    let listed =
+        stdout(Command::new(AGENTRY).args(["runs", "list", "--temporal", server.address()]));
+    assert!(listed.contains("s~"), "{listed}");
+    assert!(listed.contains("chatcmpl-"), "{listed}");
+}

@@ -63,6 +63,7 @@ mod metrics;
 mod openai;
 mod openapi;
 mod page;
+mod remote_runs;
 mod runs;
 mod sessions;
 mod sites;
@@ -73,6 +74,7 @@ use std::time::Duration;
 use agentry_agent::Agent;
 use agentry_agent::durable::RunJournal;
 use agentry_agent::turn::TurnConfig;
+use agentry_agent::turn::TurnRunner;
 use agentry_core::memory::Memory;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -134,6 +136,8 @@ pub(crate) struct Shared {
     started: u64,
     /// Where durable runs are kept, when turns run durably.
     runs: Option<Arc<dyn RunJournal>>,
+    /// Where agent loops run instead of here, when they are handed off.
+    remote: Option<Arc<dyn TurnRunner>>,
 }
 
 /// An agent served over HTTP. Build it, then [`router`](Self::router) (to
@@ -147,6 +151,7 @@ pub struct AgentServer {
     max_running_per_key: usize,
     requests_per_minute: Option<u32>,
     runs: Option<Arc<dyn RunJournal>>,
+    remote: Option<Arc<dyn TurnRunner>>,
     sites: sites::Sites,
     connections: connections::ConnectionLimits,
     failed_keys_per_minute: u32,
@@ -181,6 +186,7 @@ impl AgentServer {
             max_running_per_key: DEFAULT_MAX_RUNNING_PER_KEY,
             requests_per_minute: None,
             runs: None,
+            remote: None,
             sites: sites::Sites::default(),
             connections: connections::ConnectionLimits {
                 header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
@@ -200,6 +206,19 @@ impl AgentServer {
     /// decides and resumes it, in any server process sharing the journal.
     pub fn durable_runs(mut self, journal: impl RunJournal + 'static) -> Self {
         self.runs = Some(Arc::new(journal));
+        self
+    }
+
+    /// Hand every agent loop (chat turns and chat completions) to `runner`
+    /// instead of running it in this process: for example
+    /// `agentry_temporal::TemporalTurns`, whose workers, on other machines,
+    /// carry the runs out, so that HTTP servers and workers scale apart.
+    /// Turns keep their memory here. A run that waits for a person stops its
+    /// turn with `run:waiting`; it is decided where the runner keeps its runs
+    /// (for Temporal, `agentry runs approve --temporal`), not by
+    /// `/v1/runs`. Takes precedence over [`durable_runs`](Self::durable_runs).
+    pub fn remote_runs(mut self, runner: Arc<dyn TurnRunner>) -> Self {
+        self.remote = Some(runner);
         self
     }
 
@@ -310,6 +329,9 @@ impl AgentServer {
         if let Some(journal) = &self.runs {
             turn = turn.durable_runs(journal.clone());
         }
+        if let Some(runner) = &self.remote {
+            turn = turn.remote_runs(runner.clone());
+        }
         let mut admitted = self.sites;
         admitted.keyed = !self.keys.is_empty();
         let app = Arc::new(Shared {
@@ -321,6 +343,7 @@ impl AgentServer {
             schemas: checked::Schemas::new(),
             started,
             runs: self.runs,
+            remote: self.remote,
         });
         let private = Router::new()
             .route("/v1/sessions/{id}/turns", post(sessions::post_turn))
@@ -349,7 +372,11 @@ impl AgentServer {
         // Written once: axum clones every route's handler for each
         // connection, so the handler holds shared bytes, not a JSON tree.
         let document = axum::body::Bytes::from(
-            serde_json::to_vec(&openapi::served(&app.name, app.runs.is_some())).unwrap_or_default(),
+            serde_json::to_vec(&openapi::served(
+                &app.name,
+                app.runs.is_some() || app.remote.is_some(),
+            ))
+            .unwrap_or_default(),
         );
         Router::new()
             .route("/", get(page::index))

@@ -8,6 +8,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use agentry_agent::turn::{TurnContext, TurnRun, TurnRunner};
 use agentry_agent::{Agent, AgentEvent, Outcome, RunOutcome};
 use agentry_core::model::Message;
 use axum::Json;
@@ -178,8 +179,10 @@ pub(crate) async fn chat_completions(
     let permit = app.limits.acquire(&principal)?;
     let (sender, receiver) = mpsc::unbounded_channel::<AgentEvent>();
     let span = tracing::info_span!("chat_completion", key = %principal.id);
+    let id = format!("chatcmpl-{}", crate::sessions::new_id());
     let run = Run {
         agent,
+        remote: app.remote.clone().map(|runner| (runner, id.clone())),
         metrics: app.metrics.clone(),
         counted: app.metrics.turn(Face::ChatCompletions),
         permit,
@@ -189,7 +192,7 @@ pub(crate) async fn chat_completions(
         span,
     ));
     let chunks = Chunks {
-        id: format!("chatcmpl-{}", crate::sessions::new_id()),
+        id,
         created: now(),
         model: app.name.clone(),
         last_step: None,
@@ -237,6 +240,8 @@ fn agent_for(app: &App, system: &[String]) -> Result<Arc<Agent>, ApiError> {
 /// count in the metrics and its place among the key's running requests.
 struct Run {
     agent: Arc<Agent>,
+    /// Where the loop runs instead of here, and the run's id there.
+    remote: Option<(Arc<dyn TurnRunner>, String)>,
     metrics: Metrics,
     counted: TurnGuard,
     permit: OwnedSemaphorePermit,
@@ -249,11 +254,20 @@ impl Run {
     async fn send_events(self, messages: Vec<Message>, sender: UnboundedSender<AgentEvent>) {
         let Self {
             agent,
+            remote,
             metrics,
             mut counted,
             permit,
         } = self;
-        let mut events = std::pin::pin!(agent.stream_messages(messages));
+        let mut events = match remote {
+            Some((runner, id)) => runner.run(TurnRun {
+                id,
+                system: agent.system().unwrap_or_default().to_owned(),
+                messages,
+                context: TurnContext::default(),
+            }),
+            None => agent.stream_messages(messages).boxed(),
+        };
         loop {
             tokio::select! {
                 event = events.next() => match event {

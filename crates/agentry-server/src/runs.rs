@@ -32,6 +32,7 @@ use crate::App;
 use crate::auth::Principal;
 use crate::checked::Checked;
 use crate::error::{ApiError, ErrorBody};
+use crate::remote_runs;
 use crate::sessions::{ToolCallRecord, owned_session};
 
 /// A call that waits for a person.
@@ -237,7 +238,7 @@ async fn view(app: &App, id: &str, journal_id: &str) -> Result<RunResponse, ApiE
     })
 }
 
-fn step_body(step: &StepRecord) -> RunStep {
+pub(crate) fn step_body(step: &StepRecord) -> RunStep {
     RunStep {
         index: step.index,
         text: step.text.clone(),
@@ -272,6 +273,9 @@ pub(crate) async fn get_run(
     Path(id): Path<String>,
 ) -> Result<Json<RunResponse>, ApiError> {
     let (journal_id, _) = owned_run(&principal, &id)?;
+    if let Some(runner) = &app.remote {
+        return Ok(Json(remote_runs::view(runner, &id, &journal_id).await?));
+    }
     Ok(Json(view(&app, &id, &journal_id).await?))
 }
 
@@ -303,7 +307,6 @@ pub(crate) async fn post_approval(
 ) -> Result<Json<RunResponse>, ApiError> {
     let (journal_id, session) = owned_run(&principal, &id)?;
     let Checked(request) = body?;
-    let journal = journal(&app)?.clone();
     let decision = match (request.decision, request.reason, request.input) {
         (DecisionKind::Approve, _, _) => Decision::Approve,
         (DecisionKind::Deny, Some(reason), _) if !reason.trim().is_empty() => {
@@ -320,6 +323,18 @@ pub(crate) async fn post_approval(
         }
     };
     let permit = app.limits.acquire(&principal)?;
+    if let Some(runner) = &app.remote {
+        if request.remember == Some(true) {
+            return Err(ApiError::bad_request(
+                "`remember` is not kept for runs carried out elsewhere: decide on each call",
+            ));
+        }
+        let run = (id.as_str(), journal_id.as_str(), session.as_str());
+        let view =
+            remote_runs::decide(&app, runner, run, &request.call_id, decision, permit).await?;
+        return Ok(Json(view));
+    }
+    let journal = journal(&app)?.clone();
     let remember = request.remember.unwrap_or(false);
     durable::decide(
         journal.as_ref(),
@@ -384,6 +399,10 @@ pub(crate) async fn post_resume(
     Path(id): Path<String>,
 ) -> Result<Json<RunResponse>, ApiError> {
     let (journal_id, session) = owned_run(&principal, &id)?;
+    if let Some(runner) = &app.remote {
+        // Its runner's workers carry it on by themselves: shown as it is.
+        return Ok(Json(remote_runs::view(runner, &id, &journal_id).await?));
+    }
     let journal = journal(&app)?.clone();
     let status = durable::status(journal.as_ref(), &journal_id)
         .await

@@ -1,6 +1,7 @@
 //! The workflow's effects, run on a worker ([`AgentActivities`]): the
 //! model's step and one tool call, each through the worker's [`Agent`].
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use temporalio_macros::activities;
 use temporalio_sdk::ApplicationFailure;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use crate::wire::{CallInput, ChildOf, Limits, PlanInput, Progress};
+use crate::wire::{CallInput, ChildOf, Limits, PlanInput, Progress, TurnScope};
 use crate::workflow::{HEARTBEAT_EVERY, WORKFLOW_TYPE};
 use agentry_agent::Agent;
 use agentry_agent::stepwise::PlannedStep;
@@ -58,6 +59,34 @@ impl AgentActivities {
                 )))
             }),
         }
+    }
+
+    /// The agent called `name`, with a chat turn's system prompt and context
+    /// when the run is a turn's.
+    fn agent_for(
+        &self,
+        name: Option<&str>,
+        turn: Option<&TurnScope>,
+    ) -> Result<Cow<'_, Agent>, ActivityError> {
+        let agent = self.agent(name)?;
+        let Some(turn) = turn else {
+            return Ok(Cow::Borrowed(agent.as_ref()));
+        };
+        let context = agent
+            .context()
+            .clone()
+            .merged_with(&turn.context.to_context());
+        agent
+            .to_builder()
+            .system(turn.system.clone())
+            .context(context)
+            .build()
+            .map(Cow::Owned)
+            .map_err(|e| {
+                ActivityError::application(ApplicationFailure::non_retryable(format!(
+                    "the turn's agent could not be set up: {e}"
+                )))
+            })
     }
 
     /// `agent`'s limits, with the child agents among its tools.
@@ -134,7 +163,7 @@ impl AgentActivities {
             step,
             text: text.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         };
-        let agent = self.agent(input.agent.as_deref())?;
+        let agent = self.agent_for(input.agent.as_deref(), input.turn.as_ref())?;
         let work = agent.plan_step_with(&input.started, &input.messages, input.at, &on_text);
         Ok(alive(&ctx, work, progress).await??)
     }
@@ -148,7 +177,7 @@ impl AgentActivities {
         input: CallInput,
     ) -> Result<ToolResult, ActivityError> {
         inside_agent_run(&ctx)?;
-        let agent = self.agent(input.agent.as_deref())?;
+        let agent = self.agent_for(input.agent.as_deref(), input.turn.as_ref())?;
         let work = async {
             match &input.within {
                 Some(within) => {

@@ -6,9 +6,9 @@ use std::time::SystemTime;
 
 use futures_util::StreamExt;
 use temporalio_client::{
-    Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowDescribeOptions,
-    WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowListOptions,
-    WorkflowQueryOptions, WorkflowStartOptions, errors::WorkflowUpdateError,
+    Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowCancelOptions,
+    WorkflowDescribeOptions, WorkflowExecuteUpdateOptions, WorkflowGetResultOptions,
+    WorkflowListOptions, WorkflowQueryOptions, WorkflowStartOptions, errors::WorkflowUpdateError,
 };
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
@@ -214,6 +214,19 @@ impl TemporalRuns {
                 TemporalError::update(format!("deciding on call \"{call_id}\" of run \"{id}\""), e)
             })?;
         Ok(())
+    }
+
+    /// Cancel run `id`: its workflow is asked to stop, and its activity under
+    /// way (a model step, a tool call) is cancelled and drops its work.
+    pub async fn cancel(&self, id: &str) -> Result<(), TemporalError> {
+        let handle = self.client.get_workflow_handle::<AgentWorkflow>(id);
+        let options = WorkflowCancelOptions::builder()
+            .reason("the turn was stopped".to_owned())
+            .build();
+        handle
+            .cancel(options)
+            .await
+            .map_err(|e| TemporalError::new(format!("cancelling run \"{id}\""), e))
     }
 
     /// The agent runs the server holds, newest first (at most `limit`).

@@ -86,6 +86,7 @@
 mod activities;
 mod client;
 mod dev_server;
+mod turns;
 mod wire;
 #[allow(missing_docs)]
 mod workflow;
@@ -96,9 +97,11 @@ pub use client::{
     TemporalError, TemporalRuns, connect, serve,
 };
 pub use dev_server::{DevServer, DevServerError, START_TIMEOUT};
+pub use turns::{FOLLOW_EVERY, TemporalTurns};
 pub use wire::{
     CallEntry, CallInput, ChildEntry, ChildOf, DecideInput, Ending, Limits, MAX_DECISION_BYTES,
-    MAX_RUN_INPUT_BYTES, PlanInput, Progress, RunInput, RunRecord, Status, StepEntry, WaitingEntry,
+    MAX_RUN_INPUT_BYTES, PlanInput, Progress, RunInput, RunRecord, Status, StepEntry, TurnScope,
+    WaitingEntry,
 };
 #[doc(hidden)]
 pub use workflow::__workflow_version;

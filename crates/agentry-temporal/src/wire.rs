@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use agentry_agent::stepwise::StepAt;
+use agentry_agent::turn::TurnContext;
 use agentry_agent::{CallRecord, ChildRun, Outcome, RunOutcome, StepRecord};
 use agentry_core::journal::{Decision, Waiting};
 use agentry_core::model::{Message, ModelError, Usage};
@@ -27,6 +28,21 @@ pub struct RunInput {
     /// (a child workflow); `None` for a run of the worker's own agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_of: Option<ChildOf>,
+    /// Set when the run is a chat turn's loop ([`TemporalTurns`](crate::TemporalTurns)):
+    /// the turn's system prompt and tool context replace the agent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnScope>,
+}
+
+/// What a chat turn's run takes from its turn instead of from the worker's
+/// agent: the system prompt (the agent's own, with what memory recalled)
+/// and the request context its tools get (laid over the agent's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnScope {
+    /// The turn's system prompt.
+    pub system: String,
+    /// The turn's session, sender and extras.
+    pub context: TurnContext,
 }
 
 impl RunInput {
@@ -37,6 +53,7 @@ impl RunInput {
             max_steps: None,
             token_budget: None,
             child_of: None,
+            turn: None,
         }
     }
 }
@@ -141,6 +158,9 @@ pub struct PlanInput {
     /// The child agent carrying the run out; `None` for the worker's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// A chat turn's system prompt and context, for a turn's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnScope>,
 }
 
 /// The input of the tool-call activity.
@@ -157,6 +177,9 @@ pub struct CallInput {
     /// both grant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub within: Option<Capabilities>,
+    /// A chat turn's system prompt and context, for a turn's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnScope>,
 }
 
 /// One call and its result, as the workflow records it.

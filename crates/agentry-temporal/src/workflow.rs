@@ -17,7 +17,7 @@ use temporalio_sdk::{
 use crate::activities::AgentActivities;
 use crate::wire::{
     CallEntry, CallInput, ChildEntry, ChildOf, DecideInput, Ending, Limits, PlanInput, RunInput,
-    RunRecord, Status, StepEntry, WaitingEntry,
+    RunRecord, Status, StepEntry, TurnScope, WaitingEntry,
 };
 use agentry_agent::stepwise::{Admission, StepAt};
 use agentry_core::journal::{Decision, Waiting};
@@ -125,6 +125,7 @@ impl AgentWorkflow {
                 .as_ref()
                 .map_or(limits.max_depth, |of| of.max_depth),
             limits: limits.lowered(&input),
+            turn: input.turn.clone(),
             started,
         };
         let mut tool_rounds = 0;
@@ -145,6 +146,7 @@ impl AgentWorkflow {
                 messages: ctx.state(|s| s.record.messages.clone()),
                 at: StepAt { index, tool_rounds },
                 agent: scope.agent.clone(),
+                turn: scope.turn.clone(),
             };
             let planned = ctx
                 .execute_activity(AgentActivities::plan_step, plan, model_options())
@@ -244,6 +246,9 @@ impl AgentWorkflow {
         {
             return Err(format!("no call \"{}\" waits for a decision", input.call_id).into());
         }
+        if self.decisions.contains_key(&input.call_id) {
+            return Err(format!("call \"{}\" was decided already", input.call_id).into());
+        }
         input.checked().map_err(Into::into)
     }
 
@@ -285,6 +290,8 @@ struct Scope {
     depth: usize,
     /// How deep agents may nest under the outermost run.
     max_depth: usize,
+    /// A chat turn's system prompt and context, for a turn's run.
+    turn: Option<TurnScope>,
 }
 
 /// One call through the agent's gate: refused, run, or run once a person
@@ -331,6 +338,7 @@ async fn admit(
             call: call.clone(),
             agent: scope.agent.clone(),
             within: scope.within.clone(),
+            turn: scope.turn.clone(),
         };
         let ran = ctx
             .execute_activity(
@@ -410,6 +418,7 @@ async fn run_child(
             depth,
             max_depth: scope.max_depth,
         }),
+        turn: None,
     };
     let id = format!("{}/step-{step}-call-{}", ctx.workflow_id(), at + 1);
     let options = ChildWorkflowOptions::builder()

@@ -91,6 +91,7 @@ async fn a_workflow_of_another_type_cannot_run_a_tool() {
         call: ToolCall::new("c1", "delete_file", json!({"path": "old.log"})),
         agent: None,
         within: None,
+        turn: None,
     };
     let handle = client
         .start_workflow(

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::events::{TurnEvent, TurnEvents};
+use super::remote::TurnRunner;
 use crate::Agent;
 use crate::durable::RunJournal;
 use agentry_core::memory::{Memory, RecallOpts};
@@ -43,6 +44,10 @@ pub struct TurnConfig {
     /// destructive call waits for a person ([`TurnEvent::AwaitingDecision`])
     /// instead of being refused, and the run can be resumed from any process.
     pub runs: Option<Arc<dyn RunJournal>>,
+    /// With an agent: hand each turn's loop to this runner (another
+    /// process's workers) instead of running it here. It takes precedence
+    /// over [`runs`](Self::runs).
+    pub remote: Option<Arc<dyn TurnRunner>>,
     /// Where lifecycle and reply events go.
     pub events: TurnEvents,
 }
@@ -90,6 +95,7 @@ impl TurnConfig {
             replier,
             memory,
             runs: None,
+            remote: None,
             events: TurnEvents::none(),
         }
     }
@@ -100,6 +106,13 @@ impl TurnConfig {
     /// [`turn_run_id`]: super::turn_run_id
     pub fn durable_runs(mut self, journal: impl RunJournal + 'static) -> Self {
         self.runs = Some(Arc::new(journal));
+        self
+    }
+
+    /// Hand each turn's agent loop to `runner` (see [`remote`](Self::remote));
+    /// the run's id is [`turn_run_id`](super::turn_run_id).
+    pub fn remote_runs(mut self, runner: Arc<dyn TurnRunner>) -> Self {
+        self.remote = Some(runner);
         self
     }
 

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::events::TurnEvent;
 use super::input::{Replier, TurnConfig, TurnInput};
+use super::remote::{TurnContext, TurnRun, TurnRunner};
 use crate::durable::{JournalError, RunJournal, WaitingCall};
 use crate::{Agent, AgentError, AgentEvent, Outcome};
 use agentry_core::memory::{DEFAULT_MEMORY_HEADING, Remember, with_memory_block};
@@ -201,14 +202,16 @@ impl TurnConfig {
                             calls,
                         })
                     };
-                    let durable = config
-                        .runs
-                        .as_ref()
-                        .map(|journal| (journal, turn_run_id(&input.session.id, &message_id)));
+                    let id = turn_run_id(&input.session.id, &message_id);
+                    let place = match (&config.remote, &config.runs) {
+                        (Some(runner), _) => Place::Remote(runner, id),
+                        (None, Some(journal)) => Place::Journal(journal, id),
+                        (None, None) => Place::Here,
+                    };
                     let how = AgentTurn {
                         delta: &delta,
                         tools: &tools,
-                        durable,
+                        place,
                         waiting: &waiting,
                     };
                     run_agent(agent, system, context, prompt, how).await
@@ -335,14 +338,21 @@ pub fn turn_run_id(session_id: &str, message_id: &str) -> String {
     format!("{session_id}~{message_id}")
 }
 
-/// Where an agent turn's events go, and whether it runs durably.
+/// Where an agent turn's events go, and where it runs.
 struct AgentTurn<'a> {
     delta: &'a (dyn Fn(&str) + Sync),
     tools: &'a (dyn Fn(AgentEvent) + Sync),
-    /// The journal and the run's id, for a durable turn.
-    durable: Option<(&'a Arc<dyn RunJournal>, String)>,
+    place: Place<'a>,
     /// A durable run stopped for these calls.
     waiting: &'a (dyn Fn(String, Vec<WaitingCall>) + Sync),
+}
+
+/// Where an agent turn's loop runs: here, here durably (the journal and the
+/// run's id), or handed to a runner (the runner and the run's id).
+enum Place<'a> {
+    Here,
+    Journal(&'a Arc<dyn RunJournal>, String),
+    Remote(&'a Arc<dyn TurnRunner>, String),
 }
 
 /// Step 4 with tools or skills: the agent's full loop, streamed. Its system
@@ -360,16 +370,31 @@ async fn run_agent(
     prompt: String,
     how: AgentTurn<'_>,
 ) -> Result<String, TurnError> {
-    let context = agent.context().clone().merged_with(&context);
-    let agent = agent.to_builder().system(system).context(context).build()?;
     let mut reply = StreamedReply::default();
     let messages = vec![Message::user(prompt)];
-    // Keeps the durable runner alive while its stream is read.
+    // Keep the turn's agent and the durable runner alive while their
+    // stream is read.
+    let turn_agent;
     let runs;
-    let (mut events, run_id): (BoxStream<'_, AgentEvent>, Option<String>) = match how.durable {
-        None => (agent.stream_messages(messages).boxed(), None),
-        Some((journal, id)) => {
-            runs = agent.durable(journal.clone());
+    let (mut events, run_id): (BoxStream<'_, AgentEvent>, Option<String>) = match how.place {
+        Place::Remote(runner, id) => {
+            let run = TurnRun {
+                id: id.clone(),
+                system,
+                messages,
+                context: TurnContext::of(&context),
+            };
+            (runner.run(run), Some(id))
+        }
+        Place::Here => {
+            let context = agent.context().clone().merged_with(&context);
+            turn_agent = agent.to_builder().system(system).context(context).build()?;
+            (turn_agent.stream_messages(messages).boxed(), None)
+        }
+        Place::Journal(journal, id) => {
+            let context = agent.context().clone().merged_with(&context);
+            turn_agent = agent.to_builder().system(system).context(context).build()?;
+            runs = turn_agent.durable(journal.clone());
             (runs.stream_messages(id.clone(), messages).boxed(), Some(id))
         }
     };

@@ -1,0 +1,234 @@
+//! Chat turns as workflows ([`TemporalTurns`]): an HTTP server hands each
+//! turn's agent loop to the workers of a task queue, so the processes that
+//! answer requests and the ones that run agents scale apart. The turn keeps
+//! its own steps (memory, the system prompt, storing the reply); the run
+//! carries the turn's system prompt and tool context ([`TurnScope`]).
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use tokio::sync::mpsc;
+
+use crate::client::{TemporalError, TemporalRuns};
+use crate::wire::{RunInput, Status, TurnScope};
+use agentry_agent::turn::{RemoteRunError, TurnRun, TurnRunner};
+use agentry_agent::{AgentEvent, Outcome, RunOutcome};
+use agentry_core::journal::Decision;
+use agentry_core::model::{ModelError, Usage};
+
+/// How often a followed run's record and progress are read.
+pub const FOLLOW_EVERY: Duration = Duration::from_millis(250);
+
+/// Reads of a followed run that may fail in a row (the server restarting,
+/// the run not yet picked up) before the turn gives up on it.
+const READ_TRIES: usize = 40;
+
+/// Turns' agent loops as runs on a Temporal server ([`TurnRunner`]): each
+/// turn starts a run under the turn's id ([`turn_run_id`](agentry_agent::turn::turn_run_id))
+/// and follows it. The text of the step under way streams from its
+/// heartbeats (about every second), each step's calls once it ends. A run
+/// that waits for a person ends the turn with its waiting calls; it is
+/// decided with [`TemporalRuns::decide`] (or `agentry runs approve
+/// --temporal`) and then goes on by itself. A turn that is stopped (its
+/// client went away) cancels its run.
+#[derive(Debug, Clone)]
+pub struct TemporalTurns {
+    runs: TemporalRuns,
+}
+
+impl TemporalTurns {
+    /// Turns started as runs of `runs` (its server and task queue).
+    pub fn new(runs: TemporalRuns) -> Self {
+        Self { runs }
+    }
+}
+
+impl TurnRunner for TemporalTurns {
+    fn run(&self, run: TurnRun) -> BoxStream<'static, AgentEvent> {
+        let runs = self.runs.clone();
+        let (events, received) = mpsc::channel(64);
+        tokio::spawn(async move {
+            let input = RunInput {
+                messages: run.messages,
+                turn: Some(TurnScope {
+                    system: run.system,
+                    context: run.context,
+                }),
+                ..RunInput::new("")
+            };
+            match runs.start(&run.id, input).await {
+                Ok(()) => follow_into(&runs, &run.id, &events).await,
+                Err(error) => {
+                    let _ = events.send(failed(error.to_string())).await;
+                }
+            }
+        });
+        futures_util::stream::unfold(received, |mut received| async move {
+            received.recv().await.map(|event| (event, received))
+        })
+        .boxed()
+    }
+
+    fn outcome(&self, id: String) -> BoxFuture<'static, Result<RunOutcome, RemoteRunError>> {
+        let runs = self.runs.clone();
+        Box::pin(async move {
+            let record = runs.record(&id).await.map_err(|e| read_error(&id, e))?;
+            Ok(record.outcome())
+        })
+    }
+
+    fn decide(
+        &self,
+        id: String,
+        call_id: String,
+        decision: Decision,
+    ) -> BoxFuture<'static, Result<(), RemoteRunError>> {
+        let runs = self.runs.clone();
+        Box::pin(async move {
+            let record = runs.record(&id).await.map_err(|e| read_error(&id, e))?;
+            if !record.waiting.iter().any(|w| w.call.id == call_id) {
+                return Err(RemoteRunError::Refused(format!(
+                    "call {call_id:?} of run {id:?} is not waiting for a decision"
+                )));
+            }
+            // Refused by the workflow too when the call stopped waiting since.
+            runs.decide(&id, &call_id, decision)
+                .await
+                .map_err(|e| RemoteRunError::Refused(e.to_string()))
+        })
+    }
+
+    fn follow(&self, id: String) -> BoxStream<'static, AgentEvent> {
+        self.runs.follow(&id)
+    }
+}
+
+/// A failed read of run `id`: no such run, or the server could not answer.
+fn read_error(id: &str, error: TemporalError) -> RemoteRunError {
+    let text = error.to_string();
+    if text.to_lowercase().contains("not found") {
+        RemoteRunError::NotFound(id.to_owned())
+    } else {
+        RemoteRunError::Unavailable(text)
+    }
+}
+
+impl TemporalRuns {
+    /// Follow run `id` as [`AgentEvent`]s: each step's text (the step under
+    /// way's as its heartbeats bring it), calls and results, and last
+    /// [`AgentEvent::Final`] once it ends or waits for a person. The stream
+    /// ends there; dropping it before cancels the run.
+    pub fn follow(&self, id: &str) -> BoxStream<'static, AgentEvent> {
+        let runs = self.clone();
+        let id = id.to_owned();
+        let (events, received) = mpsc::channel(64);
+        tokio::spawn(async move { follow_into(&runs, &id, &events).await });
+        futures_util::stream::unfold(received, |mut received| async move {
+            received.recv().await.map(|event| (event, received))
+        })
+        .boxed()
+    }
+}
+
+/// Send run `id`'s events to `events` until it ends or waits; cancel it if
+/// the reader goes away first.
+async fn follow_into(runs: &TemporalRuns, id: &str, events: &mpsc::Sender<AgentEvent>) {
+    let mut shown_steps = 0;
+    // The step under way and how much of its text was sent.
+    let mut sent = (0, 0);
+    let mut failures = 0;
+    loop {
+        if events.is_closed() {
+            let _ = runs.cancel(id).await;
+            return;
+        }
+        let record = match runs.record(id).await {
+            Ok(record) => {
+                failures = 0;
+                record
+            }
+            Err(error) => {
+                failures += 1;
+                if failures >= READ_TRIES {
+                    let _ = events.send(failed(error.to_string())).await;
+                    return;
+                }
+                tokio::time::sleep(FOLLOW_EVERY).await;
+                continue;
+            }
+        };
+        for step in record.steps.iter().skip(shown_steps) {
+            let from = if sent.0 == step.index { sent.1 } else { 0 };
+            let mut out = Vec::new();
+            if let Some(rest) = step.text.get(from..)
+                && !rest.is_empty()
+            {
+                out.push(AgentEvent::TextDelta {
+                    step: step.index,
+                    text: rest.to_owned(),
+                });
+            }
+            let record = step.record();
+            for call in &record.calls {
+                out.push(AgentEvent::ToolCall {
+                    step: step.index,
+                    call: call.call.clone(),
+                });
+                out.push(AgentEvent::ToolResult {
+                    step: step.index,
+                    record: call.clone(),
+                });
+            }
+            out.push(AgentEvent::StepEnd { step: record });
+            for event in out {
+                if events.send(event).await.is_err() {
+                    let _ = runs.cancel(id).await;
+                    return;
+                }
+            }
+        }
+        shown_steps = record.steps.len();
+        if record.status != Status::Running {
+            let _ = events
+                .send(AgentEvent::Final {
+                    run: Box::new(record.outcome()),
+                })
+                .await;
+            return;
+        }
+        if let Ok(Some(progress)) = runs.progress(id).await
+            && progress.step == shown_steps + 1
+        {
+            let from = if sent.0 == progress.step { sent.1 } else { 0 };
+            if let Some(rest) = progress.text.get(from..)
+                && !rest.is_empty()
+            {
+                let delta = AgentEvent::TextDelta {
+                    step: progress.step,
+                    text: rest.to_owned(),
+                };
+                if events.send(delta).await.is_err() {
+                    let _ = runs.cancel(id).await;
+                    return;
+                }
+                sent = (progress.step, progress.text.len());
+            }
+        }
+        tokio::time::sleep(FOLLOW_EVERY).await;
+    }
+}
+
+/// The final event of a run that could not be started or followed.
+fn failed(message: String) -> AgentEvent {
+    AgentEvent::Final {
+        run: Box::new(RunOutcome {
+            outcome: Outcome::ModelError(ModelError::Transport(message)),
+            usage: Usage::default(),
+            steps: Vec::new(),
+            messages: Vec::new(),
+            relevance: None,
+        }),
+    }
+}
