@@ -25,9 +25,8 @@ pub enum RunsCommand {
     List {
         #[command(flatten)]
         place: Place,
-        /// The runs on this Temporal server (HOST:PORT) instead.
-        #[arg(long, value_name = "HOST:PORT")]
-        temporal: Option<String>,
+        #[command(flatten)]
+        temporal: crate::temporal::TemporalServer,
     },
     /// One run: where it stands, its steps and calls, and what waits.
     Show {
@@ -38,9 +37,8 @@ pub enum RunsCommand {
         json: bool,
         #[command(flatten)]
         place: Place,
-        /// A run on this Temporal server (HOST:PORT) instead.
-        #[arg(long, value_name = "HOST:PORT")]
-        temporal: Option<String>,
+        #[command(flatten)]
+        temporal: crate::temporal::TemporalServer,
     },
     /// Approve a waiting call: it runs when the run is resumed.
     Approve {
@@ -56,9 +54,8 @@ pub enum RunsCommand {
         remember: bool,
         #[command(flatten)]
         place: Place,
-        /// A run on this Temporal server (HOST:PORT) instead.
-        #[arg(long, value_name = "HOST:PORT")]
-        temporal: Option<String>,
+        #[command(flatten)]
+        temporal: crate::temporal::TemporalServer,
     },
     /// Deny a waiting call: the model gets the reason as its result.
     Deny {
@@ -74,9 +71,8 @@ pub enum RunsCommand {
         remember: bool,
         #[command(flatten)]
         place: Place,
-        /// A run on this Temporal server (HOST:PORT) instead.
-        #[arg(long, value_name = "HOST:PORT")]
-        temporal: Option<String>,
+        #[command(flatten)]
+        temporal: crate::temporal::TemporalServer,
     },
     /// Go on with a run from its last recorded step.
     Resume(ResumeArgs),
@@ -94,16 +90,17 @@ pub struct ResumeArgs {
 /// Run a `runs` command.
 pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
     match command {
-        RunsCommand::List {
-            temporal: Some(address),
-            ..
-        } => crate::temporal::list(&address).await,
+        RunsCommand::List { ref temporal, .. } if temporal.temporal.is_some() => {
+            crate::temporal::list(&temporal.endpoint()?).await
+        }
         RunsCommand::Show {
-            id,
+            ref id,
             json,
-            temporal: Some(address),
+            ref temporal,
             ..
-        } => crate::temporal::show(&address, &id, json).await,
+        } if temporal.temporal.is_some() => {
+            crate::temporal::show(&temporal.endpoint()?, id, json).await
+        }
         RunsCommand::List { place, .. } => {
             let journal = place.open(false).await?.journal();
             let runs = journal.runs().await.map_err(shown)?;
@@ -159,8 +156,11 @@ pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
                         .map_err(|e| format!("--input is not JSON: {e}"))?,
                 },
             };
-            match temporal {
-                Some(address) => crate::temporal::decide(&address, &id, &call, decision).await,
+            match &temporal.temporal {
+                Some(address) => {
+                    let endpoint = temporal.connect.endpoint(address)?;
+                    crate::temporal::decide(&endpoint, &id, &call, decision).await
+                }
                 None => decide(place, &id, &call, decision, remember).await,
             }
         }
@@ -171,9 +171,10 @@ pub async fn run(command: RunsCommand) -> Result<ExitCode, String> {
             remember,
             place,
             temporal,
-        } => match temporal {
+        } => match &temporal.temporal {
             Some(address) => {
-                crate::temporal::decide(&address, &id, &call, Decision::Deny { reason }).await
+                let endpoint = temporal.connect.endpoint(address)?;
+                crate::temporal::decide(&endpoint, &id, &call, Decision::Deny { reason }).await
             }
             None => decide(place, &id, &call, Decision::Deny { reason }, remember).await,
         },

@@ -2,6 +2,7 @@
 //! carries them out (any number of workers, on any machines), `agentry run
 //! --temporal` starts one and follows it.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,8 +10,7 @@ use std::time::Duration;
 use agentry::agent::durable::Decision;
 use agentry_mcp::client::escaped;
 use agentry_temporal::{
-    DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, Ending, RunInput, RunRecord, Status, TemporalRuns,
-    connect, serve,
+    DEFAULT_TASK_QUEUE, Ending, Endpoint, RunInput, RunRecord, Status, TemporalRuns, Tls, serve,
 };
 
 use crate::run::{RunFlags, print_step, report_steps, waiting_reason};
@@ -31,6 +31,105 @@ pub struct TemporalArgs {
     /// The Temporal task queue the workers poll.
     #[arg(long, default_value = DEFAULT_TASK_QUEUE, requires = "temporal")]
     pub task_queue: String,
+    #[command(flatten)]
+    pub connect: TemporalConnect,
+}
+
+/// A Temporal server's runs, for `agentry runs …`.
+#[derive(clap::Args, Clone)]
+pub struct TemporalServer {
+    /// The runs on the Temporal server at HOST:PORT instead.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub temporal: Option<String>,
+    #[command(flatten)]
+    pub connect: TemporalConnect,
+}
+
+impl TemporalServer {
+    /// The server `--temporal` names (empty when it names none).
+    pub fn endpoint(&self) -> Result<Endpoint, String> {
+        self.connect
+            .endpoint(self.temporal.as_deref().unwrap_or_default())
+    }
+}
+
+/// How to reach a Temporal server past its address: the namespace, and for
+/// a hosted one (Temporal Cloud) TLS and an API key. The environment
+/// variables are the `temporal` CLI's own.
+#[derive(clap::Args, Clone, Default)]
+pub struct TemporalConnect {
+    /// The Temporal namespace [default: default].
+    #[arg(
+        long = "temporal-namespace",
+        env = "TEMPORAL_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
+    namespace: Option<String>,
+    /// An API key for the Temporal server (Temporal Cloud); implies TLS.
+    #[arg(
+        long = "temporal-api-key",
+        env = "TEMPORAL_API_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    api_key: Option<String>,
+    /// Reach the Temporal server over TLS (the system's roots are trusted
+    /// unless --temporal-tls-ca names a CA).
+    #[arg(long = "temporal-tls", env = "TEMPORAL_TLS")]
+    tls: bool,
+    /// The CA that signed the Temporal server's certificate (PEM); implies TLS.
+    #[arg(
+        long = "temporal-tls-ca",
+        env = "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+        value_name = "PEM"
+    )]
+    tls_ca: Option<PathBuf>,
+    /// This side's certificate for mutual TLS (PEM, with --temporal-tls-key); implies TLS.
+    #[arg(
+        long = "temporal-tls-cert",
+        env = "TEMPORAL_TLS_CLIENT_CERT_PATH",
+        value_name = "PEM"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --temporal-tls-cert (PEM).
+    #[arg(
+        long = "temporal-tls-key",
+        env = "TEMPORAL_TLS_CLIENT_KEY_PATH",
+        value_name = "PEM"
+    )]
+    tls_key: Option<PathBuf>,
+    /// The name the server's certificate must carry, when not the address's host.
+    #[arg(
+        long = "temporal-tls-server-name",
+        env = "TEMPORAL_TLS_SERVER_NAME",
+        value_name = "NAME"
+    )]
+    tls_server_name: Option<String>,
+}
+
+impl TemporalConnect {
+    /// The server at `address`, reached as these flags say.
+    pub fn endpoint(&self, address: &str) -> Result<Endpoint, String> {
+        let mut endpoint = Endpoint::new(address);
+        if let Some(namespace) = &self.namespace {
+            endpoint = endpoint.namespace(namespace.clone());
+        }
+        if let Some(key) = &self.api_key {
+            endpoint = endpoint.api_key(key.clone());
+        }
+        let tls_files = self.tls_ca.is_some() || self.tls_cert.is_some() || self.tls_key.is_some();
+        if self.tls || tls_files || self.tls_server_name.is_some() {
+            let mut tls = Tls::from_files(
+                self.tls_ca.as_deref(),
+                self.tls_cert.as_deref(),
+                self.tls_key.as_deref(),
+            )
+            .map_err(|e| e.to_string())?;
+            tls.server_name = self.tls_server_name.clone();
+            endpoint = endpoint.tls(tls);
+        }
+        Ok(endpoint)
+    }
 }
 
 /// Arguments of `agentry worker`.
@@ -43,6 +142,8 @@ pub struct WorkerArgs {
     #[arg(long, default_value = DEFAULT_TASK_QUEUE)]
     task_queue: String,
     #[command(flatten)]
+    connect: TemporalConnect,
+    #[command(flatten)]
     run: RunFlags,
 }
 
@@ -51,7 +152,10 @@ pub struct WorkerArgs {
 /// Destructive calls wait for `agentry runs approve|deny --temporal`.
 pub async fn worker(args: WorkerArgs) -> Result<ExitCode, String> {
     let (agent, _) = args.run.build(true).await?;
-    let client = connect(&args.temporal, DEFAULT_NAMESPACE)
+    let client = args
+        .connect
+        .endpoint(&args.temporal)?
+        .connect()
         .await
         .map_err(|e| e.to_string())?;
     eprintln!(
@@ -67,7 +171,7 @@ pub async fn worker(args: WorkerArgs) -> Result<ExitCode, String> {
 /// The runs on the server `args` names.
 pub async fn runs(args: &TemporalArgs) -> Result<TemporalRuns, String> {
     let address = args.temporal.as_deref().unwrap_or_default();
-    let runs = TemporalRuns::connect(address)
+    let runs = TemporalRuns::connect_to(&args.connect.endpoint(address)?)
         .await
         .map_err(|e| e.to_string())?;
     Ok(runs.task_queue(args.task_queue.clone()))
@@ -125,8 +229,9 @@ fn print_waiting(record: &RunRecord, id: &str, address: &str) {
 }
 
 /// `agentry runs list --temporal`: the agent runs the server holds, newest first.
-pub async fn list(address: &str) -> Result<ExitCode, String> {
-    let runs = TemporalRuns::connect(address)
+pub async fn list(endpoint: &Endpoint) -> Result<ExitCode, String> {
+    let address = &endpoint.address;
+    let runs = TemporalRuns::connect_to(endpoint)
         .await
         .map_err(|e| e.to_string())?;
     let listed = runs.list(LIST_LIMIT).await.map_err(|e| e.to_string())?;
@@ -140,8 +245,9 @@ pub async fn list(address: &str) -> Result<ExitCode, String> {
 }
 
 /// `agentry runs show ID --temporal`: a run's steps, calls and where it stands.
-pub async fn show(address: &str, id: &str, json: bool) -> Result<ExitCode, String> {
-    let runs = TemporalRuns::connect(address)
+pub async fn show(endpoint: &Endpoint, id: &str, json: bool) -> Result<ExitCode, String> {
+    let address = &endpoint.address;
+    let runs = TemporalRuns::connect_to(endpoint)
         .await
         .map_err(|e| e.to_string())?;
     let record = runs.record(id).await.map_err(|e| escaped(&e.to_string()))?;
@@ -195,12 +301,12 @@ fn ending_detail(ending: &Ending) -> String {
 /// `agentry runs approve|deny ID CALL --temporal`: the decision goes to the
 /// run's workflow, and its workers carry it out at once.
 pub async fn decide(
-    address: &str,
+    endpoint: &Endpoint,
     id: &str,
     call: &str,
     decision: Decision,
 ) -> Result<ExitCode, String> {
-    let runs = TemporalRuns::connect(address)
+    let runs = TemporalRuns::connect_to(endpoint)
         .await
         .map_err(|e| e.to_string())?;
     runs.decide(id, call, decision)

@@ -208,3 +208,28 @@ fn serve_hands_turns_to_temporal_workers() {
     assert!(listed.contains("s~"), "{listed}");
     assert!(listed.contains("chatcmpl-"), "{listed}");
 }
+
+/// The TLS flags reach the connection: half a client certificate, or a CA
+/// file that is not there, is refused before any connection, saying why.
+#[test]
+fn temporal_tls_flags_are_read_before_connecting() {
+    let output = Command::new(AGENTRY)
+        .args(["runs", "list", "--temporal", "127.0.0.1:9"])
+        .args(["--temporal-tls-cert", "client.pem"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("mutual TLS needs both a certificate and its key"),
+        "{stderr}"
+    );
+    let output = Command::new(AGENTRY)
+        .args(["runs", "list", "--temporal", "127.0.0.1:9"])
+        .args(["--temporal-tls-ca", "/nonexistent/ca.pem"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("reading /nonexistent/ca.pem"), "{stderr}");
+}

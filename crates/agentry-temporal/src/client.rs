@@ -1,19 +1,19 @@
 //! Starting, following and deciding on agent runs held by Temporal
 //! ([`TemporalRuns`]), and serving them ([`serve`]).
 
-use std::str::FromStr;
 use std::time::SystemTime;
 
 use futures_util::StreamExt;
 use temporalio_client::{
-    Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowCancelOptions,
-    WorkflowDescribeOptions, WorkflowExecuteUpdateOptions, WorkflowGetResultOptions,
-    WorkflowListOptions, WorkflowQueryOptions, WorkflowStartOptions, errors::WorkflowUpdateError,
+    Client, WorkflowCancelOptions, WorkflowDescribeOptions, WorkflowExecuteUpdateOptions,
+    WorkflowGetResultOptions, WorkflowListOptions, WorkflowQueryOptions, WorkflowStartOptions,
+    errors::WorkflowUpdateError,
 };
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use crate::activities::AgentActivities;
 use crate::activities::PLAN_STEP;
+use crate::endpoint::Endpoint;
 use crate::wire::{DecideInput, Progress, RunInput, RunRecord};
 use crate::workflow::AgentWorkflow;
 use agentry_agent::RunOutcome;
@@ -41,7 +41,7 @@ pub struct TemporalError {
 }
 
 impl TemporalError {
-    fn new(
+    pub(crate) fn new(
         what: impl Into<String>,
         source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
     ) -> Self {
@@ -99,10 +99,15 @@ impl TemporalRuns {
     /// Connect to the server at `address` (`host:port`, or a URL), in the
     /// `default` namespace, starting runs on [`DEFAULT_TASK_QUEUE`].
     pub async fn connect(address: &str) -> Result<Self, TemporalError> {
-        let client = connect(address, DEFAULT_NAMESPACE).await?;
+        Self::connect_to(&Endpoint::new(address)).await
+    }
+
+    /// Connect to the server `endpoint` describes (its namespace, TLS, API
+    /// key), starting runs on [`DEFAULT_TASK_QUEUE`].
+    pub async fn connect_to(endpoint: &Endpoint) -> Result<Self, TemporalError> {
         Ok(Self {
-            client,
-            address: address.to_owned(),
+            client: endpoint.connect().await?,
+            address: endpoint.address.clone(),
             task_queue: DEFAULT_TASK_QUEUE.to_owned(),
         })
     }
@@ -247,20 +252,10 @@ impl TemporalRuns {
     }
 }
 
-/// Connect to the server at `address` in `namespace`.
+/// Connect to the server at `address` in `namespace`, in plaintext
+/// ([`Endpoint::connect`] for TLS and API keys).
 pub async fn connect(address: &str, namespace: &str) -> Result<Client, TemporalError> {
-    let url = if address.contains("://") {
-        address.to_owned()
-    } else {
-        format!("http://{address}")
-    };
-    let url = Url::from_str(&url)
-        .map_err(|e| TemporalError::new(format!("reading the address \"{address}\""), e))?;
-    let connection = Connection::connect(ConnectionOptions::new(url).build())
-        .await
-        .map_err(|e| TemporalError::new(format!("connecting to Temporal at {address}"), e))?;
-    Client::new(connection, ClientOptions::new(namespace.to_owned()).build())
-        .map_err(|e| TemporalError::new(format!("connecting to Temporal at {address}"), e))
+    Endpoint::new(address).namespace(namespace).connect().await
 }
 
 /// Serve `agent`'s runs from `task_queue` until the worker is shut down or

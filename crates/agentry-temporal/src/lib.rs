@@ -24,6 +24,9 @@
 //!   outcome is the [`RunOutcome`](agentry_agent::RunOutcome) an in-process
 //!   run gives ([`TemporalRuns::outcome`]).
 //!
+//! A server that asks for TLS, a client certificate or an API key is
+//! reached through an [`Endpoint`].
+//!
 //! A worker serves the agent's runs from a task queue (any number of
 //! workers, on any machines); a caller starts runs and reads their outcome.
 //! [`serve`] runs until the worker stops, on the thread that awaits it:
@@ -86,6 +89,7 @@
 mod activities;
 mod client;
 mod dev_server;
+mod endpoint;
 mod turns;
 mod wire;
 #[allow(missing_docs)]
@@ -97,6 +101,7 @@ pub use client::{
     TemporalError, TemporalRuns, connect, serve,
 };
 pub use dev_server::{DevServer, DevServerError, START_TIMEOUT};
+pub use endpoint::{Endpoint, Tls};
 pub use turns::{FOLLOW_EVERY, TemporalTurns};
 pub use wire::{
     CallEntry, CallInput, ChildEntry, ChildOf, DecideInput, Ending, Limits, MAX_DECISION_BYTES,
