@@ -259,9 +259,9 @@ impl Run {
             mut counted,
             permit,
         } = self;
-        let mut events = match remote {
+        let mut events = match &remote {
             Some((runner, id)) => runner.run(TurnRun {
-                id,
+                id: id.clone(),
                 system: agent.system().unwrap_or_default().to_owned(),
                 messages,
                 context: TurnContext::default(),
@@ -273,6 +273,14 @@ impl Run {
                 event = events.next() => match event {
                     Some(event) => {
                         if let AgentEvent::Final { run } = &event {
+                            // A completion cannot be decided on later: a run
+                            // handed off that waits for a person is stopped.
+                            if let (Some((runner, id)), Outcome::AwaitingDecision(_)) =
+                                (&remote, &run.outcome)
+                                && let Err(error) = runner.cancel(id.clone()).await
+                            {
+                                tracing::warn!(%error, run = %id, "a waiting completion's run was not stopped");
+                            }
                             counted.finish(outcome_name(&run.outcome));
                             for record in run.steps.iter().flat_map(|step| &step.calls) {
                                 metrics.tool_call(&record.call.name, record.result.is_error);

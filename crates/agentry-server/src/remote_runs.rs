@@ -34,7 +34,7 @@ pub(crate) async fn view(
     let run = runner
         .outcome(run_id.to_owned())
         .await
-        .map_err(|error| remote_error(id, error))?;
+        .map_err(|error| remote_error(id, run_id, error))?;
     Ok(response(id, &run))
 }
 
@@ -53,7 +53,7 @@ pub(crate) async fn decide(
     runner
         .decide(run_id.to_owned(), call_id.to_owned(), decision)
         .await
-        .map_err(|error| remote_error(id, error))?;
+        .map_err(|error| remote_error(id, run_id, error))?;
     let (task_app, task_runner) = (app.clone(), runner.clone());
     let (task_run, session, call_id) = (run_id.to_owned(), session.to_owned(), call_id.to_owned());
     let followed = tokio::spawn(async move {
@@ -153,13 +153,18 @@ fn response(id: &str, run: &RunOutcome) -> RunResponse {
     }
 }
 
-/// What a runner's error means for run `id` (the client's id).
-fn remote_error(id: &str, error: RemoteRunError) -> ApiError {
+/// What a runner's error means for run `id` (the client's id). The
+/// runner's own id of the run (with the key's prefix) is never shown, nor
+/// is the runner's address.
+fn remote_error(id: &str, run_id: &str, error: RemoteRunError) -> ApiError {
     match error {
         RemoteRunError::NotFound(_) => ApiError::not_found(format!("no run {id:?}")),
-        RemoteRunError::Refused(message) => ApiError::conflict(message),
+        RemoteRunError::Refused(message) => ApiError::conflict(message.replace(run_id, id)),
         RemoteRunError::Unavailable(message) => {
-            ApiError::internal(format!("the runs' server failed: {message}"))
+            tracing::warn!(run = %id, error = %message, "the runs' server failed");
+            ApiError::internal(format!(
+                "the server that keeps run {id:?} did not answer; try again"
+            ))
         }
         RemoteRunError::Unsupported(_) => {
             ApiError::not_found("this server's runs cannot be read or decided here")

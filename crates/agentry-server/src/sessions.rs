@@ -181,7 +181,9 @@ fn message_id(
     };
     // A durable turn's run is named after its message id: it must be one an
     // approval can name.
-    if app.runs.is_some() && owned_session(principal, &message_id).is_err() {
+    if (app.runs.is_some() || app.remote.is_some())
+        && owned_session(principal, &message_id).is_err()
+    {
         return Err(ApiError::bad_request(format!(
             "invalid payload.message_id {message_id:?}: use 1 to 128 of A-Z a-z 0-9 - _ . :"
         )));

@@ -119,11 +119,12 @@ async fn a_turn_on_temporal_waits_and_an_approval_over_http_carries_it_on() {
     )
     .await;
     assert_eq!(status, 409, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    // It names the run as the client does, never with the key's prefix.
     assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("not waiting"),
+        message.contains("not waiting")
+            && message.contains("\"files~m1\"")
+            && !message.contains('/'),
         "{body}"
     );
 
@@ -161,6 +162,15 @@ async fn a_turn_on_temporal_waits_and_an_approval_over_http_carries_it_on() {
         .filter(|m| m["text"] == "Done: deleted a.log")
         .count();
     assert_eq!(answers, 1, "{stored}");
+    // A message id that could not name a run is refused before any run.
+    let (status, body) = post(
+        &server,
+        "/v1/sessions/files/turns",
+        "alice-key",
+        json!({"text": "delete b.log", "payload": {"message_id": "a~b"}}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
     // And the run is Temporal's: its workflow is the turn's run.
     let ids: Vec<String> = runs
         .list(10)
@@ -170,4 +180,56 @@ async fn a_turn_on_temporal_waits_and_an_approval_over_http_carries_it_on() {
         .map(|r| r.id)
         .collect();
     assert!(ids.iter().any(|id| id.ends_with("files~m1")), "{ids:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_completion_that_reaches_a_destructive_call_stops_its_run() {
+    let Some(temporal) = dev_server() else { return };
+    let effects = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::builder(support::deleting_model("a.log", "", "Done: "))
+        .tool(support::delete_tool(effects.clone()))
+        .build()
+        .unwrap();
+    let client = connect(temporal.address(), "default").await.unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async move {
+            let _ = serve(agent, client, "completions").await;
+        });
+    });
+    let runs = TemporalRuns::connect(temporal.address())
+        .await
+        .unwrap()
+        .task_queue("completions");
+    let server = support::serve_agent(Agent::new(OfflineModel), |server| {
+        server.remote_runs(Arc::new(TemporalTurns::new(runs.clone())))
+    })
+    .await;
+    let (status, body) = post(
+        &server,
+        "/v1/chat/completions",
+        "alice-key",
+        json!({"model": "helper", "messages": [{"role": "user", "content": "delete a.log"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    // Nobody can decide on a completion's call later: its run is stopped,
+    // not left waiting on the server for ever, and the tool never ran.
+    let mut statuses = Vec::new();
+    for _ in 0..100 {
+        statuses = runs
+            .list(10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.status)
+            .collect();
+        if !statuses.is_empty() && statuses.iter().all(|s| s != "Running") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(statuses.len(), 1, "{statuses:?}");
+    assert_ne!(statuses[0], "Running", "{statuses:?}");
+    assert_eq!(effects.load(Ordering::SeqCst), 0);
 }

@@ -11,7 +11,7 @@ use temporalio_sdk::ApplicationFailure;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use crate::wire::{CallInput, ChildOf, Limits, PlanInput, Progress, TurnScope};
-use crate::workflow::{HEARTBEAT_EVERY, WORKFLOW_TYPE};
+use crate::workflow::{HEARTBEAT_EVERY, MAX_TOOL_RESULT_BYTES, WORKFLOW_TYPE};
 use agentry_agent::Agent;
 use agentry_agent::stepwise::PlannedStep;
 use agentry_core::tool::{Capabilities, ToolResult};
@@ -140,7 +140,11 @@ impl AgentActivities {
         inside_agent_run(&ctx)?;
         let agent = self.agent(Some(&of.agent))?;
         let grants = agent.grants().intersection(&of.grants);
-        Ok(self.limits_of(agent, grants))
+        let mut limits = self.limits_of(agent, grants);
+        // The depth limit is the worker's own agent's: a child's run never
+        // nests deeper, whatever its input claims.
+        limits.max_depth = self.agent.max_depth();
+        Ok(limits)
     }
 
     /// The model's next step, and the gate's word on each of its calls.
@@ -188,7 +192,17 @@ impl AgentActivities {
                 None => agent.call_tool(&input.started, input.call.clone()).await,
             }
         };
-        alive(&ctx, work, || ()).await
+        let result = alive(&ctx, work, || ()).await?;
+        let size = serde_json::to_vec(&result).map_or(usize::MAX, |json| json.len());
+        if size > MAX_TOOL_RESULT_BYTES {
+            return Ok(ToolResult::error(
+                result.id,
+                format!(
+                    "the tool's result is {size} bytes; at most {MAX_TOOL_RESULT_BYTES} cross Temporal in one call: ask for less"
+                ),
+            ));
+        }
+        Ok(result)
     }
 }
 

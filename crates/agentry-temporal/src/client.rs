@@ -6,15 +6,15 @@ use std::time::SystemTime;
 use futures_util::StreamExt;
 use temporalio_client::{
     Client, WorkflowCancelOptions, WorkflowDescribeOptions, WorkflowExecuteUpdateOptions,
-    WorkflowGetResultOptions, WorkflowListOptions, WorkflowQueryOptions, WorkflowStartOptions,
-    errors::WorkflowUpdateError,
+    WorkflowExecutionStatus, WorkflowGetResultOptions, WorkflowIdReusePolicy, WorkflowListOptions,
+    WorkflowQueryOptions, WorkflowStartOptions, errors::WorkflowUpdateError,
 };
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use crate::activities::AgentActivities;
 use crate::activities::PLAN_STEP;
 use crate::endpoint::Endpoint;
-use crate::wire::{DecideInput, Progress, RunInput, RunRecord};
+use crate::wire::{DecideInput, Ending, Progress, RunInput, RunRecord, Status};
 use crate::workflow::AgentWorkflow;
 use agentry_agent::RunOutcome;
 use agentry_core::journal::Decision;
@@ -26,6 +26,9 @@ pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(1
 /// How long a run's next workflow task waits for the worker that last ran it
 /// before any worker may take it (Temporal's default is 10 s).
 pub const STICKY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// A run whose workflow task has failed this many times in a row is read
+/// as stuck ([`TemporalRuns::record`]).
+const STUCK_AFTER_ATTEMPTS: i32 = 3;
 /// The namespace `temporal server start-dev` creates.
 pub const DEFAULT_NAMESPACE: &str = "default";
 
@@ -129,9 +132,12 @@ impl TemporalRuns {
     }
 
     /// Start a run under the workflow id `id`; it goes on without this
-    /// process. Refused when a run with this id exists.
+    /// process. Refused when a run with this id exists or existed.
     pub async fn start(&self, id: &str, input: RunInput) -> Result<(), TemporalError> {
-        let options = WorkflowStartOptions::new(self.task_queue.clone(), id.to_owned()).build();
+        // A run's id names one run, ever: an ended run's id is not reused.
+        let options = WorkflowStartOptions::new(self.task_queue.clone(), id.to_owned())
+            .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+            .build();
         let input = serde_json::to_value(&input)
             .map_err(|e| TemporalError::new(format!("starting run \"{id}\""), e))?;
         self.client
@@ -161,13 +167,64 @@ impl TemporalRuns {
         self.outcome(id).await
     }
 
-    /// Run `id` as it stands now: steps, tokens, waiting calls.
+    /// Run `id` as it stands now: steps, tokens, waiting calls. A run whose
+    /// workflow closed without handing over its record (it failed, was
+    /// terminated or cancelled, or timed out) reads as ended with a model
+    /// error that says so. A run whose workflow task keeps failing (a
+    /// payload Temporal refuses, an input the SDK cannot read) is an error
+    /// that says so, as it cannot go on until a worker can carry it.
     pub async fn record(&self, id: &str) -> Result<RunRecord, TemporalError> {
         let handle = self.client.get_workflow_handle::<AgentWorkflow>(id);
-        handle
+        let queried = handle
             .query(AgentWorkflow::record, (), WorkflowQueryOptions::default())
             .await
-            .map_err(|e| TemporalError::new(format!("reading run \"{id}\""), e))
+            .map_err(|e| TemporalError::new(format!("reading run \"{id}\""), e));
+        if let Ok(record) = &queried
+            && record.status == Status::Ended
+        {
+            return queried;
+        }
+        let description = handle
+            .describe(WorkflowDescribeOptions::default())
+            .await
+            .map_err(|e| TemporalError::new(format!("reading run \"{id}\""), e))?;
+        let closed = match description.status() {
+            WorkflowExecutionStatus::Completed => {
+                return handle
+                    .get_result(WorkflowGetResultOptions::default())
+                    .await
+                    .map_err(|e| TemporalError::new(format!("reading run \"{id}\""), e));
+            }
+            WorkflowExecutionStatus::Failed => "failed",
+            WorkflowExecutionStatus::Terminated => "was terminated",
+            WorkflowExecutionStatus::Canceled => "was cancelled",
+            WorkflowExecutionStatus::TimedOut => "timed out",
+            _ => {
+                let attempts = description
+                    .raw_description
+                    .pending_workflow_task
+                    .as_ref()
+                    .map_or(0, |task| task.attempt);
+                if attempts >= STUCK_AFTER_ATTEMPTS {
+                    return Err(TemporalError::new(
+                        format!("reading run \"{id}\""),
+                        format!(
+                            "its workflow task has failed {attempts} times (Temporal's UI or `temporal workflow describe` says why); it goes on only once a worker can carry it"
+                        ),
+                    ));
+                }
+                return queried;
+            }
+        };
+        let why = match handle.get_result(WorkflowGetResultOptions::default()).await {
+            Err(error) => format!("the run's workflow {closed}: {error}"),
+            Ok(_) => format!("the run's workflow {closed}"),
+        };
+        let mut record = queried.unwrap_or_default();
+        record.status = Status::Ended;
+        record.waiting.clear();
+        record.ended = Some(Ending::ModelError(why));
+        Ok(record)
     }
 
     /// What the model has said so far in run `id`'s step under way, read

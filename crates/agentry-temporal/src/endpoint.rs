@@ -109,6 +109,12 @@ impl Endpoint {
     /// answer, and the namespace exist).
     pub async fn connect(&self) -> Result<Client, TemporalError> {
         let address = &self.address;
+        if self.uses_tls() && address.to_ascii_lowercase().starts_with("http://") {
+            return Err(TemporalError::new(
+                format!("connecting to Temporal at {address}"),
+                "TLS or an API key was asked for, but the address says http://: give host:port or an https:// address",
+            ));
+        }
         let scheme = if self.uses_tls() { "https" } else { "http" };
         let url = if address.contains("://") {
             address.to_owned()
@@ -117,7 +123,9 @@ impl Endpoint {
         };
         let url = Url::from_str(&url)
             .map_err(|e| TemporalError::new(format!("reading the address \"{address}\""), e))?;
-        let tls = self.tls.as_ref().map(|tls| {
+        // An API key alone goes over TLS with the system's roots.
+        let system = self.api_key.as_ref().map(|_| Tls::system());
+        let tls = self.tls.as_ref().or(system.as_ref()).map(|tls| {
             let client = tls.client_cert.as_ref().map(|(cert, key)| {
                 ClientTlsOptions::builder()
                     .client_cert(cert.clone())
@@ -177,5 +185,25 @@ impl Tls {
             server_name: None,
             client_cert,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_key_or_tls_is_never_sent_to_an_http_address() {
+        for endpoint in [
+            Endpoint::new("http://127.0.0.1:9").api_key("secret"),
+            Endpoint::new("HTTP://127.0.0.1:9").tls(Tls::system()),
+        ] {
+            let error = endpoint.connect().await.unwrap_err().to_string();
+            assert!(error.contains("the address says http://"), "{error}");
+            assert!(!error.contains("secret"), "{error}");
+        }
+        // Nor is the key shown in debug output.
+        let shown = format!("{:?}", Endpoint::new("h:1").api_key("secret"));
+        assert!(!shown.contains("secret"), "{shown}");
     }
 }

@@ -87,6 +87,7 @@
 // and activity; everything written here is documented.
 #[allow(missing_docs)]
 mod activities;
+mod calls;
 mod client;
 mod dev_server;
 mod endpoint;
@@ -112,5 +113,5 @@ pub use wire::{
 pub use workflow::__workflow_version;
 pub use workflow::{
     ATTEMPTS, AgentWorkflow, HEARTBEAT_EVERY, HEARTBEAT_TIMEOUT, LIMITS_AS_LOCAL_ACTIVITY,
-    MODEL_STEP_TIMEOUT, TOOL_TIMEOUT, WORKFLOW_TYPE,
+    MAX_RECORD_BYTES, MAX_TOOL_RESULT_BYTES, MODEL_STEP_TIMEOUT, TOOL_TIMEOUT, WORKFLOW_TYPE,
 };

@@ -12,7 +12,8 @@ use futures_util::stream::BoxStream;
 use tokio::sync::mpsc;
 
 use crate::client::{TemporalError, TemporalRuns};
-use crate::wire::{RunInput, Status, TurnScope};
+use crate::wire::{MAX_RUN_INPUT_BYTES, RunInput, Status, TurnScope};
+use crate::workflow::json_size;
 use agentry_agent::turn::{RemoteRunError, TurnRun, TurnRunner};
 use agentry_agent::{AgentEvent, Outcome, RunOutcome};
 use agentry_core::journal::Decision;
@@ -21,9 +22,10 @@ use agentry_core::model::{ModelError, Usage};
 /// How often a followed run's record and progress are read.
 pub const FOLLOW_EVERY: Duration = Duration::from_millis(250);
 
-/// Reads of a followed run that may fail in a row (the server restarting,
-/// the run not yet picked up) before the turn gives up on it.
-const READ_TRIES: usize = 40;
+/// How long reads of a followed run may keep failing (the server
+/// restarting, no worker to answer, a workflow task that keeps failing)
+/// before the follower gives up on it, saying why.
+pub const READ_PATIENCE: Duration = Duration::from_secs(60);
 
 /// Turns' agent loops as runs on a Temporal server ([`TurnRunner`]): each
 /// turn starts a run under the turn's id ([`turn_run_id`](agentry_agent::turn::turn_run_id))
@@ -50,16 +52,16 @@ impl TurnRunner for TemporalTurns {
         let runs = self.runs.clone();
         let (events, received) = mpsc::channel(64);
         tokio::spawn(async move {
-            let input = RunInput {
-                messages: run.messages,
-                turn: Some(TurnScope {
-                    system: run.system,
-                    context: run.context,
-                }),
-                ..RunInput::new("")
+            let input = match fitted(run) {
+                Ok(input) => input,
+                Err(why) => {
+                    let _ = events.send(failed(why)).await;
+                    return;
+                }
             };
-            match runs.start(&run.id, input).await {
-                Ok(()) => follow_into(&runs, &run.id, &events).await,
+            let id = input.0;
+            match runs.start(&id, input.1).await {
+                Ok(()) => follow_into(&runs, &id, &events).await,
                 Err(error) => {
                     let _ = events.send(failed(error.to_string())).await;
                 }
@@ -97,6 +99,15 @@ impl TurnRunner for TemporalTurns {
             runs.decide(&id, &call_id, decision)
                 .await
                 .map_err(|e| RemoteRunError::Refused(e.to_string()))
+        })
+    }
+
+    fn cancel(&self, id: String) -> BoxFuture<'static, Result<(), RemoteRunError>> {
+        let runs = self.runs.clone();
+        Box::pin(async move {
+            runs.cancel(&id)
+                .await
+                .map_err(|e| RemoteRunError::Unavailable(e.to_string()))
         })
     }
 
@@ -138,7 +149,7 @@ async fn follow_into(runs: &TemporalRuns, id: &str, events: &mpsc::Sender<AgentE
     let mut shown_steps = 0;
     // The step under way and how much of its text was sent.
     let mut sent = (0, 0);
-    let mut failures = 0;
+    let mut failing_since: Option<tokio::time::Instant> = None;
     loop {
         if events.is_closed() {
             let _ = runs.cancel(id).await;
@@ -146,12 +157,12 @@ async fn follow_into(runs: &TemporalRuns, id: &str, events: &mpsc::Sender<AgentE
         }
         let record = match runs.record(id).await {
             Ok(record) => {
-                failures = 0;
+                failing_since = None;
                 record
             }
             Err(error) => {
-                failures += 1;
-                if failures >= READ_TRIES {
+                let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() >= READ_PATIENCE {
                     let _ = events.send(failed(error.to_string())).await;
                     return;
                 }
@@ -220,6 +231,46 @@ async fn follow_into(runs: &TemporalRuns, id: &str, events: &mpsc::Sender<AgentE
     }
 }
 
+/// The run's id and input for `run`, its system prompt cut (from the end,
+/// where the memory recalled for the turn is) so that the input fits in
+/// [`MAX_RUN_INPUT_BYTES`]; a turn whose own messages do not fit is refused,
+/// saying so.
+fn fitted(run: TurnRun) -> Result<(String, RunInput), String> {
+    const CUT: &str = "\n…(cut to fit a run's input on Temporal)";
+    let input = |system: String| RunInput {
+        messages: run.messages.clone(),
+        turn: Some(TurnScope {
+            system,
+            context: run.context.clone(),
+        }),
+        ..RunInput::new("")
+    };
+    let whole = input(run.system.clone());
+    let size = json_size(&whole);
+    if size <= MAX_RUN_INPUT_BYTES {
+        return Ok((run.id, whole));
+    }
+    // Cut from the end of the system prompt (JSON escapes can make the text
+    // larger than its bytes: cut on until it fits).
+    let mut keep = run.system.len().saturating_sub(size - MAX_RUN_INPUT_BYTES);
+    loop {
+        while !run.system.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let trial = input(format!("{}{CUT}", &run.system[..keep]));
+        let size = json_size(&trial);
+        if size <= MAX_RUN_INPUT_BYTES {
+            return Ok((run.id, trial));
+        }
+        if keep == 0 {
+            return Err(format!(
+                "the turn's messages are {size} bytes; a run on Temporal starts with at most {MAX_RUN_INPUT_BYTES}"
+            ));
+        }
+        keep = keep.saturating_sub(keep / 8 + 1);
+    }
+}
+
 /// The final event of a run that could not be started or followed.
 fn failed(message: String) -> AgentEvent {
     AgentEvent::Final {
@@ -230,5 +281,40 @@ fn failed(message: String) -> AgentEvent {
             messages: Vec::new(),
             relevance: None,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentry_agent::turn::TurnContext;
+    use agentry_core::model::Message;
+
+    fn turn(system: String, text: String) -> TurnRun {
+        TurnRun {
+            id: "s~m".into(),
+            system,
+            messages: vec![Message::user(text)],
+            context: TurnContext::default(),
+        }
+    }
+
+    #[test]
+    fn a_turn_whose_memory_makes_it_too_large_is_cut_to_fit_from_the_end() {
+        // Memory recalled into the system prompt (with characters JSON
+        // escapes) past what a run takes: the end is cut, the start kept.
+        let system = format!("You help.\n## Memory\n{}", "\"quoted\" ".repeat(20_000));
+        let (id, input) = fitted(turn(system, "hi".into())).unwrap();
+        assert_eq!(id, "s~m");
+        let cut = &input.turn.as_ref().unwrap().system;
+        assert!(cut.starts_with("You help.\n## Memory\n"));
+        assert!(cut.ends_with("…(cut to fit a run's input on Temporal)"));
+        assert!(json_size(&input) <= MAX_RUN_INPUT_BYTES);
+        // A small one is left whole.
+        let (_, input) = fitted(turn("You help.".into(), "hi".into())).unwrap();
+        assert_eq!(input.turn.unwrap().system, "You help.");
+        // A message too large by itself is refused, saying so.
+        let error = fitted(turn(String::new(), "x".repeat(70_000))).unwrap_err();
+        assert!(error.starts_with("the turn's messages are 70"), "{error}");
     }
 }

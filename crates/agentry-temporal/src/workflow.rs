@@ -4,25 +4,21 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use serde_json::Value;
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityOptions, ApplicationFailure, ChildWorkflowOptions, LocalActivityOptions,
-    SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
+    ActivityOptions, ApplicationFailure, LocalActivityOptions, SyncWorkflowContext,
+    WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
 };
 
 use crate::activities::AgentActivities;
-use crate::wire::{
-    CallEntry, CallInput, ChildEntry, ChildOf, DecideInput, Ending, Limits, PlanInput, RunInput,
-    RunRecord, Status, StepEntry, TurnScope, WaitingEntry,
-};
-use agentry_agent::stepwise::{Admission, StepAt};
-use agentry_core::journal::{Decision, Waiting};
+use crate::calls::{Scope, admit, failure_text, refused};
+use crate::wire::{DecideInput, Ending, Limits, PlanInput, RunInput, RunRecord, Status, StepEntry};
+use agentry_agent::stepwise::StepAt;
+use agentry_core::journal::Decision;
 use agentry_core::model::{Message, Step, Usage};
-use agentry_core::tool::{Capabilities, ToolCall, ToolResult};
 
 /// The workflow type agent runs have on the server (what `temporal
 /// workflow list --query "WorkflowType = 'agentry.AgentRun'"` finds).
@@ -70,6 +66,17 @@ pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Tries of a model step, and of an idempotent tool's call.
 pub const ATTEMPTS: u32 = 3;
+/// The most a run's record (its result, as JSON) and a model step's input
+/// may grow to: Temporal refuses payloads past 2 MB, and a workflow that
+/// cannot hand over its result stays stuck. A run near this ends, saying
+/// so, and a call that could take it past is not run.
+pub const MAX_RECORD_BYTES: usize = 1536 * 1024;
+/// The most a tool's result may hold as JSON to cross Temporal; a larger
+/// one reaches the model as an error result that says its size. (The
+/// record holds each result twice: in the conversation and in its step.)
+pub const MAX_TOOL_RESULT_BYTES: usize = 256 * 1024;
+/// Room kept in the record for a model step's own text and calls.
+const STEP_ROOM_BYTES: usize = 128 * 1024;
 
 /// An agent run as a Temporal workflow. Its state is the run's record: the
 /// conversation, the steps, the tokens spent and the calls that wait for a
@@ -77,9 +84,9 @@ pub const ATTEMPTS: u32 = 3;
 #[workflow]
 #[derive(Default)]
 pub struct AgentWorkflow {
-    record: RunRecord,
+    pub(crate) record: RunRecord,
     /// Decisions people made on waiting calls, by call id, not yet used.
-    decisions: HashMap<String, Decision>,
+    pub(crate) decisions: HashMap<String, Decision>,
 }
 
 #[workflow_methods]
@@ -120,10 +127,12 @@ impl AgentWorkflow {
             agent: input.child_of.as_ref().map(|of| of.agent.clone()),
             within: input.child_of.as_ref().map(|of| of.grants.clone()),
             depth: input.child_of.as_ref().map_or(0, |of| of.depth),
+            // Never deeper than the worker's own agent allows, whatever the
+            // input says.
             max_depth: input
                 .child_of
                 .as_ref()
-                .map_or(limits.max_depth, |of| of.max_depth),
+                .map_or(limits.max_depth, |of| of.max_depth.min(limits.max_depth)),
             limits: limits.lowered(&input),
             turn: input.turn.clone(),
             started,
@@ -148,6 +157,15 @@ impl AgentWorkflow {
                 agent: scope.agent.clone(),
                 turn: scope.turn.clone(),
             };
+            let size = ctx
+                .state(|s| json_size(&s.record))
+                .saturating_add(STEP_ROOM_BYTES)
+                .max(json_size(&plan));
+            if size > MAX_RECORD_BYTES {
+                break Ending::ModelError(format!(
+                    "the model was not asked again: the run holds {size} bytes, and Temporal carries at most {MAX_RECORD_BYTES} of it"
+                ));
+            }
             let planned = ctx
                 .execute_activity(AgentActivities::plan_step, plan, model_options())
                 .await;
@@ -185,7 +203,17 @@ impl AgentWorkflow {
                     for (at, planned) in planned.calls.into_iter().enumerate() {
                         let call = planned.call;
                         let usage = ctx.state(|s| s.record.usage);
-                        let result = if !within(usage, &scope.limits) {
+                        // Each result goes in twice: the conversation, the step.
+                        let held = ctx.state(|s| json_size(&s.record))
+                            + 2 * entries.iter().map(json_size).sum::<usize>();
+                        let result = if held + 2 * MAX_TOOL_RESULT_BYTES > MAX_RECORD_BYTES {
+                            refused(
+                                &call,
+                                format!(
+                                    "not run: the run holds {held} bytes, and its result could take it past the {MAX_RECORD_BYTES} Temporal carries; answer with what you have"
+                                ),
+                            )
+                        } else if !within(usage, &scope.limits) {
                             let reason = format!(
                                 "the token budget is spent ({} tokens used)",
                                 usage.total()
@@ -262,301 +290,14 @@ impl AgentWorkflow {
     }
 }
 
+/// How large `value` is as JSON.
+pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX, |json| json.len())
+}
+
 /// Whether the run is still within its token budget.
 fn within(usage: Usage, input: &Limits) -> bool {
     usage.total() <= input.token_budget
-}
-
-fn refused(call: &ToolCall, message: String) -> CallEntry {
-    CallEntry {
-        call: call.clone(),
-        result: ToolResult::error(call.id.clone(), message),
-        duration_ms: 0,
-        child: None,
-    }
-}
-
-/// What a run's activities and children need to know of it.
-struct Scope {
-    /// The conversation it started with.
-    started: Vec<Message>,
-    /// The child agent carrying it out (`None`: the worker's own).
-    agent: Option<String>,
-    /// For a child's run, its parent's grants.
-    within: Option<Capabilities>,
-    /// Its limits, lowered by its input.
-    limits: Limits,
-    /// How deep it is nested (0 for a run of the worker's own agent).
-    depth: usize,
-    /// How deep agents may nest under the outermost run.
-    max_depth: usize,
-    /// A chat turn's system prompt and context, for a turn's run.
-    turn: Option<TurnScope>,
-}
-
-/// One call through the agent's gate: refused, run, or run once a person
-/// decides. A call whose tool is not idempotent and whose activity failed
-/// (its worker died, its time ran out) may have had its effect: it is not
-/// run again without a person's say.
-async fn admit(
-    ctx: &mut WorkflowContext<AgentWorkflow>,
-    scope: &Scope,
-    mut call: ToolCall,
-    admission: Admission,
-    slot: (usize, usize),
-) -> CallEntry {
-    let (idempotent, timeout_ms) = match admission {
-        Admission::Refused { message } => return refused(&call, message),
-        Admission::Run {
-            idempotent,
-            timeout_ms,
-        } => (idempotent, timeout_ms),
-        Admission::NeedsApproval {
-            idempotent,
-            timeout_ms,
-        } => {
-            match wait_for_decision(ctx, &call, Waiting::Approval).await {
-                Decision::Approve => {}
-                Decision::Edit { input } => call.input = input,
-                Decision::Deny { reason } => {
-                    return refused(
-                        &call,
-                        format!("tool \"{}\" was not approved: {reason}", call.name),
-                    );
-                }
-            }
-            (idempotent, timeout_ms)
-        }
-    };
-    if scope.limits.children.contains(&call.name) {
-        return run_child(ctx, scope, call, slot).await;
-    }
-    loop {
-        let began = ctx.workflow_time();
-        let input = CallInput {
-            started: scope.started.clone(),
-            call: call.clone(),
-            agent: scope.agent.clone(),
-            within: scope.within.clone(),
-            turn: scope.turn.clone(),
-        };
-        let ran = ctx
-            .execute_activity(
-                AgentActivities::call_tool,
-                input,
-                tool_options(idempotent, timeout_ms),
-            )
-            .await;
-        let duration_ms = elapsed_ms(began, ctx.workflow_time());
-        match ran {
-            Ok(result) => {
-                return CallEntry {
-                    call,
-                    result,
-                    duration_ms,
-                    child: None,
-                };
-            }
-            Err(error) if idempotent => {
-                let message = format!("the tool could not be run: {}", failure_text(&error));
-                return CallEntry {
-                    result: ToolResult::error(call.id.clone(), message),
-                    call,
-                    duration_ms,
-                    child: None,
-                };
-            }
-            Err(_) => match wait_for_decision(ctx, &call, Waiting::Interrupted).await {
-                Decision::Approve => {}
-                Decision::Edit { input } => call.input = input,
-                Decision::Deny { reason } => {
-                    let message = format!(
-                        "not run again: {reason}; it was started before and may already have had its effect"
-                    );
-                    return refused(&call, message);
-                }
-            },
-        }
-    }
-}
-
-/// A call to a child agent, as a child workflow: the child's own run, with
-/// what its parent has left of the token budget, at most the parent's
-/// grants, one level deeper. Its answer is the call's result (anything else
-/// is an error result, worded as in an in-process run); what it spent counts
-/// against the parent's budget. Its workflow id is the parent's, then
-/// `/step-N-call-M`.
-async fn run_child(
-    ctx: &mut WorkflowContext<AgentWorkflow>,
-    scope: &Scope,
-    call: ToolCall,
-    (step, at): (usize, usize),
-) -> CallEntry {
-    let name = call.name.clone();
-    let depth = scope.depth + 1;
-    if depth > scope.max_depth {
-        let message = format!(
-            "tool \"{name}\" failed: agent \"{name}\" was not started: agents may nest only {} deep",
-            scope.max_depth
-        );
-        return refused(&call, message);
-    }
-    let Some(task) = call.input.get("task").and_then(Value::as_str) else {
-        let message = format!(
-            "tool \"{name}\" needs {{\"task\": \"…\"}}: the whole task for this agent, as a string"
-        );
-        return refused(&call, message);
-    };
-    let usage = ctx.state(|s| s.record.usage);
-    let input = RunInput {
-        messages: vec![Message::user(task)],
-        max_steps: None,
-        token_budget: Some(scope.limits.token_budget.saturating_sub(usage.total())),
-        child_of: Some(ChildOf {
-            agent: name.clone(),
-            grants: scope.limits.grants.clone(),
-            depth,
-            max_depth: scope.max_depth,
-        }),
-        turn: None,
-    };
-    let id = format!("{}/step-{step}-call-{}", ctx.workflow_id(), at + 1);
-    let options = ChildWorkflowOptions::builder()
-        .workflow_id(id.clone())
-        .static_summary(format!("child agent {name}"))
-        .build();
-    ctx.set_current_details(format!("waiting for child agent \"{name}\": workflow {id}"));
-    let began = ctx.workflow_time();
-    let input = serde_json::to_value(&input).unwrap_or_default();
-    let ended = match ctx
-        .start_child_workflow(AgentWorkflow::run, input, options)
-        .await
-    {
-        Ok(child) => child.result().await.map_err(|e| child_failure(&e)),
-        Err(e) => Err(e.to_string()),
-    };
-    ctx.set_current_details(String::new());
-    let duration_ms = elapsed_ms(began, ctx.workflow_time());
-    match ended {
-        Ok(record) => {
-            ctx.state_mut(|s| s.record.usage += record.usage);
-            let result = match &record.ended {
-                Some(Ending::Final(text)) => {
-                    ToolResult::ok(call.id.clone(), Value::String(text.clone()))
-                }
-                _ => ToolResult::error(
-                    call.id.clone(),
-                    format!(
-                        "tool \"{name}\" failed: agent \"{name}\" did not answer: {}",
-                        record.text()
-                    ),
-                ),
-            };
-            CallEntry {
-                call,
-                result,
-                duration_ms,
-                child: Some(Box::new(ChildEntry {
-                    agent: name,
-                    workflow_id: id,
-                    record,
-                })),
-            }
-        }
-        Err(reason) => CallEntry {
-            result: ToolResult::error(
-                call.id.clone(),
-                format!("tool \"{name}\" failed: agent \"{name}\" did not answer: {reason}"),
-            ),
-            call,
-            duration_ms,
-            child: None,
-        },
-    }
-}
-
-/// Record `call` as waiting, wait for a person's decision, and take it.
-async fn wait_for_decision(
-    ctx: &mut WorkflowContext<AgentWorkflow>,
-    call: &ToolCall,
-    waiting: Waiting,
-) -> Decision {
-    ctx.state_mut(|s| {
-        s.record.waiting.push(WaitingEntry {
-            call: call.clone(),
-            waiting,
-        });
-        s.record.status = Status::Waiting;
-    });
-    // What Temporal's UI shows for the run while it waits.
-    let why = match waiting {
-        Waiting::Approval => "needs approval",
-        Waiting::Interrupted => "was started and never finished; it may have had its effect",
-    };
-    let mut input = call.input.to_string();
-    if input.len() > 200 {
-        let cut = (0..=200)
-            .rev()
-            .find(|&i| input.is_char_boundary(i))
-            .unwrap_or(0);
-        input.truncate(cut);
-        input.push('…');
-    }
-    ctx.set_current_details(format!(
-        "waiting for a person: call {} {}({input}) {why}; the `decide` update approves, denies or edits it",
-        call.id, call.name
-    ));
-    let id = call.id.clone();
-    // The run is cancelled or ends otherwise; a decision always comes first here.
-    let _ = ctx.wait_condition(|s| s.decisions.contains_key(&id)).await;
-    ctx.set_current_details(String::new());
-    ctx.state_mut(|s| {
-        s.record.waiting.retain(|w| w.call.id != id);
-        if s.record.waiting.is_empty() {
-            s.record.status = Status::Running;
-        }
-        s.decisions.remove(&id).unwrap_or(Decision::Deny {
-            reason: "no decision".into(),
-        })
-    })
-}
-
-fn elapsed_ms(began: Option<SystemTime>, ended: Option<SystemTime>) -> u64 {
-    match (began, ended) {
-        (Some(began), Some(ended)) => ended
-            .duration_since(began)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0),
-        _ => 0,
-    }
-}
-
-fn failure_text(error: &temporalio_sdk::ActivityExecutionError) -> String {
-    failure_chain(error.failure(), || error.to_string())
-}
-
-fn child_failure(error: &temporalio_sdk::ChildWorkflowExecutionError) -> String {
-    failure_chain(error.failure(), || error.to_string())
-}
-
-fn failure_chain(
-    failure: Option<&temporalio_common::protos::temporal::api::failure::v1::Failure>,
-    otherwise: impl FnOnce() -> String,
-) -> String {
-    match failure {
-        Some(failure) => {
-            let mut text = failure.message.clone();
-            let mut cause = failure.cause.as_deref();
-            while let Some(inner) = cause {
-                if !inner.message.is_empty() {
-                    text = format!("{text}: {}", inner.message);
-                }
-                cause = inner.cause.as_deref();
-            }
-            text
-        }
-        None => otherwise(),
-    }
 }
 
 fn local_options() -> LocalActivityOptions {
@@ -577,16 +318,5 @@ fn model_options() -> ActivityOptions {
         .heartbeat_timeout(HEARTBEAT_TIMEOUT)
         .retry_policy(RetryPolicy::builder().maximum_attempts(ATTEMPTS).build())
         .summary("model step".to_owned())
-        .build()
-}
-
-fn tool_options(idempotent: bool, timeout_ms: Option<u64>) -> ActivityOptions {
-    let limit = timeout_ms
-        .map(Duration::from_millis)
-        .unwrap_or(TOOL_TIMEOUT);
-    let attempts = if idempotent { ATTEMPTS } else { 1 };
-    ActivityOptions::with_start_to_close_timeout(limit + HEARTBEAT_TIMEOUT)
-        .heartbeat_timeout(HEARTBEAT_TIMEOUT)
-        .retry_policy(RetryPolicy::builder().maximum_attempts(attempts).build())
         .build()
 }

@@ -209,6 +209,11 @@ async fn workers_and_callers_reach_a_server_over_mutual_tls() {
         "{plaintext}"
     );
     eprintln!("no client certificate: {no_cert}\nuntrusted: {untrusted}\nplaintext: {plaintext}");
+    // An API key alone goes over TLS (the system's roots do not know this
+    // test's CA, so it is refused for that, not sent in plaintext).
+    let keyed = refused(Endpoint::new(&address).api_key("not-shown")).await;
+    assert!(keyed.contains("UnknownIssuer"), "{keyed}");
+    assert!(!keyed.contains("not-shown"), "{keyed}");
     // Half a client certificate is refused before any connection.
     let half = Tls::from_files(None, Some(&dir.join("client.pem")), None).unwrap_err();
     assert!(

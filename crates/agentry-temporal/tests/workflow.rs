@@ -266,6 +266,45 @@ async fn a_malformed_or_oversized_input_fails_the_run_at_once_saying_why() {
         let error = runs.outcome(id).await.unwrap_err().to_string();
         assert!(error.contains(expected), "{id}: {error}");
     }
+    // Its record reads as ended, saying why, and a follower gets its end at
+    // once (it read as running for good, and callers waited for ever).
+    let record = runs.record("big").await.unwrap();
+    assert_eq!(record.status, Status::Ended);
+    let text = record.text();
+    assert!(
+        text.contains("the run's workflow failed") && text.contains("the run's input is 120"),
+        "{text}"
+    );
+    let events: Vec<_> = runs.follow("big").collect().await;
+    match events.last() {
+        Some(agentry_agent::AgentEvent::Final { run }) => {
+            assert_eq!(run.outcome.kind(), "model_error")
+        }
+        other => panic!("{other:?}"),
+    }
+    // An ended run's id is not reused.
+    let again = runs.start("big", RunInput::new("again")).await.unwrap_err();
+    assert!(
+        again.to_string().contains("starting run \"big\""),
+        "{again}"
+    );
+
+    // A terminated run reads as ended, saying so.
+    runs.start("cut", RunInput::new("delete old.log"))
+        .await
+        .unwrap();
+    let handle = runs.client().get_workflow_handle::<AgentWorkflow>("cut");
+    handle
+        .terminate(temporalio_client::WorkflowTerminateOptions::default())
+        .await
+        .unwrap();
+    let record = runs.record("cut").await.unwrap();
+    assert_eq!(record.status, Status::Ended);
+    assert!(
+        record.text().contains("the run's workflow was terminated"),
+        "{}",
+        record.text()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -381,4 +420,94 @@ async fn the_text_under_way_reaches_the_caller_through_heartbeats_not_history() 
     );
     // Nothing of the deltas is in the history: no progress once the step is done.
     assert_eq!(runs.progress("progress-1").await.unwrap(), None);
+}
+
+#[derive(serde::Deserialize)]
+struct Size {
+    kib: usize,
+}
+
+/// A conversation or a tool result too large for Temporal's payloads ends
+/// the run, or reaches the model, saying so: nothing is left stuck.
+#[tokio::test(flavor = "multi_thread")]
+async fn results_and_conversations_past_temporals_payload_limit_say_so() {
+    let Some(server) = common::dev_server() else {
+        return;
+    };
+    let big = || {
+        function("big")
+            .arg::<usize>("kib", "how many KiB of text")
+            .handler(|a: Size| Ok::<_, String>("x".repeat(a.kib * 1024)))
+            .build()
+            .unwrap()
+            .with_name("big")
+    };
+    let call = |id: &str, kib: usize| ToolCall::new(id, "big", json!({"kib": kib}));
+    let ask = |calls: Vec<ToolCall>| Step::Tool {
+        calls,
+        text: String::new(),
+        tokens: Usage::new(1, 1),
+    };
+    let done = || Step::Final {
+        text: "done".into(),
+        tokens: Usage::new(1, 1),
+    };
+    // A result past 256 KiB is an error result; three of 250 KiB (each held
+    // twice in the record) leave no room for another step.
+    let model = ScriptedModel::new()
+        .reply(ask(vec![call("b0", 300)]))
+        .reply(ask(vec![call("b1", 250)]))
+        .reply(ask(vec![call("b2", 250)]))
+        .reply(ask(vec![call("b3", 250)]))
+        .reply(done());
+    let agent = Agent::builder(model)
+        .tool(big())
+        .max_steps(10)
+        .build()
+        .unwrap();
+    let runs = worker(server.address(), "payloads", agent).await;
+    let outcome = runs.run("payloads-1", "make it big").await.unwrap();
+    let first = &outcome.steps[0].calls[0].result;
+    assert!(first.is_error);
+    assert!(
+        first.output_text().starts_with("the tool's result is 3072"),
+        "{}",
+        first.output_text()
+    );
+    assert_eq!(outcome.steps.len(), 4);
+    match &outcome.outcome {
+        Outcome::ModelError(error) => assert!(
+            error
+                .to_string()
+                .contains("the model was not asked again: the run holds"),
+            "{error}"
+        ),
+        other => panic!("{other:?}"),
+    }
+
+    // A call that could take the record past the limit is not run; the
+    // model is told, and answers.
+    let model = ScriptedModel::new()
+        .reply(ask(vec![call("c1", 200)]))
+        .reply(ask(vec![call("c2", 200)]))
+        .reply(ask(vec![call("c3", 200), call("c4", 200)]))
+        .reply(done());
+    let agent = Agent::builder(model)
+        .tool(big())
+        .max_steps(10)
+        .build()
+        .unwrap();
+    let runs = worker(server.address(), "payloads-calls", agent).await;
+    let outcome = runs.run("payloads-2", "make it big").await.unwrap();
+    assert_eq!(outcome.outcome, Outcome::Final("done".into()));
+    let third = &outcome.steps[2].calls;
+    assert!(!third[0].result.is_error);
+    assert!(
+        third[1]
+            .result
+            .output_text()
+            .starts_with("not run: the run holds"),
+        "{}",
+        third[1].result.output_text()
+    );
 }

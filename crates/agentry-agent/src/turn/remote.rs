@@ -102,6 +102,11 @@ pub trait TurnRunner: Send + Sync {
         Box::pin(async move { Err(RemoteRunError::Unsupported(id)) })
     }
 
+    /// Stop run `id` where the runner keeps it (nobody will decide on it).
+    fn cancel(&self, id: String) -> BoxFuture<'static, Result<(), RemoteRunError>> {
+        Box::pin(async move { Err(RemoteRunError::Unsupported(id)) })
+    }
+
     /// Follow run `id` on, as [`run`](Self::run) streams it, until it ends
     /// or waits again.
     fn follow(&self, id: String) -> BoxStream<'static, AgentEvent> {
