@@ -13,13 +13,11 @@ use std::time::Duration;
 use agentry_agent::durable::Decision;
 use agentry_agent::turn::{RemoteRunError, TurnRunner};
 use agentry_agent::{AgentEvent, Outcome, RunOutcome};
-use agentry_core::memory::Remember;
 use futures_util::StreamExt;
-use serde_json::{Map, json};
 
 use crate::App;
 use crate::error::ApiError;
-use crate::runs::{RunResponse, WaitingCallBody, step_body};
+use crate::runs::{RunResponse, WaitingCallBody, step_body, store_answer};
 
 /// How long a decided call may still show as waiting (the runner records
 /// the decision a moment later) before the run is shown as it stands.
@@ -65,18 +63,7 @@ pub(crate) async fn decide(
         }) = &run
             && !text.is_empty()
         {
-            let client_run = run_id.split_once('/').map_or(run_id.as_str(), |(_, id)| id);
-            let what = Remember {
-                role: "assistant".into(),
-                source: app.name.clone(),
-                metadata: Map::from_iter([
-                    ("role".to_owned(), json!("assistant")),
-                    ("run".to_owned(), json!(client_run)),
-                ]),
-            };
-            if let Err(error) = app.turn.memory.remember(&session, text, what).await {
-                tracing::warn!(%error, session, "could not store a decided run's answer");
-            }
+            store_answer(&app, &session, &run_id, text).await;
         }
         drop(permit);
         run

@@ -461,6 +461,24 @@ async fn resume_detached(
     })?
 }
 
+/// Store run `run_id`'s answer `text` in `session`'s memory, as the
+/// assistant's, naming the run (without the key's prefix); a failure is
+/// logged.
+pub(crate) async fn store_answer(app: &App, session: &str, run_id: &str, text: &str) {
+    let client_run = run_id.split_once('/').map_or(run_id, |(_, id)| id);
+    let what = Remember {
+        role: "assistant".into(),
+        source: app.name.clone(),
+        metadata: Map::from_iter([
+            ("role".to_owned(), json!("assistant")),
+            ("run".to_owned(), json!(client_run)),
+        ]),
+    };
+    if let Err(error) = app.turn.memory.remember(session, text, what).await {
+        tracing::warn!(%error, session, "could not store a run's answer");
+    }
+}
+
 /// Go on with a run, as the turn that started it would have (the session
 /// and sender for its tools), and store its answer when this call produced
 /// one. `Ok(Some(why))` when it could not go on for a reason worth showing
@@ -491,18 +509,7 @@ async fn resume(
     match run.outcome.outcome {
         // Stored once: by the request that carried the run to its answer.
         Outcome::Final(text) if !run.already_ended && !text.is_empty() => {
-            let client_run = journal_id.split_once('/').map_or(journal_id, |(_, id)| id);
-            let what = Remember {
-                role: "assistant".into(),
-                source: app.name.clone(),
-                metadata: Map::from_iter([
-                    ("role".to_owned(), json!("assistant")),
-                    ("run".to_owned(), json!(client_run)),
-                ]),
-            };
-            if let Err(error) = app.turn.memory.remember(session, &text, what).await {
-                tracing::warn!(%error, session, "could not store a resumed run's answer");
-            }
+            store_answer(app, session, journal_id, &text).await;
             Ok(None)
         }
         Outcome::JournalFailed(error) => Err(journal_error(id, journal_id, error)),

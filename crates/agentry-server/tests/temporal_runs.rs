@@ -46,31 +46,41 @@ async fn post(server: &support::Running, path: &str, key: &str, body: Value) -> 
     )
 }
 
+/// A worker on `queue` whose agent deletes `a.log` (destructive: it waits
+/// for approval; `effects` counts its runs), and an HTTP server, with no
+/// model of its own ever called, handing its agent loops to that queue.
+async fn served(
+    temporal: &DevServer,
+    queue: &str,
+    effects: Arc<AtomicUsize>,
+) -> (TemporalRuns, support::Running) {
+    let agent = Agent::builder(support::deleting_model("a.log", "", "Done: "))
+        .tool(support::delete_tool(effects))
+        .build()
+        .unwrap();
+    let client = connect(temporal.address(), "default").await.unwrap();
+    let queue_name = queue.to_owned();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async move {
+            let _ = serve(agent, client, &queue_name).await;
+        });
+    });
+    let runs = TemporalRuns::connect(temporal.address())
+        .await
+        .unwrap()
+        .task_queue(queue);
+    let turns = Arc::new(TemporalTurns::new(runs.clone()));
+    let server =
+        support::serve_agent(Agent::new(OfflineModel), |server| server.remote_runs(turns)).await;
+    (runs, server)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_turn_on_temporal_waits_and_an_approval_over_http_carries_it_on() {
     let Some(temporal) = dev_server() else { return };
     let effects = Arc::new(AtomicUsize::new(0));
-    // The worker: the agent that runs, with the destructive `delete`.
-    let agent = Agent::builder(support::deleting_model("a.log", "", "Done: "))
-        .tool(support::delete_tool(effects.clone()))
-        .build()
-        .unwrap();
-    let client = connect(temporal.address(), "default").await.unwrap();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        runtime.block_on(async move {
-            let _ = serve(agent, client, "http-runs").await;
-        });
-    });
-    // The HTTP server: no model of its own is ever called.
-    let runs = TemporalRuns::connect(temporal.address())
-        .await
-        .unwrap()
-        .task_queue("http-runs");
-    let server = support::serve_agent(Agent::new(OfflineModel), |server| {
-        server.remote_runs(Arc::new(TemporalTurns::new(runs.clone())))
-    })
-    .await;
+    let (runs, server) = served(&temporal, "http-runs", effects.clone()).await;
 
     let (status, answer) = post(
         &server,
@@ -186,25 +196,7 @@ async fn a_turn_on_temporal_waits_and_an_approval_over_http_carries_it_on() {
 async fn a_completion_that_reaches_a_destructive_call_stops_its_run() {
     let Some(temporal) = dev_server() else { return };
     let effects = Arc::new(AtomicUsize::new(0));
-    let agent = Agent::builder(support::deleting_model("a.log", "", "Done: "))
-        .tool(support::delete_tool(effects.clone()))
-        .build()
-        .unwrap();
-    let client = connect(temporal.address(), "default").await.unwrap();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        runtime.block_on(async move {
-            let _ = serve(agent, client, "completions").await;
-        });
-    });
-    let runs = TemporalRuns::connect(temporal.address())
-        .await
-        .unwrap()
-        .task_queue("completions");
-    let server = support::serve_agent(Agent::new(OfflineModel), |server| {
-        server.remote_runs(Arc::new(TemporalTurns::new(runs.clone())))
-    })
-    .await;
+    let (runs, server) = served(&temporal, "completions", effects.clone()).await;
     let (status, body) = post(
         &server,
         "/v1/chat/completions",

@@ -15,7 +15,7 @@ use agentry_agent::{Agent, AgentBuilder, Outcome, RunOutcome};
 use agentry_core::journal::{Decision, Waiting};
 use agentry_core::model::{ScriptedModel, Step, Usage};
 use agentry_core::tool::{Capability, Tool, ToolCall, ToolContext, function};
-use agentry_temporal::{AgentActivities, RunInput, Status, TemporalRuns, connect, serve};
+use agentry_temporal::{AgentActivities, RunInput, Status, TemporalRuns};
 use serde_json::{Value, json};
 
 fn call(id: &str, name: &str, input: Value) -> Step {
@@ -97,25 +97,31 @@ async fn worker_of(
     agent: Agent,
     children: Vec<(&str, Agent)>,
 ) -> TemporalRuns {
-    let client = connect(address, "default").await.unwrap();
     let mut activities = AgentActivities::new(Arc::new(agent));
     for (name, child) in children {
         activities = activities.child(name, child);
     }
-    let queue_name = queue.to_owned();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let _ = serve(activities, client, &queue_name).await;
-        });
-    });
-    TemporalRuns::connect(address)
-        .await
-        .unwrap()
-        .task_queue(queue)
+    common::worker(address, queue, activities).await
+}
+
+/// `lead()` asked `task` in process and, with `children()` registered, on
+/// Temporal as run `id` (on a queue of its own): the two give the same
+/// outcome, tokens and results. The remote outcome, and the runs.
+async fn both_ways(
+    address: &str,
+    id: &str,
+    task: &str,
+    lead: impl Fn() -> Agent,
+    children: impl Fn() -> Vec<(&'static str, Agent)>,
+) -> (RunOutcome, TemporalRuns) {
+    let local = lead().run(task).await;
+    let runs = worker_of(address, id, lead(), children()).await;
+    let remote = runs.run(id, task).await.unwrap();
+    assert_eq!(remote.outcome, local.outcome);
+    assert_eq!(remote.usage, local.usage);
+    assert_eq!(remote.messages, local.messages);
+    assert_eq!(results(&remote), results(&local));
+    (remote, runs)
 }
 
 /// Each step's calls' results, child runs' included (durations differ).
@@ -150,29 +156,19 @@ async fn a_child_agent_runs_as_a_child_workflow_with_what_both_grant() {
     let Some(server) = common::dev_server() else {
         return;
     };
-    let local = parent(&researcher())
-        .build()
-        .unwrap()
-        .run("Can I get a refund?")
-        .await;
-    let runs = worker(
+    let (remote, runs) = both_ways(
         server.address(),
-        "kids",
-        parent(&researcher()).build().unwrap(),
-        researcher(),
+        "kids-1",
+        "Can I get a refund?",
+        || parent(&researcher()).build().unwrap(),
+        || vec![("researcher", researcher())],
     )
     .await;
-    let remote = runs.run("kids-1", "Can I get a refund?").await.unwrap();
-
     assert_eq!(
         remote.outcome,
         Outcome::Final("The policy says yes.".into())
     );
-    assert_eq!(remote.outcome, local.outcome);
-    assert_eq!(remote.usage, local.usage);
     assert_eq!(remote.usage, Usage::new(10 + 20 + 30, 5 + 4 + 9));
-    assert_eq!(remote.messages, local.messages);
-    assert_eq!(results(&remote), results(&local));
     // The child's tools ran with what both grant: HOME, not PATH.
     assert_eq!(
         results(&remote)[2..],
@@ -214,45 +210,28 @@ async fn the_childs_tokens_count_against_the_parents_budget_and_nesting_stops_at
     };
     // The child alone spends 30 + 9; with the parent's first step (15) the
     // run is past its budget of 40 and stops there, as in process.
-    let local = parent(&researcher())
-        .token_budget(40)
-        .build()
-        .unwrap()
-        .run("go")
-        .await;
-    let runs = worker(
+    let (remote, runs) = both_ways(
         server.address(),
-        "budget",
-        parent(&researcher()).token_budget(40).build().unwrap(),
-        researcher(),
+        "budget-1",
+        "go",
+        || parent(&researcher()).token_budget(40).build().unwrap(),
+        || vec![("researcher", researcher())],
     )
     .await;
-    let remote = runs.run("budget-1", "go").await.unwrap();
     assert_eq!(remote.outcome, Outcome::OverBudget);
-    assert_eq!(remote.outcome, local.outcome);
-    assert_eq!(remote.usage, local.usage);
-    assert_eq!(results(&remote), results(&local));
     // The child was given what the parent had left: 40 − 15.
     let child = runs.record("budget-1/step-1-call-1").await.unwrap();
     assert_eq!(child.usage, Usage::new(30, 9));
 
     // No nesting allowed: the child is not started, the parent goes on.
-    let local = parent(&researcher())
-        .max_depth(0)
-        .build()
-        .unwrap()
-        .run("go")
-        .await;
-    let runs = worker(
+    let (remote, runs) = both_ways(
         server.address(),
-        "depth",
-        parent(&researcher()).max_depth(0).build().unwrap(),
-        researcher(),
+        "depth-1",
+        "go",
+        || parent(&researcher()).max_depth(0).build().unwrap(),
+        || vec![("researcher", researcher())],
     )
     .await;
-    let remote = runs.run("depth-1", "go").await.unwrap();
-    assert_eq!(remote.outcome, local.outcome);
-    assert_eq!(results(&remote), results(&local));
     assert_eq!(
         remote.steps[0].calls[0].result.output,
         json!(
@@ -346,19 +325,15 @@ async fn a_failing_child_is_an_error_result_and_grandchildren_stop_at_the_outerm
         .build()
         .unwrap()
     };
-    let local = lead(&middle(&bottom())).run("go").await;
-    let runs = worker_of(
+    let (remote, _) = both_ways(
         server.address(),
-        "deep",
-        lead(&middle(&bottom())),
-        vec![("middle", middle(&bottom())), ("bottom", bottom())],
+        "deep-1",
+        "go",
+        || lead(&middle(&bottom())),
+        || vec![("middle", middle(&bottom())), ("bottom", bottom())],
     )
     .await;
-    let remote = runs.run("deep-1", "go").await.unwrap();
     assert_eq!(remote.outcome, Outcome::Final("done".into()));
-    assert_eq!(remote.outcome, local.outcome);
-    assert_eq!(remote.usage, local.usage);
-    assert_eq!(results(&remote), results(&local));
     let refused = &remote.steps[0].calls[0].child.as_ref().unwrap().steps[0].calls[0];
     assert_eq!(
         refused.result.output,

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use agentry_agent::{Agent, Outcome};
@@ -14,7 +13,7 @@ use agentry_core::model::{
     ChatModel, ChatRequest, EventStream, FinishReason, ScriptedModel, Step, StreamEvent, Usage,
 };
 use agentry_core::tool::{ToolCall, function};
-use agentry_temporal::{AgentWorkflow, RunInput, Status, TemporalRuns, connect, serve};
+use agentry_temporal::{AgentWorkflow, RunInput, Status, TemporalRuns};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -54,22 +53,7 @@ fn add_then_answer() -> ScriptedModel {
 
 /// A worker for `agent` on its own task queue, in the background.
 async fn worker(address: &str, queue: &str, agent: Agent) -> TemporalRuns {
-    let client = connect(address, "default").await.unwrap();
-    let queue_name = queue.to_owned();
-    let agent = Arc::new(agent);
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let _ = serve(agent, client, &queue_name).await;
-        });
-    });
-    TemporalRuns::connect(address)
-        .await
-        .unwrap()
-        .task_queue(queue)
+    common::worker(address, queue, agent).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

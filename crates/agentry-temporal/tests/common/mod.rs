@@ -118,3 +118,27 @@ pub fn serve_child(spec: &str, agent: agentry_agent::Agent) {
             .unwrap();
     });
 }
+
+/// A worker serving `activities` (an agent, or one with child agents) on
+/// its own task queue, in a thread of its own; and the runs of that queue.
+pub async fn worker(
+    address: &str,
+    queue: &str,
+    activities: impl Into<agentry_temporal::AgentActivities> + Send + 'static,
+) -> agentry_temporal::TemporalRuns {
+    let client = agentry_temporal::connect(address, "default").await.unwrap();
+    let queue_name = queue.to_owned();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let _ = agentry_temporal::serve(activities, client, &queue_name).await;
+        });
+    });
+    agentry_temporal::TemporalRuns::connect(address)
+        .await
+        .unwrap()
+        .task_queue(queue)
+}
