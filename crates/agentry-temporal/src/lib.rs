@@ -20,6 +20,12 @@
 //! - A child agent registered with [`AgentActivities::child`] runs as a
 //!   child workflow, with what both it and its parent grant and what the
 //!   parent has left of its token budget.
+//! - A chat turn's loop can be handed to the workers ([`TemporalTurns`], a
+//!   [`TurnRunner`](agentry_agent::turn::TurnRunner)): `agentry serve
+//!   --temporal` answers HTTP and keeps memory, the workers run agents.
+//! - What crosses the server is bounded by Temporal's payloads: a run's
+//!   input ([`MAX_RUN_INPUT_BYTES`]), a tool's result
+//!   ([`MAX_TOOL_RESULT_BYTES`]) and its record ([`MAX_RECORD_BYTES`]).
 //! - The run's record is a query ([`TemporalRuns::record`]) and its
 //!   outcome is the [`RunOutcome`](agentry_agent::RunOutcome) an in-process
 //!   run gives ([`TemporalRuns::outcome`]).
