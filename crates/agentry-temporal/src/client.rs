@@ -147,7 +147,7 @@ impl TemporalRuns {
         Ok(())
     }
 
-    /// Wait for run `id` to end and give its outcome, as [`Agent::run`] gives it.
+    /// Wait for run `id` to end and give its outcome, as [`Agent::run`](agentry_agent::Agent::run) gives it.
     pub async fn outcome(&self, id: &str) -> Result<RunOutcome, TemporalError> {
         let handle = self.client.get_workflow_handle::<AgentWorkflow>(id);
         let record = handle
