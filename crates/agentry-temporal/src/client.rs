@@ -6,8 +6,9 @@ use std::time::SystemTime;
 use futures_util::StreamExt;
 use temporalio_client::{
     Client, WorkflowCancelOptions, WorkflowDescribeOptions, WorkflowExecuteUpdateOptions,
-    WorkflowExecutionStatus, WorkflowGetResultOptions, WorkflowIdReusePolicy, WorkflowListOptions,
-    WorkflowQueryOptions, WorkflowStartOptions, errors::WorkflowUpdateError,
+    WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowGetResultOptions,
+    WorkflowIdReusePolicy, WorkflowListOptions, WorkflowQueryOptions, WorkflowStartOptions,
+    errors::WorkflowUpdateError,
 };
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
@@ -174,6 +175,16 @@ impl TemporalRuns {
     /// payload Temporal refuses, an input the SDK cannot read) is an error
     /// that says so, as it cannot go on until a worker can carry it.
     pub async fn record(&self, id: &str) -> Result<RunRecord, TemporalError> {
+        Ok(self.read(id).await?.0)
+    }
+
+    /// [`TemporalRuns::record`], and (for a run still under way) the
+    /// progress of its step under way, from the one description of the
+    /// workflow both need.
+    pub(crate) async fn read(
+        &self,
+        id: &str,
+    ) -> Result<(RunRecord, Option<Progress>), TemporalError> {
         let handle = self.client.get_workflow_handle::<AgentWorkflow>(id);
         let queried = handle
             .query(AgentWorkflow::record, (), WorkflowQueryOptions::default())
@@ -182,7 +193,7 @@ impl TemporalRuns {
         if let Ok(record) = &queried
             && record.status == Status::Ended
         {
-            return queried;
+            return queried.map(|record| (record, None));
         }
         let description = handle
             .describe(WorkflowDescribeOptions::default())
@@ -193,6 +204,7 @@ impl TemporalRuns {
                 return handle
                     .get_result(WorkflowGetResultOptions::default())
                     .await
+                    .map(|record| (record, None))
                     .map_err(|e| TemporalError::new(format!("reading run \"{id}\""), e));
             }
             WorkflowExecutionStatus::Failed => "failed",
@@ -213,7 +225,7 @@ impl TemporalRuns {
                         ),
                     ));
                 }
-                return queried;
+                return queried.map(|record| (record, progress_of(&description)));
             }
         };
         let why = match handle.get_result(WorkflowGetResultOptions::default()).await {
@@ -224,7 +236,7 @@ impl TemporalRuns {
         record.status = Status::Ended;
         record.waiting.clear();
         record.ended = Some(Ending::ModelError(why));
-        Ok(record)
+        Ok((record, None))
     }
 
     /// What the model has said so far in run `id`'s step under way, read
@@ -236,20 +248,7 @@ impl TemporalRuns {
             .describe(WorkflowDescribeOptions::default())
             .await
             .map_err(|e| TemporalError::new(format!("reading run \"{id}\""), e))?;
-        let pending = description.raw_description.pending_activities.iter();
-        let details = pending
-            .filter(|activity| {
-                activity.activity_type.as_ref().map(|t| t.name.as_str()) == Some(PLAN_STEP)
-            })
-            .find_map(|activity| {
-                activity
-                    .heartbeat_details
-                    .as_ref()?
-                    .payloads
-                    .first()
-                    .cloned()
-            });
-        Ok(details.and_then(|payload| serde_json::from_slice(&payload.data).ok()))
+        Ok(progress_of(&description))
     }
 
     /// Decide on a call of run `id` that waits: approve, deny or edit. Refused
@@ -307,6 +306,25 @@ impl TemporalRuns {
         }
         Ok(runs)
     }
+}
+
+/// The model step's text so far, from the last heartbeat of the
+/// model-step activity `description` shows under way.
+fn progress_of(description: &WorkflowExecutionDescription) -> Option<Progress> {
+    let pending = description.raw_description.pending_activities.iter();
+    let details = pending
+        .filter(|activity| {
+            activity.activity_type.as_ref().map(|t| t.name.as_str()) == Some(PLAN_STEP)
+        })
+        .find_map(|activity| {
+            activity
+                .heartbeat_details
+                .as_ref()?
+                .payloads
+                .first()
+                .cloned()
+        });
+    details.and_then(|payload| serde_json::from_slice(&payload.data).ok())
 }
 
 /// Connect to the server at `address` in `namespace`, in plaintext

@@ -4,12 +4,14 @@
 //! its own steps (memory, the system prompt, storing the reply); the run
 //! carries the turn's system prompt and tool context ([`TurnScope`]).
 
+use std::future::Future;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
 
 use crate::client::{TemporalError, TemporalRuns};
 use crate::wire::{MAX_RUN_INPUT_BYTES, RunInput, Status, TurnScope};
@@ -50,27 +52,21 @@ impl TemporalTurns {
 impl TurnRunner for TemporalTurns {
     fn run(&self, run: TurnRun) -> BoxStream<'static, AgentEvent> {
         let runs = self.runs.clone();
-        let (events, received) = mpsc::channel(64);
-        tokio::spawn(async move {
-            let input = match fitted(run) {
-                Ok(input) => input,
+        spawned(move |events| async move {
+            let (id, input) = match fitted(run) {
+                Ok(fitted) => fitted,
                 Err(why) => {
                     let _ = events.send(failed(why)).await;
                     return;
                 }
             };
-            let id = input.0;
-            match runs.start(&id, input.1).await {
+            match runs.start(&id, input).await {
                 Ok(()) => follow_into(&runs, &id, &events).await,
                 Err(error) => {
                     let _ = events.send(failed(error.to_string())).await;
                 }
             }
-        });
-        futures_util::stream::unfold(received, |mut received| async move {
-            received.recv().await.map(|event| (event, received))
         })
-        .boxed()
     }
 
     fn outcome(&self, id: String) -> BoxFuture<'static, Result<RunOutcome, RemoteRunError>> {
@@ -134,13 +130,20 @@ impl TemporalRuns {
     pub fn follow(&self, id: &str) -> BoxStream<'static, AgentEvent> {
         let runs = self.clone();
         let id = id.to_owned();
-        let (events, received) = mpsc::channel(64);
-        tokio::spawn(async move { follow_into(&runs, &id, &events).await });
-        futures_util::stream::unfold(received, |mut received| async move {
-            received.recv().await.map(|event| (event, received))
-        })
-        .boxed()
+        spawned(move |events| async move { follow_into(&runs, &id, &events).await })
     }
+}
+
+/// The events `task` sends, as a stream; `task` runs on a task of its own
+/// and sees the stream dropped as its sender closing.
+fn spawned<F, T>(task: F) -> BoxStream<'static, AgentEvent>
+where
+    F: FnOnce(mpsc::Sender<AgentEvent>) -> T,
+    T: Future<Output = ()> + Send + 'static,
+{
+    let (events, received) = mpsc::channel(64);
+    tokio::spawn(task(events));
+    ReceiverStream::new(received).boxed()
 }
 
 /// Send run `id`'s events to `events` until it ends or waits; cancel it if
@@ -155,10 +158,10 @@ async fn follow_into(runs: &TemporalRuns, id: &str, events: &mpsc::Sender<AgentE
             let _ = runs.cancel(id).await;
             return;
         }
-        let record = match runs.record(id).await {
-            Ok(record) => {
+        let (record, progress) = match runs.read(id).await {
+            Ok(read) => {
                 failing_since = None;
-                record
+                read
             }
             Err(error) => {
                 let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
@@ -209,7 +212,7 @@ async fn follow_into(runs: &TemporalRuns, id: &str, events: &mpsc::Sender<AgentE
                 .await;
             return;
         }
-        if let Ok(Some(progress)) = runs.progress(id).await
+        if let Some(progress) = progress
             && progress.step == shown_steps + 1
         {
             let from = if sent.0 == progress.step { sent.1 } else { 0 };
