@@ -17,7 +17,15 @@
 //! - a tool is clearly nearer than small talk (the [call
 //!   floor](RelevanceGate::call_floor), off unless set): the first step must
 //!   call a tool (`ToolChoice::Required`);
+//! - with a call floor set, a follow-up near a tool only through the turn
+//!   before it ("and in Paris?" after the weather in Berlin): the first
+//!   step calls that tool (`ToolChoice::Tool`);
 //! - otherwise the model chooses (`ToolChoice::Auto`).
+//!
+//! A request that asks several things at once ("convert 200 EUR to USD and
+//! tell me Tesla's share price") is split into its parts; when two or more
+//! different tools are each near a part, each is called before the answer
+//! ([`Relevance::part_tools`]): a small model calls the first and stops.
 //!
 //! A short follow-up ("and in Paris?") is read with the user's turn before
 //! it. The price of a floor is paid where a tool does fit but is described
@@ -35,6 +43,7 @@ use agentry_core::model::{Message, ToolChoice};
 use agentry_core::tool::ToolSchema;
 
 mod named;
+pub(crate) mod parts;
 mod small_talk;
 mod vectors;
 
@@ -111,7 +120,8 @@ pub enum FirstStep {
     Answer,
     /// The model chooses between answering and calling.
     Choose,
-    /// Call a tool: one is clearly nearer the request than small talk.
+    /// Call a tool: one is clearly nearer the request than small talk, or
+    /// the request goes on with the one before it.
     Call,
 }
 
@@ -145,13 +155,26 @@ pub struct Relevance {
     /// calls it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub named_tool: Option<String>,
+    /// The tool nearest the request read with the user's turn before it,
+    /// when that reading is nearer a tool than the request alone ("And in
+    /// Paris?" after a question about the weather): the request goes on
+    /// with the one before, and, with a call floor set, the first step
+    /// calls this tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continues: Option<String>,
+    /// The tools nearest the parts of a request that asks several things
+    /// at once ("Convert 200 EUR to USD and tell me Tesla's share price"),
+    /// in the parts' order, when two or more different tools are each near
+    /// a part: each is called before the answer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub part_tools: Vec<String>,
 }
 
 impl Relevance {
     /// The tool choice that carries out the first step: the named tool
-    /// where there is one.
+    /// where there is one, else the tool a follow-up goes on with.
     pub fn tool_choice(&self) -> ToolChoice {
-        match &self.named_tool {
+        match self.named_tool.as_ref().or(self.continues.as_ref()) {
             Some(tool) if self.first_step == FirstStep::Call => ToolChoice::Tool(tool.clone()),
             _ => self.first_step.tool_choice(),
         }
@@ -273,7 +296,9 @@ impl RelevanceGate {
 
     /// The first step must call a tool when the request's [margin](Relevance::margin)
     /// over small talk is at least `floor` (a small model then stops
-    /// answering in text where a tool was wanted; `BENCHMARKS.md`).
+    /// answering in text where a tool was wanted; `BENCHMARKS.md`), and
+    /// when it [goes on](Relevance::continues) with the request before it
+    /// ("And in Paris?"), which a small model answers from memory.
     pub fn call_floor(mut self, floor: f32) -> Self {
         self.call_floor = Some(floor);
         self
@@ -314,16 +339,39 @@ impl RelevanceGate {
         if tools.is_empty() {
             return Ok(None);
         }
+        // The request alone, then with the turn before it, then its parts.
         let mut queries = vec![request.to_owned()];
-        if let Some(before) = turns.next() {
+        let before = turns.next();
+        if let Some(before) = before {
             queries.push(format!("{before}\n{request}"));
         }
+        let parts = parts::parts(request);
+        let parts = if parts.len() >= 2 { parts } else { Vec::new() };
+        queries.extend(parts.iter().cloned());
         let asked = self.query_vectors(&queries).await?;
         let tool_vectors = self.tool_vectors(tools).await?;
-        let tool = asked
+        let near: Vec<f32> = asked
             .iter()
             .map(|query| nearest(query, &tool_vectors))
-            .fold(f32::NEG_INFINITY, f32::max);
+            .collect();
+        let (alone, with_before) = (near[0], before.map(|_| near[1]));
+        let continues = with_before
+            .filter(|&with| with > alone)
+            .map(|_| tools[nearest_at(&asked[1], &tool_vectors)].name.clone());
+        let part_tools = parts::part_tools(
+            &asked[asked.len() - parts.len()..],
+            &tool_vectors,
+            tools,
+            self.floor,
+        );
+        let mut tool = with_before.map_or(alone, |with| with.max(alone));
+        if !part_tools.is_empty() {
+            // Each part is a request of its own: the nearest part counts.
+            tool = near[near.len() - parts.len()..]
+                .iter()
+                .copied()
+                .fold(tool, f32::max);
+        }
         let small_talk = match &self.small_talk {
             Some(talk) => Some(nearest(&asked[0], self.small_talk_vectors(talk).await?)),
             None => None,
@@ -334,6 +382,8 @@ impl RelevanceGate {
             small_talk,
             first_step: FirstStep::Choose,
             named_tool,
+            continues,
+            part_tools,
         };
         let margin = relevance.margin();
         let talk_margin = self
@@ -344,7 +394,9 @@ impl RelevanceGate {
             FirstStep::Call
         } else if tool < self.floor || margin < talk_margin {
             FirstStep::Answer
-        } else if self.call_floor.is_some_and(|floor| margin >= floor) {
+        } else if let Some(floor) = self.call_floor
+            && (margin >= floor || relevance.continues.is_some())
+        {
             FirstStep::Call
         } else {
             FirstStep::Choose
@@ -399,6 +451,29 @@ impl RelevanceGate {
     }
 }
 
+/// Where in `vectors` the one nearest `query` is (the first of equals).
+fn nearest_at(query: &[f32], vectors: &[Vec<f32>]) -> usize {
+    vectors
+        .iter()
+        .map(|vector| cosine(query, vector))
+        .enumerate()
+        .fold((0, f32::NEG_INFINITY), |best, (at, sim)| {
+            if sim > best.1 { (at, sim) } else { best }
+        })
+        .0
+}
+
+/// Whether the gate stands aside: tools are found by discovery or skills
+/// are on offer, so the advertised tools are not all there is.
+fn stands_aside(settings: &Settings) -> bool {
+    let has_skills = settings
+        .skills
+        .as_ref()
+        .is_some_and(|skills| !skills.is_empty())
+        || settings.skill_resolver.is_some();
+    settings.discovery || has_skills
+}
+
 /// The highest similarity between `query` and any of `vectors`.
 fn nearest(query: &[f32], vectors: &[Vec<f32>]) -> f32 {
     vectors
@@ -418,12 +493,7 @@ pub(super) async fn first_step_choice(
     let Some(gate) = &settings.relevance_gate else {
         return (ToolChoice::Auto, None);
     };
-    let has_skills = settings
-        .skills
-        .as_ref()
-        .is_some_and(|skills| !skills.is_empty())
-        || settings.skill_resolver.is_some();
-    if settings.discovery || has_skills {
+    if stands_aside(settings) {
         return (ToolChoice::Auto, None);
     }
     match gate.assess(messages, tools).await {

@@ -244,7 +244,9 @@ impl Agent {
         }
     }
 
-    /// How the model may use tools in the step `at` describes: not at all
+    /// How the model may use tools in the step `at` describes: a call to
+    /// the tool of a part of the request no call has answered yet (the
+    /// relevance gate's [`part_tools`](Relevance::part_tools)); not at all
     /// past the limit on tool rounds or after an answer was re-asked; on the
     /// first step as the agent is set to (`Auto` narrowed by the relevance
     /// gate, whose reading comes back with it); right after a step that only
@@ -256,6 +258,20 @@ impl Agent {
         at: StepState,
     ) -> (ToolChoice, Option<Relevance>) {
         let settings = &self.settings;
+        if at.index > 1
+            && !at.rechecked
+            && let Some(tool) = super::relevance::parts::unserved_part(
+                settings,
+                &run_tools.toolbox,
+                &run_tools.advertised,
+                messages,
+            )
+            .await
+        {
+            // A part of the request its tool has not answered yet: its call
+            // comes before the answer, past the limit on tool rounds.
+            return (ToolChoice::Tool(tool), None);
+        }
         let tool_choice = match settings.max_tool_rounds {
             _ if at.rechecked => ToolChoice::None,
             Some(limit) if at.tool_rounds >= limit => ToolChoice::None,

@@ -218,6 +218,7 @@ pub(crate) async fn run(args: EverydayArgs) -> Result<ExitCode, String> {
                 "gate_best": relevance.as_ref().map(|r| r.tool),
                 "small_talk": relevance.as_ref().and_then(|r| r.small_talk),
                 "named_tool": relevance.as_ref().and_then(|r| r.named_tool.clone()),
+                "relevance": relevance,
             }));
         }
         let report = serde_json::json!({"gate_embedder": choice.gate_embedder, "sims": sims});

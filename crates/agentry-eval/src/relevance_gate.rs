@@ -249,8 +249,14 @@ pub(crate) async fn run(args: RelevanceArgs) -> Result<ExitCode, String> {
                     .await
                     .map_err(|e| e.to_string())?;
                 let similarity = relevance.as_ref().map_or(f32::NEG_INFINITY, |r| r.tool);
-                let small_talk = relevance.and_then(|r| r.small_talk);
-                best.push(json!({"id": case.id, "best": similarity, "small_talk": small_talk}));
+                let small_talk = relevance.as_ref().and_then(|r| r.small_talk);
+                let part_tools = relevance.as_ref().map(|r| r.part_tools.clone());
+                best.push(json!({
+                    "id": case.id,
+                    "best": similarity,
+                    "small_talk": small_talk,
+                    "part_tools": part_tools,
+                }));
             }
             let similarities: Vec<f32> = best
                 .iter()

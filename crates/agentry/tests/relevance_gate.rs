@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use agentry::BoxFuture;
-use agentry::agent::{Agent, FirstStep, RelevanceGate};
+use agentry::agent::{Agent, AnswerCheck, FirstStep, RelevanceGate};
 use agentry::embed::{EmbedError, Embedder, KeywordEmbedder};
 use agentry::model::{Message, ScriptedModel, Step, ToolChoice, Usage};
-use agentry::tool::{Tool, ToolCall, function};
+use agentry::tool::{Tool, ToolCall, ToolHints, function};
 use serde_json::{Value, json};
 
 fn weather() -> Tool {
@@ -191,7 +191,8 @@ async fn a_short_follow_up_is_read_with_the_turn_before_it() {
         .unwrap()
         .run_messages(conversation())
         .await;
-    assert_eq!(choices(&model)[0], ToolChoice::Required);
+    // It goes on with the question before it: that question's tool is called.
+    assert_eq!(choices(&model)[0], ToolChoice::Tool("utils.weather".into()));
     assert_eq!(run.relevance.unwrap().first_step, FirstStep::Call);
     // Asked alone, the follow-up is near no tool.
     let model = Arc::new(ScriptedModel::new().reply(done()));
@@ -217,4 +218,185 @@ async fn without_a_gate_nothing_is_recorded() {
         .await;
     assert_eq!(run.relevance, None);
     assert_eq!(choices(&model), [ToolChoice::Auto]);
+}
+
+#[tokio::test]
+async fn with_a_call_floor_a_follow_up_that_goes_on_with_a_request_calls() {
+    let conversation = vec![
+        Message::user("What is the weather in Lima?"),
+        Message::assistant("Sunny."),
+        Message::user("And in Quito?"),
+    ];
+    // The follow-up is near the weather tool only through the turn before
+    // it; a call floor above every margin still makes step 1 call.
+    let model = Arc::new(ScriptedModel::new().reply(call_weather()).reply(done()));
+    let run = Agent::builder(model.clone())
+        .tool(weather())
+        .relevance_gate(gate_with_small_talk().call_floor(1.5))
+        .build()
+        .unwrap()
+        .run_messages(conversation.clone())
+        .await;
+    assert_eq!(choices(&model)[0], ToolChoice::Tool("utils.weather".into()));
+    let relevance = run.relevance.unwrap();
+    assert_eq!(relevance.continues.as_deref(), Some("utils.weather"));
+    // Without a call floor the model chooses.
+    let model = Arc::new(ScriptedModel::new().reply(done()));
+    Agent::builder(model.clone())
+        .tool(weather())
+        .relevance_gate(gate())
+        .build()
+        .unwrap()
+        .run_messages(conversation)
+        .await;
+    assert_eq!(choices(&model), [ToolChoice::Auto]);
+}
+
+fn price() -> Tool {
+    function("price")
+        .description("The share price of a stock.")
+        .hints(ToolHints {
+            read_only: true,
+            ..ToolHints::default()
+        })
+        .handler(|_: Value| Ok::<_, String>("42.0"))
+        .build()
+        .unwrap()
+}
+
+fn email() -> Tool {
+    function("email")
+        .description("Send an email.")
+        .handler(|_: Value| Ok::<_, String>("sent"))
+        .build()
+        .unwrap()
+}
+
+fn read_only_weather() -> Tool {
+    function("weather")
+        .description("The weather in a city.")
+        .hints(ToolHints {
+            read_only: true,
+            ..ToolHints::default()
+        })
+        .handler(|_: Value| Ok::<_, String>("sunny"))
+        .build()
+        .unwrap()
+}
+
+fn parts_gate() -> RelevanceGate {
+    RelevanceGate::new(KeywordEmbedder::new(["weather", "price", "email"]), 0.5)
+}
+
+#[tokio::test]
+async fn each_part_of_a_request_that_asks_two_things_gets_its_call() {
+    let call_price = Step::Tool {
+        calls: vec![ToolCall::new("2", "utils.price", json!({}))],
+        text: String::new(),
+        tokens: Usage::new(1, 1),
+    };
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(call_weather())
+            .reply(call_price)
+            .reply(done()),
+    );
+    let run = Agent::builder(model.clone())
+        .tool(read_only_weather())
+        .tool(price())
+        .relevance_gate(parts_gate())
+        .max_tool_rounds(1)
+        .build()
+        .unwrap()
+        .run("What is the weather in Lima and the price of ACME?")
+        .await;
+    assert_eq!(
+        run.relevance.as_ref().unwrap().part_tools,
+        ["utils.weather", "utils.price"]
+    );
+    // Step 1 called the weather; the price part is called next, past the
+    // limit of one tool round; then the answer.
+    assert_eq!(
+        choices(&model),
+        [
+            ToolChoice::Auto,
+            ToolChoice::Tool("utils.price".into()),
+            ToolChoice::None
+        ]
+    );
+    assert_eq!(run.steps[1].calls[0].result.output, json!("42.0"));
+    assert_eq!(run.text(), "done");
+}
+
+#[tokio::test]
+async fn a_part_whose_tool_changes_things_is_left_to_the_model() {
+    let model = Arc::new(ScriptedModel::new().reply(call_weather()).reply(done()));
+    let run = Agent::builder(model.clone())
+        .tool(read_only_weather())
+        .tool(email())
+        .relevance_gate(parts_gate())
+        .build()
+        .unwrap()
+        .run("Check the weather in Lima and email Ana about it")
+        .await;
+    assert_eq!(
+        run.relevance.as_ref().unwrap().part_tools,
+        ["utils.weather", "utils.email"]
+    );
+    assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::Auto]);
+    // One request, one part: nothing is added after its call.
+    let model = Arc::new(ScriptedModel::new().reply(call_weather()).reply(done()));
+    let run = Agent::builder(model.clone())
+        .tool(read_only_weather())
+        .tool(price())
+        .relevance_gate(parts_gate())
+        .build()
+        .unwrap()
+        .run("What is the weather in Lima and Quito?")
+        .await;
+    assert!(run.relevance.unwrap().part_tools.is_empty());
+    assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::Auto]);
+}
+
+#[tokio::test]
+async fn the_answer_to_a_request_in_parts_is_read_against_every_part() {
+    let weather_21 = function("weather")
+        .description("The weather in a city.")
+        .hints(ToolHints {
+            read_only: true,
+            ..ToolHints::default()
+        })
+        .handler(|_: Value| Ok::<_, String>("21 C, sunny"))
+        .build()
+        .unwrap();
+    let call_price = Step::Tool {
+        calls: vec![ToolCall::new("2", "utils.price", json!({}))],
+        text: String::new(),
+        tokens: Usage::new(1, 1),
+    };
+    let answer = Step::Final {
+        text: "ACME is at 42.0.".into(),
+        tokens: Usage::new(1, 1),
+    };
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(call_weather())
+            .reply(call_price)
+            .reply(answer),
+    );
+    let run = Agent::builder(model.clone())
+        .tool(weather_21)
+        .tool(price())
+        .relevance_gate(parts_gate())
+        .check_answers(AnswerCheck::Quote)
+        .build()
+        .unwrap()
+        .run("What is the weather in Lima and the price of ACME?")
+        .await;
+    // The answer states the price, from step 2, and nothing of the
+    // weather, from step 1: the weather is quoted after it.
+    assert_eq!(
+        run.text(),
+        "ACME is at 42.0.\n\nThe tools returned:\nutils.weather: 21 C, sunny"
+    );
 }

@@ -21,7 +21,8 @@ pub(super) enum Checked {
 
 impl Agent {
     /// Read `text`, the model's answer at the step under way, against the
-    /// results of the last step that called tools. Durable runs and agents
+    /// results of the last step that called tools (of every such step when
+    /// the request asked several things). Durable runs and agents
     /// that do not check answers take every answer as it is.
     pub(super) fn check_answer(
         &self,
@@ -35,19 +36,24 @@ impl Agent {
         if check == AnswerCheck::Off || frame.durable.is_some() {
             return Checked::Final(text);
         }
-        let quotes: Vec<(String, String)> = run
-            .steps
-            .iter()
-            .rev()
-            .find(|step| !step.calls.is_empty())
-            .map(|step| {
-                step.calls
-                    .iter()
-                    .filter(|record| !record.result.is_error)
-                    .map(|record| (record.call.name.clone(), result_text(&record.result)))
-                    .collect()
-            })
-            .unwrap_or_default();
+        // A request that asks several things has its parts answered by
+        // several steps: the answer rests on all of them.
+        let several = run
+            .relevance
+            .as_ref()
+            .is_some_and(|relevance| !relevance.part_tools.is_empty());
+        let mut with_calls = run.steps.iter().filter(|step| !step.calls.is_empty());
+        let read: Vec<_> = if several {
+            with_calls.collect()
+        } else {
+            with_calls.next_back().into_iter().collect()
+        };
+        let quotes: Vec<(String, String)> = read
+            .into_iter()
+            .flat_map(|step| &step.calls)
+            .filter(|record| !record.result.is_error)
+            .map(|record| (record.call.name.clone(), result_text(&record.result)))
+            .collect();
         // The conversation as it was before any re-asking: the check's own
         // message repeats the results and is not what the user asked.
         let before = run.rechecked.unwrap_or(run.messages.len());
