@@ -1,6 +1,6 @@
 //! A run's journal: what a durable run writes down before and after each
 //! thing it does ([`RunEntry`]), and where it writes it ([`RunJournal`]:
-//! in memory ([`InMemoryJournal`](InMemoryJournal)), SQLite and
+//! in memory ([`InMemoryJournal`]), SQLite and
 //! PostgreSQL in `agentry-store`), and who may write it now ([`Lease`]).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -184,7 +184,7 @@ impl From<EmbedError> for MemoryError {
 /// `recent` returns the newest records oldest first, filtered by role, and
 /// `forget_session` deletes one session's records and no others. Stores that
 /// can also list and forget single records or old ones (all three here)
-/// pass [`conformance::check_management`](super::conformance::check_management).
+/// pass `conformance::check_management` (feature `test-utils`).
 ///
 /// Implementing a store (here a plain `Vec` behind a lock) and proving it
 /// with that suite:
