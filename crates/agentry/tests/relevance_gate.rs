@@ -252,16 +252,29 @@ async fn with_a_call_floor_a_follow_up_that_goes_on_with_a_request_calls() {
     assert_eq!(choices(&model), [ToolChoice::Auto]);
 }
 
-fn price() -> Tool {
-    function("price")
-        .description("The share price of a stock.")
+/// A read-only tool that always returns `output`.
+fn read_only(name: &str, description: &str, output: &'static str) -> Tool {
+    function(name)
+        .description(description)
         .hints(ToolHints {
             read_only: true,
             ..ToolHints::default()
         })
-        .handler(|_: Value| Ok::<_, String>("42.0"))
+        .handler(move |_: Value| Ok::<_, String>(output))
         .build()
         .unwrap()
+}
+
+fn price() -> Tool {
+    read_only("price", "The share price of a stock.", "42.0")
+}
+
+fn call_price() -> Step {
+    Step::Tool {
+        calls: vec![ToolCall::new("2", "utils.price", json!({}))],
+        text: String::new(),
+        tokens: Usage::new(1, 1),
+    }
 }
 
 fn email() -> Tool {
@@ -273,15 +286,7 @@ fn email() -> Tool {
 }
 
 fn read_only_weather() -> Tool {
-    function("weather")
-        .description("The weather in a city.")
-        .hints(ToolHints {
-            read_only: true,
-            ..ToolHints::default()
-        })
-        .handler(|_: Value| Ok::<_, String>("sunny"))
-        .build()
-        .unwrap()
+    read_only("weather", "The weather in a city.", "sunny")
 }
 
 fn parts_gate() -> RelevanceGate {
@@ -290,15 +295,10 @@ fn parts_gate() -> RelevanceGate {
 
 #[tokio::test]
 async fn each_part_of_a_request_that_asks_two_things_gets_its_call() {
-    let call_price = Step::Tool {
-        calls: vec![ToolCall::new("2", "utils.price", json!({}))],
-        text: String::new(),
-        tokens: Usage::new(1, 1),
-    };
     let model = Arc::new(
         ScriptedModel::new()
             .reply(call_weather())
-            .reply(call_price)
+            .reply(call_price())
             .reply(done()),
     );
     let run = Agent::builder(model.clone())
@@ -360,20 +360,7 @@ async fn a_part_whose_tool_changes_things_is_left_to_the_model() {
 
 #[tokio::test]
 async fn the_answer_to_a_request_in_parts_is_read_against_every_part() {
-    let weather_21 = function("weather")
-        .description("The weather in a city.")
-        .hints(ToolHints {
-            read_only: true,
-            ..ToolHints::default()
-        })
-        .handler(|_: Value| Ok::<_, String>("21 C, sunny"))
-        .build()
-        .unwrap();
-    let call_price = Step::Tool {
-        calls: vec![ToolCall::new("2", "utils.price", json!({}))],
-        text: String::new(),
-        tokens: Usage::new(1, 1),
-    };
+    let weather_21 = read_only("weather", "The weather in a city.", "21 C, sunny");
     let answer = Step::Final {
         text: "ACME is at 42.0.".into(),
         tokens: Usage::new(1, 1),
@@ -381,7 +368,7 @@ async fn the_answer_to_a_request_in_parts_is_read_against_every_part() {
     let model = Arc::new(
         ScriptedModel::new()
             .reply(call_weather())
-            .reply(call_price)
+            .reply(call_price())
             .reply(answer),
     );
     let run = Agent::builder(model.clone())

@@ -1,19 +1,20 @@
 //! A request that asks for several things at once ("Convert 200 EUR to USD
 //! and tell me Tesla's share price"): its parts, split where one request
-//! ends and the next begins.
+//! ends and the next begins, and the part no call has answered yet.
 //!
 //! A small model asked two things in one message opens one call and
 //! stops after it, then answers the second part from memory or not at
 //! all. The gate splits the request at the joins people write between
 //! requests (`and`, `+`, `&`, `;`, `also`, `then`; not at a sentence's
 //! end, which in a chatty request sets the scene: "My friend keeps
-//! bragging about his Nvidia shares. How much is one worth?"), and
-//! when two or more parts are each near a tool on their own, the first
-//! step asks for a list of calls
-//! ([`ChatRequest::several_calls`](agentry_core::model::ChatRequest::several_calls)).
-//! A part is kept only with two words or more, so "base 10 and height 5"
-//! leaves "height 5" and "base 10" to be judged each against the tools,
-//! and "234 and 567" is no split at all.
+//! bragging about his Nvidia shares. How much is one worth?"). When two
+//! or more *different* tools are each the nearest of a part
+//! ([`part_tools`], kept in [`Relevance::part_tools`](super::Relevance::part_tools)),
+//! the loop calls each read-only one the steps so far did not call before
+//! the answer ([`unserved_part`]). Parts near one tool are left alone:
+//! they are usually one call's arguments ("a base of 10 and height of
+//! 5"). A part is kept only with two words or more, so "234 and 567" is
+//! no split at all.
 
 use agentry_core::embed::cosine;
 use agentry_core::model::Message;
