@@ -174,37 +174,63 @@ async fn a_tool_clearly_nearer_than_small_talk_must_be_called_at_step_1_only() {
     assert_eq!(run.relevance.unwrap().first_step, FirstStep::Choose);
 }
 
+/// "And in Quito?" after a question about the weather in Lima.
+fn follow_up() -> Vec<Message> {
+    vec![
+        Message::user("What is the weather in Lima?"),
+        Message::assistant("Sunny."),
+        Message::user("And in Quito?"),
+    ]
+}
+
+/// Runs `messages` through an agent with the weather tool and `gate`,
+/// the model replying `steps`; the run and the model's tool choices.
+async fn run_gated(
+    gate: RelevanceGate,
+    messages: Vec<Message>,
+    steps: Vec<Step>,
+) -> (agentry::agent::RunOutcome, Vec<ToolChoice>) {
+    let model = Arc::new(
+        steps
+            .into_iter()
+            .fold(ScriptedModel::new(), ScriptedModel::reply),
+    );
+    let run = Agent::builder(model.clone())
+        .tool(weather())
+        .relevance_gate(gate)
+        .build()
+        .unwrap()
+        .run_messages(messages)
+        .await;
+    (run, choices(&model))
+}
+
 #[tokio::test]
 async fn a_short_follow_up_is_read_with_the_turn_before_it() {
-    let conversation = || {
-        vec![
-            Message::user("What is the weather in Lima?"),
-            Message::assistant("Sunny."),
-            Message::user("And in Quito?"),
-        ]
-    };
-    let model = Arc::new(ScriptedModel::new().reply(call_weather()).reply(done()));
-    let run = Agent::builder(model.clone())
-        .tool(weather())
-        .relevance_gate(gate_with_small_talk())
-        .build()
-        .unwrap()
-        .run_messages(conversation())
-        .await;
+    let steps = vec![call_weather(), done()];
+    let (run, choices) = run_gated(gate_with_small_talk(), follow_up(), steps).await;
     // It goes on with the question before it: that question's tool is called.
-    assert_eq!(choices(&model)[0], ToolChoice::Tool("utils.weather".into()));
+    assert_eq!(choices[0], ToolChoice::Tool("utils.weather".into()));
     assert_eq!(run.relevance.unwrap().first_step, FirstStep::Call);
     // Asked alone, the follow-up is near no tool.
-    let model = Arc::new(ScriptedModel::new().reply(done()));
-    let run = Agent::builder(model.clone())
-        .tool(weather())
-        .relevance_gate(gate_with_small_talk())
-        .build()
-        .unwrap()
-        .run("And in Quito?")
-        .await;
-    assert_eq!(choices(&model), [ToolChoice::None]);
+    let alone = vec![Message::user("And in Quito?")];
+    let (run, choices) = run_gated(gate_with_small_talk(), alone, vec![done()]).await;
+    assert_eq!(choices, [ToolChoice::None]);
     assert_eq!(run.relevance.unwrap().first_step, FirstStep::Answer);
+}
+
+#[tokio::test]
+async fn with_a_call_floor_a_follow_up_that_goes_on_with_a_request_calls() {
+    // The follow-up is near the weather tool only through the turn before
+    // it; a call floor above every margin still makes step 1 call it.
+    let floored = gate_with_small_talk().call_floor(1.5);
+    let (run, choices) = run_gated(floored, follow_up(), vec![call_weather(), done()]).await;
+    assert_eq!(choices[0], ToolChoice::Tool("utils.weather".into()));
+    let relevance = run.relevance.unwrap();
+    assert_eq!(relevance.continues.as_deref(), Some("utils.weather"));
+    // Without a call floor the model chooses.
+    let (_, choices) = run_gated(gate(), follow_up(), vec![done()]).await;
+    assert_eq!(choices, [ToolChoice::Auto]);
 }
 
 #[tokio::test]
@@ -217,38 +243,6 @@ async fn without_a_gate_nothing_is_recorded() {
         .run("What is the weather in Lima?")
         .await;
     assert_eq!(run.relevance, None);
-    assert_eq!(choices(&model), [ToolChoice::Auto]);
-}
-
-#[tokio::test]
-async fn with_a_call_floor_a_follow_up_that_goes_on_with_a_request_calls() {
-    let conversation = vec![
-        Message::user("What is the weather in Lima?"),
-        Message::assistant("Sunny."),
-        Message::user("And in Quito?"),
-    ];
-    // The follow-up is near the weather tool only through the turn before
-    // it; a call floor above every margin still makes step 1 call.
-    let model = Arc::new(ScriptedModel::new().reply(call_weather()).reply(done()));
-    let run = Agent::builder(model.clone())
-        .tool(weather())
-        .relevance_gate(gate_with_small_talk().call_floor(1.5))
-        .build()
-        .unwrap()
-        .run_messages(conversation.clone())
-        .await;
-    assert_eq!(choices(&model)[0], ToolChoice::Tool("utils.weather".into()));
-    let relevance = run.relevance.unwrap();
-    assert_eq!(relevance.continues.as_deref(), Some("utils.weather"));
-    // Without a call floor the model chooses.
-    let model = Arc::new(ScriptedModel::new().reply(done()));
-    Agent::builder(model.clone())
-        .tool(weather())
-        .relevance_gate(gate())
-        .build()
-        .unwrap()
-        .run_messages(conversation)
-        .await;
     assert_eq!(choices(&model), [ToolChoice::Auto]);
 }
 
