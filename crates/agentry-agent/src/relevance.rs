@@ -321,7 +321,7 @@ impl RelevanceGate {
         }
         let asked = self.query_vectors(&[request.to_owned()]).await?;
         let tools = self.tool_vectors(tools).await?;
-        Ok(Some(nearest(&asked[0], &tools)))
+        Ok(Some(nearest(&asked[0], &tools).1))
     }
 
     /// What the gate makes of a conversation: its user's last message (read
@@ -350,30 +350,25 @@ impl RelevanceGate {
         queries.extend(parts.iter().cloned());
         let asked = self.query_vectors(&queries).await?;
         let tool_vectors = self.tool_vectors(tools).await?;
-        let near: Vec<f32> = asked
+        // Each query's nearest tool and its similarity.
+        let near: Vec<(usize, f32)> = asked
             .iter()
             .map(|query| nearest(query, &tool_vectors))
             .collect();
-        let (alone, with_before) = (near[0], before.map(|_| near[1]));
+        let alone = near[0].1;
+        let with_before = before.map(|_| near[1]);
         let continues = with_before
-            .filter(|&with| with > alone)
-            .map(|_| tools[nearest_at(&asked[1], &tool_vectors)].name.clone());
-        let part_tools = parts::part_tools(
-            &asked[asked.len() - parts.len()..],
-            &tool_vectors,
-            tools,
-            self.floor,
-        );
-        let mut tool = with_before.map_or(alone, |with| with.max(alone));
+            .filter(|&(_, with)| with > alone)
+            .map(|(at, _)| tools[at].name.clone());
+        let near_parts = &near[near.len() - parts.len()..];
+        let part_tools = parts::part_tools(near_parts, tools, self.floor);
+        let mut tool = with_before.map_or(alone, |(_, with)| with.max(alone));
         if !part_tools.is_empty() {
             // Each part is a request of its own: the nearest part counts.
-            tool = near[near.len() - parts.len()..]
-                .iter()
-                .copied()
-                .fold(tool, f32::max);
+            tool = near_parts.iter().map(|&(_, sim)| sim).fold(tool, f32::max);
         }
         let small_talk = match &self.small_talk {
-            Some(talk) => Some(nearest(&asked[0], self.small_talk_vectors(talk).await?)),
+            Some(talk) => Some(nearest(&asked[0], self.small_talk_vectors(talk).await?).1),
             None => None,
         };
         let named_tool = named::named_tool(request, tools).map(|(tool, _)| tool.to_owned());
@@ -451,18 +446,6 @@ impl RelevanceGate {
     }
 }
 
-/// Where in `vectors` the one nearest `query` is (the first of equals).
-fn nearest_at(query: &[f32], vectors: &[Vec<f32>]) -> usize {
-    vectors
-        .iter()
-        .map(|vector| cosine(query, vector))
-        .enumerate()
-        .fold((0, f32::NEG_INFINITY), |best, (at, sim)| {
-            if sim > best.1 { (at, sim) } else { best }
-        })
-        .0
-}
-
 /// Whether the gate stands aside: tools are found by discovery or skills
 /// are on offer, so the advertised tools are not all there is.
 fn stands_aside(settings: &Settings) -> bool {
@@ -474,12 +457,16 @@ fn stands_aside(settings: &Settings) -> bool {
     settings.discovery || has_skills
 }
 
-/// The highest similarity between `query` and any of `vectors`.
-fn nearest(query: &[f32], vectors: &[Vec<f32>]) -> f32 {
+/// Which of `vectors` is nearest `query` (the first of equals) and its
+/// similarity; `(0, -∞)` when there are none.
+fn nearest(query: &[f32], vectors: &[Vec<f32>]) -> (usize, f32) {
     vectors
         .iter()
         .map(|vector| cosine(query, vector))
-        .fold(f32::NEG_INFINITY, f32::max)
+        .enumerate()
+        .fold((0, f32::NEG_INFINITY), |best, (at, sim)| {
+            if sim > best.1 { (at, sim) } else { best }
+        })
 }
 
 /// Step 1's tool choice with the agent's gate applied (see

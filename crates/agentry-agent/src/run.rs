@@ -215,6 +215,7 @@ impl Agent {
                     discovered: run.discovered,
                     rechecked: run.rechecked.is_some(),
                 },
+                run.relevance.as_ref(),
             )
             .await;
         if run.index == 1 {
@@ -249,13 +250,15 @@ impl Agent {
     /// relevance gate's [`part_tools`](Relevance::part_tools)); not at all
     /// past the limit on tool rounds or after an answer was re-asked; on the
     /// first step as the agent is set to (`Auto` narrowed by the relevance
-    /// gate, whose reading comes back with it); right after a step that only
+    /// gate, whose reading comes back with it, and which later steps pass
+    /// back as `known`); right after a step that only
     /// loaded functions, it must call one.
     pub(crate) async fn tool_choice(
         &self,
         run_tools: &RunTools,
         messages: &[Message],
         at: StepState,
+        known: Option<&Relevance>,
     ) -> (ToolChoice, Option<Relevance>) {
         let settings = &self.settings;
         if at.index > 1
@@ -265,6 +268,7 @@ impl Agent {
                 &run_tools.toolbox,
                 &run_tools.advertised,
                 messages,
+                known,
             )
             .await
         {

@@ -16,10 +16,10 @@
 //! 5"). A part is kept only with two words or more, so "234 and 567" is
 //! no split at all.
 
-use agentry_core::embed::cosine;
 use agentry_core::model::Message;
 use agentry_core::tool::{ToolSchema, Toolbox};
 
+use super::Relevance;
 use crate::agent::Settings;
 
 /// Where one request in a message may end and the next begin, each with
@@ -70,19 +70,17 @@ fn split_ignoring_case(text: &str, join: &str) -> Vec<String> {
     pieces
 }
 
-/// The tool nearest each part (of `parts`' vectors) that is near one, in
-/// order and each once, when there are two or more different ones; else
-/// none.
+/// The tool nearest each part (`near_parts`: each part's nearest tool, by
+/// its place in `tools`, and their similarity) that is near one, in order
+/// and each once, when there are two or more different ones; else none.
 pub(super) fn part_tools(
-    parts: &[Vec<f32>],
-    tool_vectors: &[Vec<f32>],
+    near_parts: &[(usize, f32)],
     tools: &[ToolSchema],
     floor: f32,
 ) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for part in parts {
-        let at = super::nearest_at(part, tool_vectors);
-        if cosine(part, &tool_vectors[at]) >= floor && !names.contains(&tools[at].name) {
+    for &(at, sim) in near_parts {
+        if sim >= floor && !names.contains(&tools[at].name) {
             names.push(tools[at].name.clone());
         }
     }
@@ -96,12 +94,15 @@ pub(super) fn part_tools(
 /// tool was called counts as answered; only a read-only tool is called
 /// this way (a part read wrong must not send an email). `None` once as
 /// many tools were called as there are parts, or when the gate stands
-/// aside.
+/// aside. `known` is what the gate made of the request at step 1, where
+/// the run kept it (the request has not changed since); without it the
+/// gate reads the request again.
 pub(crate) async fn unserved_part(
     settings: &Settings,
     toolbox: &Toolbox,
     tools: &[ToolSchema],
     messages: &[Message],
+    known: Option<&Relevance>,
 ) -> Option<String> {
     let gate = settings.relevance_gate.as_ref()?;
     if super::stands_aside(settings) {
@@ -123,11 +124,14 @@ pub(crate) async fn unserved_part(
     if called.is_empty() {
         return None;
     }
-    let relevance = gate.assess(messages, tools).await.ok()??;
-    if called.len() >= relevance.part_tools.len() {
+    let part_tools = match known {
+        Some(relevance) => relevance.part_tools.clone(),
+        None => gate.assess(messages, tools).await.ok()??.part_tools,
+    };
+    if called.len() >= part_tools.len() {
         return None;
     }
-    relevance.part_tools.into_iter().rev().find(|tool| {
+    part_tools.into_iter().rev().find(|tool| {
         !called.contains(&tool.as_str())
             && toolbox
                 .find_by_name(tool)
