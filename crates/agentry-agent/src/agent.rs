@@ -27,6 +27,8 @@ pub const DEFAULT_MAX_CALLS_PER_STEP: usize = 32;
 /// Everything about an agent but its model and tools.
 #[derive(Clone)]
 pub(super) struct Settings {
+    /// The agent's name in traces (`gen_ai.agent.name`).
+    pub name: Option<String>,
     pub allow: Option<Arc<HashSet<String>>>,
     pub system: Option<String>,
     pub skills: Option<Vec<Skill>>,
@@ -65,6 +67,7 @@ pub(super) struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
+            name: None,
             allow: None,
             system: None,
             skills: None,

@@ -182,6 +182,13 @@ impl AgentBuilder {
         self
     }
 
+    /// The agent's name: its runs' spans are `invoke_agent {name}` with
+    /// `gen_ai.agent.name` (a child agent without one is named by its tool).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.settings.name = Some(name.into());
+        self
+    }
+
     /// With discovery and a [`tool_search`](Self::tool_search), start each
     /// run by searching the catalog with the user's request (the last user
     /// message) and loading what `search_tools` would find, so that the

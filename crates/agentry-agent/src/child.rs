@@ -121,6 +121,7 @@ impl Agent {
             // A child agent's run is one call of its parent's: the parent's
             // journal records the call, not the child's steps.
             durable: None,
+            name: Some(settings.name.clone().unwrap_or_else(|| name.to_owned())),
         };
         if frame.depth > frame.max_depth {
             return Err(ToolError::failed(format!(

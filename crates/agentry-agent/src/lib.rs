@@ -62,6 +62,7 @@ mod skills;
 mod sources;
 mod spend;
 pub mod stepwise;
+mod telemetry;
 
 pub mod program;
 pub mod turn;

@@ -40,6 +40,9 @@ pub(crate) struct Frame {
     pub context: ToolContext,
     /// The journal a durable run writes each step to.
     pub durable: Option<Arc<Durable>>,
+    /// The agent's name in traces (`gen_ai.agent.name`): its own, or for a
+    /// child agent the tool's.
+    pub name: Option<String>,
 }
 
 impl Frame {
@@ -52,6 +55,7 @@ impl Frame {
             spend: Spend::root(agent.settings.token_budget),
             context: agent.settings.context.clone(),
             durable: None,
+            name: agent.settings.name.clone(),
         }
     }
 }
@@ -83,18 +87,43 @@ impl Agent {
     ) -> RunOutcome {
         let span = tracing::info_span!(
             "invoke_agent",
+            otel.name = match &frame.name {
+                Some(name) => format!("invoke_agent {name}"),
+                None => "invoke_agent".to_owned(),
+            },
             gen_ai.operation.name = "invoke_agent",
+            gen_ai.provider.name = model.provider_name(),
             gen_ai.request.model = model.model_id(),
-            agentry.depth = frame.depth,
+            gen_ai.agent.name = frame.name.as_deref(),
+            gen_ai.conversation.id = frame.context.session().map(|s| s.id.as_str()),
+            agentry.depth = crate::telemetry::int(frame.depth),
             gen_ai.usage.input_tokens = field::Empty,
             gen_ai.usage.output_tokens = field::Empty,
+            agentry.outcome = field::Empty,
+            error.type = field::Empty,
+            otel.status_code = field::Empty,
         );
         let outcome = self
             .run_loop(model, frame, start, sink.as_ref())
             .instrument(span.clone())
             .await;
-        span.record("gen_ai.usage.input_tokens", outcome.usage.input_tokens);
-        span.record("gen_ai.usage.output_tokens", outcome.usage.output_tokens);
+        span.record(
+            "gen_ai.usage.input_tokens",
+            crate::telemetry::int(outcome.usage.input_tokens),
+        );
+        span.record(
+            "gen_ai.usage.output_tokens",
+            crate::telemetry::int(outcome.usage.output_tokens),
+        );
+        let kind = outcome.outcome.kind();
+        span.record("agentry.outcome", kind);
+        if !matches!(
+            outcome.outcome,
+            Outcome::Final(_) | Outcome::AwaitingDecision(_)
+        ) {
+            span.record("error.type", kind)
+                .record("otel.status_code", "error");
+        }
         outcome
     }
 
@@ -478,15 +507,8 @@ async fn model_step(
     sink: Option<&EventSink>,
     step: usize,
 ) -> Result<Step, ModelError> {
-    let model_id = model.model_id();
-    let span = tracing::info_span!(
-        "chat",
-        otel.name = format!("chat {model_id}"),
-        gen_ai.operation.name = "chat",
-        gen_ai.request.model = model_id,
-        gen_ai.usage.input_tokens = field::Empty,
-        gen_ai.usage.output_tokens = field::Empty,
-    );
+    let span = crate::telemetry::chat_span(model, request);
+    let started = std::time::Instant::now();
     let result = match sink {
         None => model.step(request).instrument(span.clone()).await,
         Some(sink) => {
@@ -503,9 +525,6 @@ async fn model_step(
             collect_step(stream.boxed()).instrument(span.clone()).await
         }
     };
-    if let Ok(step) = &result {
-        span.record("gen_ai.usage.input_tokens", step.tokens().input_tokens);
-        span.record("gen_ai.usage.output_tokens", step.tokens().output_tokens);
-    }
+    crate::telemetry::end_chat(&span, model, &result, started.elapsed());
     result
 }

@@ -168,7 +168,12 @@ impl Agent {
                 on_text(text);
             }
         });
-        let step = collect_step(stream.boxed()).await?;
+        let span = crate::telemetry::chat_span(self.model.as_ref(), &request);
+        let begun = std::time::Instant::now();
+        let step =
+            tracing::Instrument::instrument(collect_step(stream.boxed()), span.clone()).await;
+        crate::telemetry::end_chat(&span, self.model.as_ref(), &step, begun.elapsed());
+        let step = step?;
         let mut calls = Vec::new();
         if let Step::Tool { calls: made, .. } = &step {
             for call in made {
@@ -187,7 +192,14 @@ impl Agent {
     /// capability-checked, schema-validated dispatch. Every failure is an
     /// error result, as in a run.
     pub async fn call_tool(&self, started: &[Message], call: ToolCall) -> ToolResult {
-        self.dispatch(started, call, &self.settings.grants).await
+        let span = crate::telemetry::tool_span(&call);
+        let result = tracing::Instrument::instrument(
+            self.dispatch(started, call, &self.settings.grants),
+            span.clone(),
+        )
+        .await;
+        crate::telemetry::end_tool(&span, &result);
+        result
     }
 
     /// [`Agent::call_tool`] for a run of this agent as another's child:

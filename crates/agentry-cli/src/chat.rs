@@ -47,6 +47,7 @@ Ctrl-C stops a reply";
 /// Chat until `/exit` or end of input.
 pub async fn run(args: ChatArgs) -> Result<ExitCode, String> {
     let loaded = args.agent.load()?;
+    crate::telemetry::start(&loaded)?;
     let choice = crate::definition::ModelChoice {
         prompt_store: true, // the next run starts warm
         ..args.model.choose(&loaded)

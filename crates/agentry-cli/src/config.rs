@@ -41,6 +41,10 @@ pub struct AgentFile {
     /// Read by `agentry_mcp::client::servers_from_toml`.
     #[serde(default)]
     pub mcp: Option<toml::Table>,
+    /// `[telemetry]`: OTLP export of traces and metrics (the `OTEL_*`
+    /// environment fills in what it leaves out).
+    #[serde(default)]
+    pub telemetry: agentry_telemetry::TelemetryConfig,
 }
 
 /// `[model]`: which model answers.

@@ -215,6 +215,7 @@ impl AgentArgs {
         let tools = section.tools.clone().unwrap_or(vec![ToolSet::Demo]);
         let mut agent =
             AgentBuilder::new(model)
+                .name(loaded.file.name.as_deref().unwrap_or("agentry"))
                 .system(section.system.as_deref().unwrap_or(crate::run::SYSTEM))
                 .max_steps(
                     self.max_steps

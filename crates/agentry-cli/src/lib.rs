@@ -50,6 +50,7 @@ mod run;
 mod runs;
 mod serve;
 pub mod skills;
+mod telemetry;
 mod temporal;
 mod tools;
 mod trust;
@@ -180,6 +181,8 @@ pub async fn main() -> ExitCode {
         Command::Trust(args) => trust::run(args),
         Command::Worker(args) => temporal::worker(args).await,
     };
+    // Whatever a command's spans left buffered goes out before the exit.
+    telemetry::finish();
     match result {
         Ok(code) => code,
         Err(error) => {

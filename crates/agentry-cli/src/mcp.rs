@@ -264,6 +264,8 @@ pub async fn run(command: McpCommand) -> Result<ExitCode, String> {
 }
 
 async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
+    // No `agentry.toml` here: export only as the OTEL_* environment says.
+    crate::telemetry::start(&crate::config::Loaded::default())?;
     let dir = args
         .dir
         .canonicalize()

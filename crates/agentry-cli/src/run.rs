@@ -79,6 +79,7 @@ impl RunFlags {
     /// terminal otherwise.
     pub async fn build(&self, durable: bool) -> Result<(Agent, Loaded), String> {
         let loaded = self.agent.load()?;
+        crate::telemetry::start(&loaded)?;
         let choice = crate::definition::ModelChoice {
             prompt_store: true, // the next run starts warm
             ..self.model.choose(&loaded)

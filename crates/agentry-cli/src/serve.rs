@@ -94,6 +94,7 @@ struct ConnectionArgs {
 /// Serve until SIGTERM or Ctrl-C; running turns finish first.
 pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let loaded = args.agent.load()?;
+    crate::telemetry::start(&loaded)?;
     let section = &loaded.file.server;
     let mut keys = loaded.api_keys()?;
     keys.extend(

@@ -158,6 +158,24 @@ pub fn powers(loaded: &Loaded) -> Vec<String> {
             ));
         }
     }
+    let telemetry = &file.telemetry;
+    if telemetry.enabled != Some(false)
+        && let Some(endpoint) = &telemetry.endpoint
+    {
+        let content = match telemetry.capture_content {
+            Some(true) => ", with the conversations and tool arguments and results",
+            _ => "",
+        };
+        powers.push(format!(
+            "send traces of every run to {}{content}",
+            escaped(endpoint)
+        ));
+    } else if telemetry.capture_content == Some(true) {
+        powers.push(
+            "put the conversations and tool arguments and results in the traces sent to              $OTEL_EXPORTER_OTLP_ENDPOINT"
+                .into(),
+        );
+    }
     match file.model.provider {
         Some(ProviderKind::Openai) => powers.push(
             "send the conversations to an OpenAI-compatible service ($OPENAI_BASE_URL, else \

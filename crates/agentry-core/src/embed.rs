@@ -2,6 +2,7 @@
 //! rank by the cosine similarity of these vectors.
 
 use crate::BoxFuture;
+use tracing::Instrument;
 
 /// Why embedding failed. Its text starts with `embedding failed: `; the
 /// error it comes from, if any, is its [`source`](std::error::Error::source).
@@ -231,4 +232,51 @@ mod tests {
         assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
         assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
     }
+}
+
+/// Run `embedding` (a call of `embedder` on `inputs` texts) inside the
+/// OpenTelemetry GenAI conventions' `embeddings {model}` span, marked as
+/// failed when it fails: what an [`Embedder`] implementation wraps its
+/// work in, so that every embedder is traced alike.
+///
+/// ```
+/// use agentry_core::embed::{Embedder, KeywordEmbedder, traced};
+///
+/// # futures_executor::block_on(async {
+/// let embedder = KeywordEmbedder::new(["weather", "paris"]);
+/// let texts = vec!["weather in Paris".to_owned()];
+/// let vectors = traced(&embedder, "agentry.keywords", texts.len(), embedder.embed(&texts)).await?;
+/// assert_eq!(vectors[0].len(), embedder.dimensions());
+/// # Ok::<_, agentry_core::embed::EmbedError>(())
+/// # }).unwrap();
+/// ```
+pub async fn traced<T>(
+    embedder: &(impl Embedder + ?Sized),
+    provider: &str,
+    inputs: usize,
+    embedding: impl std::future::Future<Output = Result<T, EmbedError>>,
+) -> Result<T, EmbedError> {
+    let model = embedder.model_id();
+    let span = tracing::info_span!(
+        "embeddings",
+        otel.name = format!("embeddings {model}"),
+        otel.kind = "client",
+        gen_ai.operation.name = "embeddings",
+        gen_ai.provider.name = provider,
+        gen_ai.request.model = model,
+        gen_ai.embeddings.dimension.count = i64::try_from(embedder.dimensions()).unwrap_or(i64::MAX),
+        agentry.embeddings.inputs = i64::try_from(inputs).unwrap_or(i64::MAX),
+        error.type = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    let result = embedding.instrument(span.clone()).await;
+    if let Err(error) = &result {
+        let kind = match error {
+            EmbedError::Backend { .. } => "backend",
+            EmbedError::Failed(_) => "failed",
+        };
+        span.record("error.type", kind)
+            .record("otel.status_code", "error");
+    }
+    result
 }

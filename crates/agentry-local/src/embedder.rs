@@ -176,12 +176,18 @@ impl Embedder for LocalEmbedder {
         texts: &'a [String],
     ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
         let this = self.clone();
-        let texts = texts.to_vec();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || this.embed_blocking(&texts))
+        let owned = texts.to_vec();
+        let work = async move {
+            tokio::task::spawn_blocking(move || this.embed_blocking(&owned))
                 .await
                 .map_err(failed)?
-        })
+        };
+        Box::pin(agentry_core::embed::traced(
+            self,
+            "candle",
+            texts.len(),
+            work,
+        ))
     }
 }
 

@@ -418,6 +418,10 @@ impl ChatModel for LocalModel {
         &self.inner.loaded.name
     }
 
+    fn provider_name(&self) -> &str {
+        "llama.cpp"
+    }
+
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
         Box::pin(async_stream::try_stream! {
             let names = wire_names(request)?;

@@ -241,14 +241,24 @@ impl Embedder for GgufEmbedder {
         &'a self,
         texts: &'a [String],
     ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
-        self.embed_with(|how| &how.document_prefix, texts)
+        Box::pin(agentry_core::embed::traced(
+            self,
+            "llama.cpp",
+            texts.len(),
+            self.embed_with(|how| &how.document_prefix, texts),
+        ))
     }
 
     fn embed_queries<'a>(
         &'a self,
         texts: &'a [String],
     ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
-        self.embed_with(|how| &how.query_prefix, texts)
+        Box::pin(agentry_core::embed::traced(
+            self,
+            "llama.cpp",
+            texts.len(),
+            self.embed_with(|how| &how.query_prefix, texts),
+        ))
     }
 }
 

@@ -293,6 +293,15 @@ impl McpClient {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
+        // The calling span's trace context, in `_meta` as MCP carries it.
+        let trace = agentry_telemetry::context::current_fields();
+        if !trace.is_empty() {
+            let mut meta = rmcp::model::RequestMetaObject::default();
+            for (name, value) in trace {
+                meta.insert(name, Value::String(value));
+            }
+            params.meta = Some(meta);
+        }
         let call = rounds::call_tool(
             &peer,
             self.name(),

@@ -274,8 +274,24 @@ impl ServerHandler for McpServer {
         );
         let mut seal_for = CallToolRequestParams::new(request.name.clone());
         seal_for.arguments = request.arguments.clone();
+        let span = tracing::info_span!(
+            "tools/call",
+            otel.name = format!("tools/call {name}"),
+            otel.kind = "server",
+            mcp.method.name = "tools/call",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %name,
+        );
+        // The caller's trace, from `_meta` (`traceparent`, `tracestate`).
+        agentry_telemetry::context::set_parent(&span, |field| {
+            context.meta.get(field).and_then(|v| v.as_str())
+        });
+        let call = tracing::Instrument::instrument(
+            self.call(request, progress, Some(caller.clone())),
+            span,
+        );
         let result = tokio::select! {
-            result = self.call(request, progress, Some(caller.clone())) => result?,
+            result = call => result?,
             _ = context.ct.cancelled() => {
                 tracing::info!(tool = %name, "an MCP tool call was cancelled");
                 return Err(ErrorData::internal_error("the call was cancelled", None));

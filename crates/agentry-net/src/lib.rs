@@ -236,6 +236,16 @@ impl HttpClient {
                 capability,
                 url: request.url().to_string(),
             })?;
+        // The calling span's trace context goes with the request (W3C
+        // `traceparent`), unless the caller set its own.
+        for (name, value) in agentry_telemetry::context::current_fields() {
+            if let (Ok(name), Ok(value)) = (
+                header::HeaderName::try_from(name),
+                header::HeaderValue::try_from(value),
+            ) {
+                request.headers_mut().entry(name).or_insert(value);
+            }
+        }
         for _ in 0..=MAX_REDIRECTS {
             let retry = request.try_clone();
             let from = request.url().clone();

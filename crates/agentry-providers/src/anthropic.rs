@@ -336,6 +336,10 @@ impl ChatModel for Anthropic {
         &self.model
     }
 
+    fn provider_name(&self) -> &str {
+        "anthropic"
+    }
+
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
         Box::pin(async_stream::try_stream! {
             let names = wire_names(request)?;

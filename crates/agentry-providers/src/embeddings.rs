@@ -132,12 +132,18 @@ impl Embedder for OpenAiEmbedder {
         &'a self,
         texts: &'a [String],
     ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
-        Box::pin(async move {
+        let work = async move {
             let mut vectors = Vec::with_capacity(texts.len());
             for chunk in texts.chunks(self.batch) {
                 vectors.extend(self.embed_batch(chunk).await?);
             }
             Ok(vectors)
-        })
+        };
+        Box::pin(agentry_core::embed::traced(
+            self,
+            "openai",
+            texts.len(),
+            work,
+        ))
     }
 }

@@ -303,6 +303,10 @@ impl ChatModel for OpenAiCompatible {
         &self.model
     }
 
+    fn provider_name(&self) -> &str {
+        "openai"
+    }
+
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
         Box::pin(async_stream::try_stream! {
             let names = wire_names(request)?;

@@ -387,7 +387,10 @@ impl AgentServer {
             .route(
                 "/openapi.json",
                 get(move || async move {
-                    ([(axum::http::header::CONTENT_TYPE, "application/json")], document)
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "application/json")],
+                        document,
+                    )
                 }),
             )
             .merge(private)
@@ -395,16 +398,35 @@ impl AgentServer {
             .fallback(|| async { ApiError::not_found("no such route") })
             .with_state(app)
             .layer(DefaultBodyLimit::max(self.max_body_bytes))
-            .layer(middleware::from_fn_with_state(Arc::new(admitted), sites::check))
+            .layer(middleware::from_fn_with_state(
+                Arc::new(admitted),
+                sites::check,
+            ))
             .layer(PropagateRequestIdLayer::new(request_id.clone()))
-            .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
-                let id = request
-                    .headers()
-                    .get("x-request-id")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("");
-                tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)
-            }))
+            .layer(
+                TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                    let id = request
+                        .headers()
+                        .get("x-request-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("");
+                    let span = tracing::info_span!(
+                        "request",
+                        otel.name = %request.method(),
+                        otel.kind = "server",
+                        http.request.method = %request.method(),
+                        url.path = %request.uri().path(),
+                        method = %request.method(),
+                        path = %request.uri().path(),
+                        request_id = %id,
+                    );
+                    // A caller's trace goes on through the agent's spans.
+                    agentry_telemetry::context::set_parent(&span, |name| {
+                        request.headers().get(name).and_then(|v| v.to_str().ok())
+                    });
+                    span
+                }),
+            )
             .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
     }
 

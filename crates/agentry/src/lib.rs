@@ -149,6 +149,12 @@ pub use agentry_sandbox as sandbox;
 #[cfg_attr(docsrs, doc(cfg(feature = "temporal")))]
 pub use agentry_temporal as temporal;
 
+/// OpenTelemetry: OTLP export of the GenAI spans and metrics, trace context
+/// across calls, the opt-in for content on spans (feature `telemetry`).
+#[cfg(feature = "telemetry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "telemetry")))]
+pub use agentry_telemetry as telemetry;
+
 /// The [`Tool`](tool::Tool) of a `#[tool]` function,
 /// by path. Same as `f::tool()`; override fields with struct-update syntax.
 ///

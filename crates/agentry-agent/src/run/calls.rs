@@ -172,23 +172,18 @@ impl Agent {
         call: ToolCall,
         interrupted: bool,
     ) -> Executed {
-        let span = tracing::info_span!(
-            "execute_tool",
-            otel.name = format!("execute_tool {}", call.name),
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = call.name.as_str(),
-            gen_ai.tool.call.id = call.id.as_str(),
-        );
+        let span = crate::telemetry::tool_span(&call);
         let started = Instant::now();
         let scope = Arc::new(CallScope::new(frame));
         let gated = self
             .admit(run_tools, frame, &scope, &call, interrupted)
-            .instrument(span)
+            .instrument(span.clone())
             .await;
         let (ran, result, outcome) = match gated {
             Ok(ran) => ran,
             Err(waiting) => return Executed::Waiting(WaitingCall { call, waiting }),
         };
+        crate::telemetry::end_tool(&span, &result);
         let child = scope.take_child().map(Box::new);
         let record = self
             .finish(frame, ran, result, outcome, started.elapsed(), child)

@@ -465,13 +465,45 @@ async fn stream_reply(
             "a model reply needs a TurnConfig that replies with a model, not an agent".into(),
         ));
     };
-    let mut stream = model.stream(&request);
-    let mut text = String::new();
-    while let Some(event) = stream.next().await {
-        if let StreamEvent::TextDelta { text: piece } = event? {
-            delta(&piece);
-            text.push_str(&piece);
+    let span = crate::telemetry::chat_span(model.as_ref(), &request);
+    let begun = std::time::Instant::now();
+    let read = async {
+        let mut stream = model.stream(&request);
+        let mut text = String::new();
+        let mut tokens = agentry_core::model::Usage::default();
+        while let Some(event) = stream.next().await {
+            match event? {
+                StreamEvent::TextDelta { text: piece } => {
+                    delta(&piece);
+                    text.push_str(&piece);
+                }
+                // Later counts replace earlier ones field by field.
+                StreamEvent::Usage { usage } => {
+                    for (kept, new) in [
+                        (&mut tokens.input_tokens, usage.input_tokens),
+                        (&mut tokens.output_tokens, usage.output_tokens),
+                        (&mut tokens.cached_input_tokens, usage.cached_input_tokens),
+                    ] {
+                        if new > 0 {
+                            *kept = new;
+                        }
+                    }
+                }
+                _ => {}
+            }
         }
-    }
-    Ok(text)
+        let step = agentry_core::model::Step::Final {
+            text: String::new(),
+            tokens,
+        };
+        Ok((text, step))
+    };
+    let read: Result<(String, agentry_core::model::Step), ModelError> =
+        tracing::Instrument::instrument(read, span.clone()).await;
+    let step = read
+        .as_ref()
+        .map(|(_, step)| step.clone())
+        .map_err(Clone::clone);
+    crate::telemetry::end_chat(&span, model.as_ref(), &step, begun.elapsed());
+    read.map(|(text, _)| text)
 }

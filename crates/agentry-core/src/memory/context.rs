@@ -122,8 +122,36 @@ impl Memory {
         query: &str,
         opts: RecallOpts,
     ) -> Result<Vec<Recalled>, MemoryError> {
-        let vector = self.embed_query(query).await?;
-        self.recall_with_vector(session, query, &vector, opts).await
+        use tracing::Instrument;
+        // The GenAI conventions' retrieval span: the memory is the source.
+        let span = tracing::info_span!(
+            "retrieval",
+            otel.name = "retrieval memory",
+            gen_ai.operation.name = "retrieval",
+            gen_ai.data_source.id = "memory",
+            gen_ai.request.model = self.embedder.model_id(),
+            gen_ai.request.top_k = i64::try_from(opts.limit).unwrap_or(i64::MAX),
+            gen_ai.conversation.id = session,
+            agentry.memory.recalled = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let recalled = async {
+            let vector = self.embed_query(query).await?;
+            self.recall_with_vector(session, query, &vector, opts).await
+        }
+        .instrument(span.clone())
+        .await;
+        match &recalled {
+            Ok(records) => span.record(
+                "agentry.memory.recalled",
+                i64::try_from(records.len()).unwrap_or(i64::MAX),
+            ),
+            Err(error) => span
+                .record("error.type", error_type(error))
+                .record("otel.status_code", "error"),
+        };
+        recalled
     }
 
     /// [`recall`](Self::recall) with the query's embedding already made
@@ -202,4 +230,14 @@ pub fn with_memory_block(system_base: &str, heading: &str, context: &str) -> Str
         return format!("{heading}\n{context}");
     }
     format!("{system_base}\n\n{heading}\n{context}")
+}
+
+/// A recall failure's `error.type` on its span: low cardinality, by kind.
+fn error_type(error: &MemoryError) -> &'static str {
+    match error {
+        MemoryError::Unsupported(_) => "unsupported",
+        MemoryError::Embed(_) => "embed",
+        MemoryError::Backend { .. } => "backend",
+        MemoryError::Refused(_) => "refused",
+    }
 }

@@ -63,6 +63,12 @@ pub trait ChatModel: Send + Sync {
     /// The model id, as reported in traces (`gen_ai.request.model`).
     fn model_id(&self) -> &str;
 
+    /// Who serves the model, as traces name it (`gen_ai.provider.name`):
+    /// `openai`, `anthropic`, `llama.cpp`, …; `_OTHER` unless a model says.
+    fn provider_name(&self) -> &str {
+        "_OTHER"
+    }
+
     /// Stream one reply: text deltas, tool-call deltas, usage, then a finish event.
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a>;
 
@@ -75,6 +81,9 @@ pub trait ChatModel: Send + Sync {
 impl<M: ChatModel + ?Sized> ChatModel for std::sync::Arc<M> {
     fn model_id(&self) -> &str {
         (**self).model_id()
+    }
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
     }
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
         (**self).stream(request)

@@ -19,6 +19,10 @@ impl ChatModel for OfflineModel {
         "offline"
     }
 
+    fn provider_name(&self) -> &str {
+        "agentry.offline"
+    }
+
     fn stream<'a>(&'a self, _request: &'a ChatRequest) -> EventStream<'a> {
         let step = Step::Final {
             text: OFFLINE_TEXT.into(),

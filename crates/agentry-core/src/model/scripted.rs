@@ -92,6 +92,10 @@ impl ChatModel for ScriptedModel {
         "scripted"
     }
 
+    fn provider_name(&self) -> &str {
+        "agentry.scripted"
+    }
+
     fn stream<'a>(&'a self, request: &'a ChatRequest) -> EventStream<'a> {
         match self.next(request) {
             Ok(step) => Box::pin(stream::iter(events_of(&step).into_iter().map(Ok))),

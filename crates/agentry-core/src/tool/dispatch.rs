@@ -344,9 +344,12 @@ async fn run_blocking(
         Err(_) => return Err(Failure::Timeout(limit)),
     };
     let ctx = ctx.clone();
+    // The handler runs inside the caller's span (its `execute_tool`), so
+    // what it logs and the trace context it sends on stay in the call.
+    let span = tracing::Span::current();
     let task = runtime.spawn_blocking(move || {
         let _place = permit;
-        catch_unwind(AssertUnwindSafe(|| f(input, &ctx)))
+        span.in_scope(|| catch_unwind(AssertUnwindSafe(|| f(input, &ctx))))
     });
     match tokio::time::timeout_at(deadline, task).await {
         Ok(Ok(Ok(result))) => Ok(result),
