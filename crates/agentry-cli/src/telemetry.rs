@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use agentry_telemetry::Telemetry;
+use agentry_telemetry::{Telemetry, TelemetryError};
 
 use crate::config::Loaded;
 
@@ -32,6 +32,15 @@ pub fn finish() {
     if let Some(telemetry) = telemetry
         && let Err(error) = telemetry.shutdown()
     {
-        eprintln!("warning: {error}");
+        let hint = match &error {
+            TelemetryError::Send {
+                signal: "metrics", ..
+            } => {
+                " (is a collector listening there? For one that takes no metrics, as \
+                 Phoenix: OTEL_METRICS_EXPORTER=none, or `metrics = false` in [telemetry])"
+            }
+            _ => "",
+        };
+        eprintln!("warning: {error}{hint}");
     }
 }

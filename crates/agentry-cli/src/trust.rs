@@ -485,6 +485,36 @@ mod tests {
     }
 
     #[test]
+    fn sending_traces_away_needs_trust() {
+        let away = "[telemetry]\nendpoint = \"https://otel.example:4318\"\n";
+        assert_eq!(
+            powers_of(away),
+            ["send traces of every run to https://otel.example:4318"]
+        );
+        let content = format!("{away}capture_content = true\n");
+        assert_eq!(
+            powers_of(&content),
+            [
+                "send traces of every run to https://otel.example:4318, with the conversations \
+                 and tool arguments and results"
+            ]
+        );
+        let from_env = "[telemetry]\ncapture_content = true\n";
+        assert_eq!(
+            powers_of(from_env),
+            [
+                "put the conversations and tool arguments and results in the traces sent to \
+                 $OTEL_EXPORTER_OTLP_ENDPOINT"
+            ]
+        );
+        // Off, or only a service name: nothing leaves.
+        let off = "[telemetry]\nenabled = false\nendpoint = \"https://otel.example\"\n";
+        assert_eq!(powers_of(off), Vec::<String>::new());
+        let named = "[telemetry]\nservice_name = \"desk\"\n";
+        assert_eq!(powers_of(named), Vec::<String>::new());
+    }
+
+    #[test]
     fn the_starter_file_and_plain_settings_need_no_trust() {
         assert_eq!(powers_of(crate::config::STARTER), Vec::<String>::new());
         let plain = "[model]\nprovider = \"local\"\nname = \"qwen\"\n[agent]\nsystem = \"hi\"\n\

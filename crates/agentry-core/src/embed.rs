@@ -220,20 +220,6 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cosine_of_known_vectors() {
-        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
-        assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-6);
-        assert!((cosine(&[1.0, 1.0], &[-1.0, -1.0]) + 1.0).abs() < 1e-6);
-        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
-        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
-    }
-}
-
 /// Run `embedding` (a call of `embedder` on `inputs` texts) inside the
 /// OpenTelemetry GenAI conventions' `embeddings {model}` span, marked as
 /// failed when it fails: what an [`Embedder`] implementation wraps its
@@ -242,7 +228,7 @@ mod tests {
 /// ```
 /// use agentry_core::embed::{Embedder, KeywordEmbedder, traced};
 ///
-/// # futures_executor::block_on(async {
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let embedder = KeywordEmbedder::new(["weather", "paris"]);
 /// let texts = vec!["weather in Paris".to_owned()];
 /// let vectors = traced(&embedder, "agentry.keywords", texts.len(), embedder.embed(&texts)).await?;
@@ -279,4 +265,18 @@ pub async fn traced<T>(
             .record("otel.status_code", "error");
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cosine_of_known_vectors() {
+        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
+        assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-6);
+        assert!((cosine(&[1.0, 1.0], &[-1.0, -1.0]) + 1.0).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
+    }
 }

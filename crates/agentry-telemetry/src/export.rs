@@ -87,7 +87,7 @@ pub struct TelemetryConfig {
     /// Headers sent with every export (added to `OTEL_EXPORTER_OTLP_HEADERS`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// Also send the GenAI metrics (on by default when exporting).
+    /// Also send the GenAI metrics; else on unless `OTEL_METRICS_EXPORTER=none`.
     pub metrics: Option<bool>,
 }
 
@@ -97,10 +97,17 @@ fn env(name: &str) -> Option<String> {
         .filter(|value| !value.trim().is_empty())
 }
 
+/// Whether an `OTEL_*_EXPORTER` variable turns its signal off.
+fn names_none(name: &str) -> bool {
+    env(name).is_some_and(|value| value.trim().eq_ignore_ascii_case("none"))
+}
+
 impl TelemetryConfig {
     /// Whether spans are exported at all.
     pub fn is_enabled(&self) -> bool {
-        if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            || names_none("OTEL_TRACES_EXPORTER")
+        {
             return false;
         }
         self.enabled.unwrap_or_else(|| {
@@ -141,9 +148,15 @@ pub enum TelemetryError {
     /// The OTLP exporter could not be built.
     #[error("telemetry: the OTLP exporter: {0}")]
     Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
-    /// Flushing or shutting down failed.
-    #[error("telemetry: {0}")]
-    Sdk(#[from] opentelemetry_sdk::error::OTelSdkError),
+    /// Sending what was buffered, or stopping, failed for spans or metrics
+    /// (`signal`).
+    #[error("telemetry: sending {signal}: {source}")]
+    Send {
+        /// `spans` or `metrics`.
+        signal: &'static str,
+        /// The SDK's error.
+        source: opentelemetry_sdk::error::OTelSdkError,
+    },
     /// The filter's directives do not parse.
     #[error("telemetry: filter: {0}")]
     Filter(#[from] tracing_subscriber::filter::ParseError),
@@ -201,7 +214,10 @@ impl Telemetry {
             .with_resource(resource.clone())
             .with_batch_exporter(span_exporter(config, protocol)?)
             .build();
-        let meter = match config.metrics.unwrap_or(true) {
+        let meter = match config
+            .metrics
+            .unwrap_or_else(|| !names_none("OTEL_METRICS_EXPORTER"))
+        {
             true => Some(
                 SdkMeterProvider::builder()
                     .with_resource(resource)
@@ -239,10 +255,10 @@ impl Telemetry {
         let (tracer, meter) = (self.tracer.clone(), self.meter.clone());
         off_thread(move || {
             if let Some(tracer) = tracer {
-                tracer.force_flush()?;
+                tracer.force_flush().map_err(sending("spans"))?;
             }
             if let Some(meter) = meter {
-                meter.force_flush()?;
+                meter.force_flush().map_err(sending("metrics"))?;
             }
             Ok(())
         })
@@ -261,9 +277,8 @@ impl Telemetry {
         off_thread(move || {
             let traced = tracer.map_or(Ok(()), |tracer| tracer.shutdown());
             let metered = meter.map_or(Ok(()), |meter| meter.shutdown());
-            traced?;
-            metered?;
-            Ok(())
+            traced.map_err(sending("spans"))?;
+            metered.map_err(sending("metrics"))
         })
     }
 }
@@ -276,19 +291,25 @@ impl Drop for Telemetry {
     }
 }
 
+fn sending(
+    signal: &'static str,
+) -> impl FnOnce(opentelemetry_sdk::error::OTelSdkError) -> TelemetryError {
+    move |source| TelemetryError::Send { signal, source }
+}
+
 /// Flushing blocks; on a runtime's own thread it could wait on itself, so
 /// it runs on a thread of its own.
 fn off_thread(
-    work: impl FnOnce() -> Result<(), opentelemetry_sdk::error::OTelSdkError> + Send + 'static,
+    work: impl FnOnce() -> Result<(), TelemetryError> + Send + 'static,
 ) -> Result<(), TelemetryError> {
-    std::thread::spawn(work)
-        .join()
-        .unwrap_or_else(|_| {
-            Err(opentelemetry_sdk::error::OTelSdkError::InternalFailure(
+    std::thread::spawn(work).join().unwrap_or_else(|_| {
+        Err(TelemetryError::Send {
+            signal: "spans and metrics",
+            source: opentelemetry_sdk::error::OTelSdkError::InternalFailure(
                 "the flush panicked".into(),
-            ))
+            ),
         })
-        .map_err(TelemetryError::from)
+    })
 }
 
 fn resource(config: &TelemetryConfig) -> Resource {
