@@ -302,6 +302,83 @@ async fn phoenix_shows_the_readme_runs_trace_with_its_token_counts() {
     if common::browser_ready() {
         photograph(&phoenix, project, trace, &dir).await;
     }
+
+    served_request_joins_the_callers_trace(&phoenix, &dir).await;
+}
+
+/// A request to `agentry serve` with a `traceparent` header: the agent's
+/// spans join the caller's trace, under the caller's span, and reach
+/// Phoenix when the server stops (Ctrl-C flushes).
+async fn served_request_joins_the_callers_trace(phoenix: &Phoenix, dir: &Dir) {
+    let project = "agentry-serve";
+    let mut command = Command::new(AGENTRY);
+    command
+        .current_dir(&dir.0)
+        .args(["serve", "--provider", "offline", "--listen", "127.0.0.1:0"])
+        .arg("--memory")
+        .arg(dir.0.join("memory.db"))
+        .env("AGENTRY_API_KEYS", "k")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &phoenix.url)
+        .env("OTEL_METRICS_EXPORTER", "none")
+        .env(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            format!("openinference.project.name={project}"),
+        );
+    let mut served = common::Served::start(command);
+    let (trace, caller) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    let answer = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", served.url))
+        .bearer_auth("k")
+        .header("traceparent", format!("00-{trace}-{caller}-01"))
+        .json(&serde_json::json!({
+            "model": "agentry",
+            "messages": [{"role": "user", "content": "hello"}],
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        answer.status().is_success(),
+        "{}",
+        answer.text().await.unwrap()
+    );
+    // Ctrl-C: the server finishes, flushes its spans and exits.
+    let stopped = Command::new("kill")
+        .args(["-INT", &served.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let status = served.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+
+    let started = Instant::now();
+    let spans = loop {
+        let url = format!("{}/v1/projects/{project}/spans?limit=100", phoenix.url);
+        let answer = reqwest::get(&url).await.unwrap();
+        if answer.status().is_success() {
+            let body: Value = answer.json().await.unwrap();
+            let spans = body["data"].as_array().cloned().unwrap_or_default();
+            if spans.iter().any(|s| s["name"] == "invoke_agent agentry") {
+                break spans;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the served run's spans did not reach Phoenix"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    // Every span of the request is in the caller's trace; the request's
+    // own span hangs under the caller's.
+    assert!(
+        spans.iter().all(|s| s["context"]["trace_id"] == trace),
+        "{spans:#?}"
+    );
+    let request = spans
+        .iter()
+        .find(|s| s["parent_id"] == caller)
+        .unwrap_or_else(|| panic!("a span under the caller's: {spans:#?}"));
+    assert_eq!(text(request, "http.request.method"), "POST");
 }
 
 /// Open the trace in Phoenix's UI in headless Chromium and keep a picture.

@@ -1,6 +1,8 @@
 //! A real HTTP/1.1 server on loopback, one scripted reply per connection,
 //! that records each request.
 
+#![allow(dead_code)]
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
