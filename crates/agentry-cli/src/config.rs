@@ -41,6 +41,9 @@ pub struct AgentFile {
     /// Read by `agentry_mcp::client::servers_from_toml`.
     #[serde(default)]
     pub mcp: Option<toml::Table>,
+    /// `[a2a]`: remote A2A agents as tools.
+    #[serde(default)]
+    pub a2a: crate::a2a::A2aSection,
     /// `[telemetry]`: OTLP export of traces and metrics (the `OTEL_*`
     /// environment fills in what it leaves out).
     #[serde(default)]

@@ -175,6 +175,12 @@ pub struct AgentArgs {
     /// Without it every MCP tool is treated as destructive.
     #[arg(long)]
     mcp_trusted: bool,
+    /// Give the agent a remote A2A agent as a tool: `[NAME=]URL`, its base
+    /// URL (the card is read from `/.well-known/agent-card.json`); the tool
+    /// is NAME (the card's name by default) and each call needs approval.
+    /// Repeatable; added to the file's `[a2a.agents.NAME]` tables.
+    #[arg(long = "a2a", value_name = "[NAME=]URL")]
+    a2a: Vec<String>,
 }
 
 impl AgentArgs {
@@ -256,6 +262,8 @@ impl AgentArgs {
         for server in crate::mcp::connect_all(servers).await? {
             agent = agent.tool_source(Arc::new(server));
         }
+        let remote = crate::a2a::remote_agents(&self.a2a, loaded)?;
+        agent = agent.tools(crate::a2a::tools(remote).await?);
         if let Some(gate) = relevance_gate(choice).await? {
             agent = agent.relevance_gate(gate);
         }

@@ -36,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+mod a2a;
 pub mod args;
 mod chat;
 mod config;

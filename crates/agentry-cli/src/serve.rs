@@ -62,6 +62,14 @@ pub struct ServeArgs {
     /// process answers HTTP and keeps memory, and loads no model.
     #[command(flatten)]
     temporal: crate::temporal::TemporalArgs,
+    /// Also serve the agent over A2A: its card at
+    /// `/.well-known/agent-card.json`, JSON-RPC at `/a2a` (behind the API keys).
+    #[arg(long)]
+    a2a: bool,
+    /// The address clients reach this server at, for the A2A card
+    /// [default: http:// and the address listened on].
+    #[arg(long, value_name = "URL")]
+    public_url: Option<String>,
 }
 
 /// How long connections may take and how many may be open: `agentry
@@ -163,6 +171,10 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         .name
         .or_else(|| loaded.file.name.clone())
         .unwrap_or_else(|| "agentry".into());
+    let a2a = args.a2a.then(|| {
+        agentry_a2a::A2aServer::new(name.clone(), agent.clone())
+            .description(format!("{name}: an agentry agent."))
+    });
     let mut server = AgentServer::new(name, agent, memory);
     server = match &args.temporal.temporal {
         Some(address) => {
@@ -241,6 +253,19 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         "API keys required".to_owned()
     };
     eprintln!("agentry serve: http://{address} ({auth})");
+    if let Some(a2a) = a2a {
+        let reached = match address.ip().is_unspecified() {
+            true => format!("http://127.0.0.1:{}", address.port()),
+            false => format!("http://{address}"),
+        };
+        let public = args.public_url.unwrap_or(reached);
+        let routes = a2a.routes(&public, !keys.is_empty()).await;
+        server = server.public_routes(routes.card).keyed_routes(routes.rpc);
+        eprintln!(
+            "agentry serve: A2A at {public}{} (card at {public}/.well-known/agent-card.json)",
+            agentry_a2a::A2A_PATH
+        );
+    }
     if !address.ip().is_loopback() && hosts.is_empty() {
         let answered = match address.ip().is_unspecified() {
             true => "loopback names".to_owned(),

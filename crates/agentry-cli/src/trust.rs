@@ -158,6 +158,20 @@ pub fn powers(loaded: &Loaded) -> Vec<String> {
             ));
         }
     }
+    for (name, agent) in &file.a2a.agents {
+        let mut line = format!(
+            "use the A2A agent `{}` at {}",
+            escaped(name),
+            escaped(&agent.url)
+        );
+        if let Some(variable) = &agent.bearer_env {
+            line.push_str(&format!(", sending it ${}", escaped(variable)));
+        }
+        if agent.trusted == Some(true) {
+            line.push_str(" (its calls run without approval)");
+        }
+        powers.push(line);
+    }
     let telemetry = &file.telemetry;
     if telemetry.enabled != Some(false)
         && let Some(endpoint) = &telemetry.endpoint

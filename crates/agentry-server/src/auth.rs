@@ -15,6 +15,9 @@ use sha2::{Digest, Sha256};
 use crate::error::ApiError;
 use crate::failed_keys::FailedKeys;
 
+/// The header keyed routes find the caller's [`Principal`] id in.
+pub const PRINCIPAL_HEADER: &str = "x-agentry-principal";
+
 /// Who is calling: the id of their key (never the key itself).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Principal {
@@ -121,6 +124,17 @@ pub(crate) async fn require_key(
             None => return ApiError::unauthorized().into_response(),
         }
     };
+    // Faces mounted with `keyed_routes` that read only headers (a protocol
+    // SDK's handlers) learn the caller from this one; a caller's own copy
+    // never gets through.
+    match axum::http::HeaderValue::try_from(principal.id.as_str()) {
+        Ok(id) => {
+            request.headers_mut().insert(PRINCIPAL_HEADER, id);
+        }
+        Err(_) => {
+            request.headers_mut().remove(PRINCIPAL_HEADER);
+        }
+    }
     request.extensions_mut().insert(principal);
     next.run(request).await
 }

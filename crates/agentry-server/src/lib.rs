@@ -84,7 +84,7 @@ use axum::routing::{delete, get, post};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-pub use auth::{ApiKeys, Principal};
+pub use auth::{ApiKeys, PRINCIPAL_HEADER, Principal};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use openai::{ChatCompletion, ChatCompletionRequest, ChatMessage, ModelList};
 pub use openapi::{ServerSentEvent, openapi};
@@ -155,6 +155,10 @@ pub struct AgentServer {
     sites: sites::Sites,
     connections: connections::ConnectionLimits,
     failed_keys_per_minute: u32,
+    /// Routes of other faces (A2A, AG-UI): answered to anyone.
+    public_routes: Vec<Router>,
+    /// Routes of other faces behind the API keys and limits.
+    keyed_routes: Vec<Router>,
 }
 
 impl std::fmt::Debug for AgentServer {
@@ -196,7 +200,26 @@ impl AgentServer {
                 max_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
             },
             failed_keys_per_minute: DEFAULT_FAILED_KEYS_PER_MINUTE,
+            public_routes: Vec::new(),
+            keyed_routes: Vec::new(),
         }
+    }
+
+    /// Also serve `routes` (another protocol's face of the agent, such as
+    /// its A2A agent card) to anyone, with the Host and Origin checks, the
+    /// connection limits and request ids of the rest.
+    pub fn public_routes(mut self, routes: Router) -> Self {
+        self.public_routes.push(routes);
+        self
+    }
+
+    /// Also serve `routes` behind the API keys, the per-key limits and the
+    /// body limit. Their handlers find the caller's [`Principal`] as a
+    /// request extension, and its id in the `x-agentry-principal` header
+    /// (whatever the caller sent under that name is replaced).
+    pub fn keyed_routes(mut self, routes: Router) -> Self {
+        self.keyed_routes.push(routes);
+        self
     }
 
     /// Run each chat turn's agent durably in `journal` (the memory store's
@@ -345,7 +368,7 @@ impl AgentServer {
             runs: self.runs,
             remote: self.remote,
         });
-        let private = Router::new()
+        let mut private = Router::new()
             .route("/v1/sessions/{id}/turns", post(sessions::post_turn))
             .route("/v1/sessions/{id}/messages", get(sessions::get_messages))
             .route("/v1/sessions/{id}", delete(sessions::delete_session))
@@ -354,7 +377,15 @@ impl AgentServer {
             .route("/v1/runs/{id}/resume", post(runs::post_resume))
             .route("/v1/chat/completions", post(openai::chat_completions))
             .route("/v1/models", get(openai::list_models))
-            .route("/metrics", get(metrics::metrics))
+            .route("/metrics", get(metrics::metrics));
+        for routes in self.keyed_routes {
+            // Their own body limits (a protocol SDK's) cannot raise the server's.
+            let limited = routes.layer(tower_http::limit::RequestBodyLimitLayer::new(
+                self.max_body_bytes,
+            ));
+            private = private.merge(limited.with_state::<App>(()));
+        }
+        let private = private
             .route_layer(middleware::from_fn_with_state(
                 app.limits.clone(),
                 limits::rate_limit,
@@ -378,7 +409,7 @@ impl AgentServer {
             ))
             .unwrap_or_default(),
         );
-        Router::new()
+        let routes = Router::new()
             .route("/", get(page::index))
             .route("/page/chat.js", get(page::script))
             .route("/page/chat.css", get(page::style))
@@ -393,7 +424,12 @@ impl AgentServer {
                     )
                 }),
             )
-            .merge(private)
+            .merge(private);
+        let mut routes = routes;
+        for public in self.public_routes {
+            routes = routes.merge(public.with_state::<App>(()));
+        }
+        routes
             .route_layer(middleware::from_fn_with_state(app.clone(), metrics::record))
             .fallback(|| async { ApiError::not_found("no such route") })
             .with_state(app)
