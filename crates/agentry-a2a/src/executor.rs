@@ -236,7 +236,7 @@ impl AgentExecutor for Executor {
                     };
                     let _ = paused.decide.send(approval);
                     drop(state);
-                    return follow(self.state.clone(), task, context, paused.events, None);
+                    return follow(self.state.clone(), task, context, paused.events, None, None);
                 }
                 None if matches!(
                     ctx.stored_task.as_ref().map(|t| t.status.state.clone()),
@@ -286,12 +286,26 @@ impl AgentExecutor for Executor {
             },
         );
         drop(state);
+        // A new task starts with the task itself (SDKs expect it first).
+        let first = a2a::Task {
+            id: task.clone(),
+            context_id: context.clone(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: Some(chrono::Utc::now()),
+            },
+            artifacts: None,
+            history: ctx.message.clone().map(|m| vec![m]),
+            metadata: None,
+        };
         follow(
             self.state.clone(),
             task,
             context,
             run.events,
             Some((owner, text)),
+            Some(first),
         )
     }
 
@@ -349,6 +363,7 @@ fn follow(
     context: String,
     events: mpsc::UnboundedReceiver<RunEvent>,
     asked: Option<(String, String)>,
+    first: Option<a2a::Task>,
 ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
     let following = Following {
         state,
@@ -361,6 +376,11 @@ fn follow(
         started: false,
         done: false,
     };
+    let mut following = following;
+    if let Some(task) = first {
+        following.started = true;
+        following.out.push_back(StreamResponse::Task(task));
+    }
     Box::pin(stream::unfold(following, |mut f| async move {
         loop {
             if let Some(next) = f.out.pop_front() {

@@ -62,10 +62,10 @@ pub struct ServeArgs {
     /// process answers HTTP and keeps memory, and loads no model.
     #[command(flatten)]
     temporal: crate::temporal::TemporalArgs,
-    /// Also serve the agent over A2A: its card at
-    /// `/.well-known/agent-card.json`, JSON-RPC at `/a2a` (behind the API keys).
+    /// Do not serve the agent over A2A (by default its card is at
+    /// `/.well-known/agent-card.json` and JSON-RPC at `/a2a`, behind the API keys).
     #[arg(long)]
-    a2a: bool,
+    no_a2a: bool,
     /// The address clients reach this server at, for the A2A card
     /// [default: http:// and the address listened on].
     #[arg(long, value_name = "URL")]
@@ -171,7 +171,8 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         .name
         .or_else(|| loaded.file.name.clone())
         .unwrap_or_else(|| "agentry".into());
-    let a2a = args.a2a.then(|| {
+    // A2A runs the agent here; with Temporal the runs are the workers'.
+    let a2a = (!args.no_a2a && args.temporal.temporal.is_none()).then(|| {
         agentry_a2a::A2aServer::new(name.clone(), agent.clone())
             .description(format!("{name}: an agentry agent."))
     });

@@ -488,3 +488,80 @@ fn two_server_processes_share_one_postgresql_store() {
         assert_eq!(gone.status(), 404, "deleted on b, gone on a");
     });
 }
+
+/// `agentry serve` over A2A on the local model, as the official A2A Python
+/// client (`a2a-sdk`) sees it: the card (the demo tools as skills, the
+/// bearer scheme), and README command 1's question streamed to its answer
+/// through a calculator call.
+#[test]
+fn the_a2a_python_client_gets_the_local_models_answer() {
+    let Some(python) = python() else {
+        return;
+    };
+    if !models_present(true) {
+        return;
+    }
+    let (served, _dir) = serve("a2a", &["--provider", "local", "--model", SMALL]);
+    let card: Value = serde_json::from_str(&ureq_get(&format!(
+        "{}/.well-known/agent-card.json",
+        served.url
+    )))
+    .unwrap();
+    let skills: Vec<&str> = card["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert!(skills.contains(&"calculator"), "{card:#}");
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer",
+        "{card:#}"
+    );
+    let output = Command::new(python)
+        .arg(repo().join("python/a2a_client_check.py"))
+        .args([
+            &served.url,
+            "test-key-1",
+            "answer",
+            "What is 17.5 times 4, plus 12?",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        seen["states"].as_array().unwrap().last().unwrap(),
+        "TASK_STATE_COMPLETED",
+        "{seen:#}"
+    );
+    let called: Vec<&str> = seen["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["toolCall"]["name"].as_str())
+        .collect();
+    assert_eq!(called, ["calculator"], "{seen:#}");
+    assert!(seen["answer"].as_str().unwrap().contains("82"), "{seen:#}");
+}
+
+/// A GET's body, with the standard library only.
+fn ureq_get(url: &str) -> String {
+    use std::io::{Read, Write};
+    let address = url.trim_start_matches("http://");
+    let (host, path) = address.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    body.to_owned()
+}
