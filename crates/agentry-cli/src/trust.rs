@@ -186,7 +186,7 @@ pub fn powers(loaded: &Loaded) -> Vec<String> {
         ));
     } else if telemetry.capture_content == Some(true) {
         powers.push(
-            "put the conversations and tool arguments and results in the traces sent to              $OTEL_EXPORTER_OTLP_ENDPOINT"
+            "put the conversations and tool arguments and results in the traces sent to $OTEL_EXPORTER_OTLP_ENDPOINT"
                 .into(),
         );
     }
@@ -496,6 +496,21 @@ mod tests {
     fn powers_of(text: &str) -> Vec<String> {
         let loaded = Loaded::parse(Path::new("agentry.toml"), text.to_owned()).unwrap();
         powers(&loaded)
+    }
+
+    #[test]
+    fn remote_a2a_agents_need_trust() {
+        let text = "[a2a.agents.billing]\nurl = \"https://billing.example\"\n\
+                    bearer_env = \"BILLING_TOKEN\"\ntrusted = true\n\
+                    [a2a.agents.docs]\nurl = \"http://127.0.0.1:9000\"\n";
+        assert_eq!(
+            powers_of(text),
+            [
+                "use the A2A agent `billing` at https://billing.example, sending it \
+                 $BILLING_TOKEN (its calls run without approval)",
+                "use the A2A agent `docs` at http://127.0.0.1:9000",
+            ]
+        );
     }
 
     #[test]

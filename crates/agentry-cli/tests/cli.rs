@@ -248,3 +248,24 @@ fn tools_import_openapi_lists_the_tools_and_what_was_left_out() {
     assert!(text(&bad.stderr).contains("No such file or directory"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A remote A2A agent that is not there: named before the run starts.
+#[test]
+fn an_unreachable_a2a_agent_is_named() {
+    let output = agentry(&[
+        "run",
+        "--provider",
+        "offline",
+        "--a2a",
+        "helper=http://127.0.0.1:9",
+        "hi",
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(
+            "error: A2A agent http://127.0.0.1:9: the agent card at http://127.0.0.1:9: "
+        ),
+        "{stderr}"
+    );
+}

@@ -149,6 +149,12 @@ pub use agentry_sandbox as sandbox;
 #[cfg_attr(docsrs, doc(cfg(feature = "temporal")))]
 pub use agentry_temporal as temporal;
 
+/// A2A (Agent2Agent 1.0): an agent served over A2A, and remote A2A agents
+/// as tools (feature `a2a`).
+#[cfg(feature = "a2a")]
+#[cfg_attr(docsrs, doc(cfg(feature = "a2a")))]
+pub use agentry_a2a as a2a;
+
 /// OpenTelemetry: OTLP export of the GenAI spans and metrics, trace context
 /// across calls, the opt-in for content on spans (feature `telemetry`).
 #[cfg(feature = "telemetry")]
