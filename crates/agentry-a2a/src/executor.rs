@@ -13,7 +13,9 @@ use a2a::{
     TaskArtifactUpdateEvent, TaskId, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_server::{AgentExecutor, ExecutorContext, ServiceParams};
-use agentry_agent::{Agent, AgentEvent, Approval, Outcome};
+use agentry_agent::{
+    Agent, AgentEvent, Approval, ApprovalEvent as RunEvent, ApprovalRun, Outcome, RunHandle,
+};
 use agentry_core::model::Message;
 use agentry_core::tool::ToolCall;
 use futures_util::stream::{self, BoxStream};
@@ -21,7 +23,6 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::conversations::Conversations;
-use crate::run::{self, RunEvent};
 
 /// The header a keyed front end sets to the caller's id (overwriting any
 /// the caller sent); without it every caller is `local`.
@@ -52,7 +53,7 @@ struct Paused {
 /// A run not yet ended.
 struct Live {
     owner: String,
-    stop: tokio::task::AbortHandle,
+    run: RunHandle,
     paused: Option<Paused>,
 }
 
@@ -221,6 +222,14 @@ impl AgentExecutor for Executor {
         let message = ctx.message.as_ref();
         let continuing = message.and_then(|m| m.task_id.clone()).is_some();
         let mut state = lock(&self.state);
+        // Runs abandoned for want of a decision (or ended unread) go.
+        state.live.retain(|_, live| {
+            let over = live.run.is_over();
+            if over {
+                live.run.stop();
+            }
+            !over
+        });
         state.owners.insert(&task, &owner);
         if continuing {
             let live = state.live.get_mut(&task);
@@ -270,10 +279,10 @@ impl AgentExecutor for Executor {
         let text = message_text(message);
         let mut messages = state.conversations.of(&owner, &context);
         messages.push(Message::user(text.clone()));
-        let run = match run::start(&self.agent, messages, self.wait) {
+        let run = match ApprovalRun::start(&self.agent, messages, self.wait) {
             Ok(run) => run,
             Err(error) => {
-                let failed = say(&task, &context, TaskState::Failed, error);
+                let failed = say(&task, &context, TaskState::Failed, error.to_string());
                 return Box::pin(stream::iter([Ok(failed)]));
             }
         };
@@ -281,7 +290,7 @@ impl AgentExecutor for Executor {
             task.clone(),
             Live {
                 owner: owner.clone(),
-                stop: run.stop,
+                run: run.handle,
                 paused: None,
             },
         );
@@ -312,7 +321,7 @@ impl AgentExecutor for Executor {
     fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
         let (task, context) = ctx.task_info();
         if let Some(live) = lock(&self.state).live.remove(&task) {
-            live.stop.abort();
+            live.run.stop();
         }
         Box::pin(stream::iter([Ok(say(
             &task,
@@ -350,7 +359,7 @@ impl Drop for Following {
                 .is_some_and(|l| l.paused.is_none())
                 && let Some(live) = state.live.remove(&self.task)
             {
-                live.stop.abort();
+                live.run.stop();
             }
         }
     }
@@ -428,7 +437,7 @@ impl Following {
         self.out.push_back(last);
         self.done = true;
         if let Some(live) = lock(&self.state).live.remove(&self.task) {
-            live.stop.abort();
+            live.run.stop();
         }
     }
 

@@ -36,7 +36,6 @@ mod client;
 mod conversations;
 mod executor;
 mod guarded;
-mod run;
 mod server;
 mod store;
 

@@ -47,6 +47,7 @@ mod admit;
 #[allow(clippy::module_inception)]
 mod agent;
 mod answer_check;
+mod approval_run;
 mod builder;
 mod child;
 mod discovery;
@@ -69,6 +70,7 @@ pub mod turn;
 
 pub use agent::{Agent, DEFAULT_MAX_CALLS_PER_STEP, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS};
 pub use answer_check::AnswerCheck;
+pub use approval_run::{ApprovalEvent, ApprovalRun, RunHandle};
 pub use builder::{AgentBuilder, AgentError};
 pub use child::CHILD_AGENT_TIMEOUT;
 pub use discovery::{DISCOVER, SEARCH_BUDGET_BYTES, SEARCH_LIMIT, SEARCH_TOOLS};

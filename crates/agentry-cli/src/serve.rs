@@ -66,6 +66,10 @@ pub struct ServeArgs {
     /// `/.well-known/agent-card.json` and JSON-RPC at `/a2a`, behind the API keys).
     #[arg(long)]
     no_a2a: bool,
+    /// Do not serve the agent over AG-UI (by default `POST /agui` streams a
+    /// run as AG-UI events, behind the API keys).
+    #[arg(long)]
+    no_agui: bool,
     /// The address clients reach this server at, for the A2A card
     /// [default: http:// and the address listened on].
     #[arg(long, value_name = "URL")]
@@ -176,7 +180,13 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
         agentry_a2a::A2aServer::new(name.clone(), agent.clone())
             .description(format!("{name}: an agentry agent."))
     });
+    // AG-UI, too, runs the agent here.
+    let agui = (!args.no_agui && args.temporal.temporal.is_none())
+        .then(|| agentry_agui::AguiServer::new(agent.clone()).router());
     let mut server = AgentServer::new(name, agent, memory);
+    if let Some(agui) = agui {
+        server = server.keyed_routes(agui);
+    }
     server = match &args.temporal.temporal {
         Some(address) => {
             let runs = crate::temporal::runs(&args.temporal).await?;

@@ -565,3 +565,64 @@ fn ureq_get(url: &str) -> String {
     let (_, body) = response.split_once("\r\n\r\n").unwrap();
     body.to_owned()
 }
+
+/// `agentry serve` over AG-UI on the local model, as the official client
+/// (`@ag-ui/client`) sees it: README command 1's question, the calculator
+/// call announced and answered, the answer streamed as text.
+#[test]
+fn the_ag_ui_client_sees_the_local_models_tool_call_and_answer() {
+    if !repo().join("npm/node_modules/@ag-ui/client").exists() {
+        if std::env::var("AGENTRY_REQUIRE_NPM").as_deref() == Ok("1") {
+            panic!("@ag-ui/client is missing and AGENTRY_REQUIRE_NPM=1: run scripts/setup");
+        }
+        eprintln!("\n*** SKIPPED: run scripts/setup (npm ci) for @ag-ui/client ***\n");
+        return;
+    }
+    if !models_present(true) {
+        return;
+    }
+    let (served, _dir) = serve("agui", &["--provider", "local", "--model", SMALL]);
+    let output = Command::new("node")
+        .arg(repo().join("npm/web/drive-agui.mjs"))
+        .arg(format!("{}/agui", served.url))
+        .args(["test-key-1", "answer", "What is 17.5 times 4, plus 12?"])
+        .current_dir(repo().join("npm"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let types: Vec<&str> = seen["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(types.first(), Some(&"RUN_STARTED"), "{seen:#}");
+    assert_eq!(types.last(), Some(&"RUN_FINISHED"), "{seen:#}");
+    let start = types.iter().position(|t| *t == "TOOL_CALL_START").unwrap();
+    assert_eq!(
+        &types[start..start + 4],
+        [
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "TOOL_CALL_RESULT"
+        ],
+        "{seen:#}"
+    );
+    assert!(types.contains(&"TEXT_MESSAGE_CONTENT"), "{seen:#}");
+    assert!(types.contains(&"STATE_SNAPSHOT"), "{seen:#}");
+    assert_eq!(seen["toolCalls"][0]["name"], "calculator", "{seen:#}");
+    assert!(
+        seen["results"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("82")
+    );
+    assert!(seen["text"].as_str().unwrap().contains("82"), "{seen:#}");
+    assert!(seen["result"]["answer"].as_str().unwrap().contains("82"));
+}

@@ -1,0 +1,262 @@
+//! # agentry-agui
+//!
+//! [AG-UI](https://docs.ag-ui.com) for agentry: `POST /agui` takes AG-UI's
+//! `RunAgentInput` and streams the agent's run as AG-UI events over SSE:
+//! `RUN_STARTED`, `TEXT_MESSAGE_START/CONTENT/END` as the model writes,
+//! `TOOL_CALL_START/ARGS/END` and `TOOL_CALL_RESULT` for each call, a
+//! `STATE_SNAPSHOT` of the run's steps and tokens, and `RUN_FINISHED` with
+//! the answer (or `RUN_ERROR`). A destructive call ends the run with an
+//! interrupt (`RUN_FINISHED`, outcome `interrupt`, reason `tool_call`); the
+//! frontend resumes the thread with `{approved: bool, reason?}` and the
+//! paused run goes on from the call.
+//!
+//! ```
+//! use agentry_agent::Agent;
+//! use agentry_agui::AguiServer;
+//! use agentry_core::model::{ScriptedModel, Step, Usage};
+//!
+//! let model = ScriptedModel::new().reply(Step::Final { text: "Hi!".into(), tokens: Usage::new(3, 1) });
+//! let agent = Agent::builder(model).build().unwrap();
+//! let app: axum::Router = AguiServer::new(agent).router(); // POST /agui
+//! # let _ = app;
+//! ```
+
+#![warn(missing_docs)]
+
+mod convert;
+mod stream;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ag_ui::{ResumeStatus, RunAgentInput, SSE_MEDIA_TYPE, SseFormatter};
+use agentry_agent::{Agent, Approval, ApprovalEvent, ApprovalRun, RunHandle};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+/// Where the endpoint is mounted.
+pub const AGUI_PATH: &str = "/agui";
+
+/// The header a keyed front end sets to the caller's id; without it every
+/// caller is `local`.
+pub const PRINCIPAL_HEADER: &str = "x-agentry-principal";
+
+/// How long a destructive call waits for the frontend unless told otherwise.
+pub const DEFAULT_APPROVAL_WAIT: Duration = Duration::from_secs(600);
+
+/// Runs one caller may leave waiting at once unless told otherwise.
+pub const DEFAULT_MAX_WAITING_PER_CALLER: usize = 8;
+
+/// A run waiting for the frontend's answer to its interrupt.
+pub(crate) struct Paused {
+    events: mpsc::UnboundedReceiver<ApprovalEvent>,
+    decide: oneshot::Sender<Approval>,
+    interrupt: String,
+    announced: HashSet<String>,
+    run: RunHandle,
+}
+
+/// The waiting runs, by (caller, thread).
+#[derive(Default)]
+pub(crate) struct Threads {
+    paused: HashMap<(String, String), Paused>,
+}
+
+/// An agent served over AG-UI.
+#[derive(Clone)]
+pub struct AguiServer {
+    agent: Arc<Agent>,
+    threads: Arc<Mutex<Threads>>,
+    approval_wait: Duration,
+    max_waiting_per_caller: usize,
+}
+
+impl AguiServer {
+    /// Serve `agent`.
+    pub fn new(agent: Agent) -> Self {
+        Self {
+            agent: Arc::new(agent),
+            threads: Arc::default(),
+            approval_wait: DEFAULT_APPROVAL_WAIT,
+            max_waiting_per_caller: DEFAULT_MAX_WAITING_PER_CALLER,
+        }
+    }
+
+    /// How long a destructive call waits for the frontend before the run
+    /// is stopped.
+    pub fn approval_wait(mut self, wait: Duration) -> Self {
+        self.approval_wait = wait;
+        self
+    }
+
+    /// Runs one caller may leave waiting on interrupts at once.
+    pub fn max_waiting_per_caller(mut self, runs: usize) -> Self {
+        self.max_waiting_per_caller = runs.max(1);
+        self
+    }
+
+    /// `POST /agui`. Mount it behind your key check; that check must set
+    /// [`PRINCIPAL_HEADER`] to the caller's id, or every caller is one.
+    pub fn router(self) -> Router {
+        Router::new().route(AGUI_PATH, post(run)).with_state(self)
+    }
+}
+
+fn owner_of(headers: &HeaderMap) -> String {
+    headers
+        .get(PRINCIPAL_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("local")
+        .to_owned()
+}
+
+/// The decision a resume carries for `interrupt`, or why it carries none.
+fn decision(input: &RunAgentInput, interrupt: &str) -> Result<Approval, String> {
+    let entries = input.resume.as_deref().unwrap_or_default();
+    let Some(entry) = entries.iter().find(|e| e.interrupt_id == interrupt) else {
+        return Err(format!(
+            "the resume does not answer the interrupt {interrupt}"
+        ));
+    };
+    if let Some(other) = entries.iter().find(|e| e.interrupt_id != interrupt) {
+        return Err(format!("no interrupt {} is open here", other.interrupt_id));
+    }
+    match entry.status {
+        ResumeStatus::Cancelled => Ok(Approval::Deny("the user cancelled the call".into())),
+        _ => {
+            let payload = entry.payload.as_ref();
+            match payload
+                .and_then(|p| p.get("approved"))
+                .and_then(Value::as_bool)
+            {
+                Some(true) => Ok(Approval::Approve),
+                Some(false) => {
+                    let reason = payload
+                        .and_then(|p| p.get("reason"))
+                        .and_then(Value::as_str)
+                        .filter(|r| !r.trim().is_empty())
+                        .unwrap_or("denied by the user");
+                    Ok(Approval::Deny(reason.to_owned()))
+                }
+                None => Err("the resume's payload needs {\"approved\": true|false}".to_owned()),
+            }
+        }
+    }
+}
+
+async fn run(
+    State(server): State<AguiServer>,
+    headers: HeaderMap,
+    axum::Json(input): axum::Json<RunAgentInput>,
+) -> Response {
+    let owner = owner_of(&headers);
+    let thread = input.thread_id.as_str().to_owned();
+    let run_id = input.run_id.as_str().to_owned();
+    let key = (owner.clone(), thread.clone());
+    let events = {
+        let mut threads = server.threads.lock().unwrap_or_else(|p| p.into_inner());
+        // Runs that waited too long (or were stopped) go.
+        threads.paused.retain(|_, paused| {
+            let over = paused.run.is_over();
+            if over {
+                paused.run.stop();
+            }
+            !over
+        });
+        let waiting = threads.paused.remove(&key);
+        match (input.is_resume(), waiting) {
+            (true, None) => stream::refused(
+                &thread,
+                &run_id,
+                "no run waits on this thread (it was answered, or waited too long)".into(),
+                "no_interrupt",
+            ),
+            (true, Some(paused)) => match decision(&input, &paused.interrupt) {
+                Err(why) => {
+                    threads.paused.insert(key.clone(), paused);
+                    stream::refused(&thread, &run_id, why, "bad_resume")
+                }
+                Ok(approval) => {
+                    let _ = paused.decide.send(approval);
+                    stream::events(stream::Following {
+                        threads: server.threads.clone(),
+                        key,
+                        thread_id: thread,
+                        run_id,
+                        events: Some(paused.events),
+                        stop: paused.run,
+                        announced: paused.announced,
+                        out: Default::default(),
+                        open: None,
+                        done: false,
+                    })
+                }
+            },
+            (false, Some(paused)) => {
+                let interrupt = paused.interrupt.clone();
+                threads.paused.insert(key.clone(), paused);
+                stream::refused(
+                    &thread,
+                    &run_id,
+                    format!("a run on this thread waits: resume it with an answer to {interrupt}"),
+                    "interrupt_open",
+                )
+            }
+            (false, None) => {
+                let waiting = threads.paused.keys().filter(|(o, _)| *o == owner).count();
+                if waiting >= server.max_waiting_per_caller {
+                    stream::refused(
+                        &thread,
+                        &run_id,
+                        format!("{waiting} of your runs wait on interrupts; answer them first"),
+                        "too_many_waiting",
+                    )
+                } else {
+                    match convert::conversation(&input)
+                        .map_err(|why| (why, "bad_input"))
+                        .and_then(|messages| {
+                            ApprovalRun::start(&server.agent, messages, server.approval_wait)
+                                .map_err(|e| (e.to_string(), "agent"))
+                        }) {
+                        Err((why, code)) => stream::refused(&thread, &run_id, why, code),
+                        Ok(started) => stream::events(stream::Following {
+                            threads: server.threads.clone(),
+                            key,
+                            thread_id: thread,
+                            run_id,
+                            events: Some(started.events),
+                            stop: started.handle,
+                            announced: HashSet::new(),
+                            out: Default::default(),
+                            open: None,
+                            done: false,
+                        }),
+                    }
+                }
+            }
+        }
+    };
+    let formatter = SseFormatter::new();
+    let body = events.map(move |event| {
+        let frame = formatter.encode_to_string(&event).unwrap_or_else(|e| {
+            format!("data: {{\"type\":\"RUN_ERROR\",\"message\":\"{e}\"}}\n\n")
+        });
+        Ok::<_, std::convert::Infallible>(frame)
+    });
+    (
+        [
+            (header::CONTENT_TYPE, SSE_MEDIA_TYPE),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
