@@ -338,6 +338,18 @@ async fn cancel_stops_the_run_and_tasks_are_the_callers_own() {
         matches!(first, StreamResponse::StatusUpdate(_)),
         "{first:?}"
     );
+    // Another stream follows the running task: Alice's, not Bob's.
+    let follow = a2a::SubscribeToTaskRequest {
+        id: waiting.id.clone(),
+        tenant: None,
+    };
+    assert!(bob.subscribe_to_task(&follow).await.is_err());
+    let mut followed = alice.subscribe_to_task(&follow).await.unwrap();
+    let snapshot = followed.next().await.unwrap().unwrap();
+    assert!(
+        matches!(&snapshot, StreamResponse::Task(t) if t.status.state == TaskState::Working),
+        "{snapshot:?}"
+    );
     let canceled = alice.cancel_task(&cancel).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     tokio::time::sleep(Duration::from_secs(6)).await;

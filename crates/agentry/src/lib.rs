@@ -155,6 +155,12 @@ pub use agentry_temporal as temporal;
 #[cfg_attr(docsrs, doc(cfg(feature = "a2a")))]
 pub use agentry_a2a as a2a;
 
+/// AG-UI 1.0: a run streamed to a frontend as AG-UI events, destructive
+/// calls as interrupts (feature `agui`).
+#[cfg(feature = "agui")]
+#[cfg_attr(docsrs, doc(cfg(feature = "agui")))]
+pub use agentry_agui as agui;
+
 /// OpenTelemetry: OTLP export of the GenAI spans and metrics, trace context
 /// across calls, the opt-in for content on spans (feature `telemetry`).
 #[cfg(feature = "telemetry")]
