@@ -36,7 +36,8 @@ pub async fn agent_card(agent: &Agent, info: &CardInfo) -> AgentCard {
             name: tool.name.clone(),
             description: tool
                 .description
-                .clone()
+                .as_deref()
+                .map(first_sentence)
                 .unwrap_or_else(|| format!("The tool {}.", tool.name)),
             tags: vec!["tool".to_owned()],
             examples: None,
@@ -57,7 +58,7 @@ pub async fn agent_card(agent: &Agent, info: &CardInfo) -> AgentCard {
             skills.push(AgentSkill {
                 id: format!("skill:{}", skill.name),
                 name: skill.name.clone(),
-                description: skill.description.clone(),
+                description: first_sentence(&skill.description),
                 tags: vec!["skill".to_owned()],
                 examples: None,
                 input_modes: None,
@@ -102,5 +103,38 @@ pub async fn agent_card(agent: &Agent, info: &CardInfo) -> AgentCard {
         security_schemes,
         security_requirements,
         signatures: None,
+    }
+}
+
+/// The longest a skill's description on the card may be.
+const DESCRIPTION_CHARS: usize = 200;
+
+/// A description's first sentence (at most [`DESCRIPTION_CHARS`]): the card
+/// is public, and what follows in a tool's description (the files a reader
+/// sees, say) is for the model, not for anyone who asks.
+fn first_sentence(text: &str) -> String {
+    let line = text.trim().lines().next().unwrap_or("");
+    let sentence = match line.find(". ") {
+        Some(end) => &line[..=end],
+        None => line,
+    };
+    sentence.chars().take(DESCRIPTION_CHARS).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_sentence;
+
+    #[test]
+    fn the_card_says_what_a_tool_does_and_no_more() {
+        assert_eq!(
+            first_sentence("Read a file. Files here: secrets.txt, id_rsa."),
+            "Read a file."
+        );
+        assert_eq!(
+            first_sentence("Convert units\nunits: m, ft"),
+            "Convert units"
+        );
+        assert_eq!(first_sentence(&"x".repeat(500)).len(), 200);
     }
 }

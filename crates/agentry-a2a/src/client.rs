@@ -11,7 +11,6 @@ use a2a::{
     A2AError, AgentCard, Message, Part, PartContent, Role, SendMessageRequest, SendMessageResponse,
     StreamResponse, Task, TaskState,
 };
-use a2a_client::agent_card::AgentCardResolver;
 use a2a_client::jsonrpc::JsonRpcTransportFactory;
 use a2a_client::{A2AClient, A2AClientFactory, Transport};
 use agentry_core::tool::{Tool, ToolContext, ToolError, ToolHandler, ToolHints};
@@ -23,6 +22,15 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The most of a card's skills' text the tool's description carries.
 const DESCRIPTION_BYTES: usize = 2_000;
+
+/// The largest agent card read.
+const CARD_BYTES: usize = 1 << 20;
+
+/// How long reading the card may take.
+const CARD_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The most of an answer (its text and artifacts) kept.
+const ANSWER_BYTES: usize = 1 << 20;
 
 /// Where a remote agent is and how to reach it.
 #[derive(Debug, Clone)]
@@ -132,11 +140,33 @@ fn http_client(agent: &RemoteAgent) -> Result<reqwest::Client, ToolError> {
         .map_err(|e| failed("the HTTP client", e))
 }
 
+/// The card at `{url}/.well-known/agent-card.json`, read within
+/// [`CARD_TIMEOUT`] and [`CARD_BYTES`].
+async fn read_card(http: &reqwest::Client, url: &str) -> Result<AgentCard, String> {
+    let at = format!("{}/.well-known/agent-card.json", url.trim_end_matches('/'));
+    let read = async {
+        let mut response = http.get(&at).send().await.map_err(|e| e.to_string())?;
+        if !response.status().is_success() {
+            return Err(format!("HTTP {}", response.status()));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+            if body.len() + chunk.len() > CARD_BYTES {
+                return Err(format!("larger than {CARD_BYTES} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice(&body).map_err(|e| format!("not an agent card: {e}"))
+    };
+    tokio::time::timeout(CARD_TIMEOUT, read)
+        .await
+        .map_err(|_| format!("no answer within {} s", CARD_TIMEOUT.as_secs()))?
+}
+
 /// The remote agent at `agent.url` as a tool: the card is read now.
 pub async fn remote_agent(agent: RemoteAgent) -> Result<Tool, ToolError> {
     let http = http_client(&agent)?;
-    let card = AgentCardResolver::new(Some(http.clone()))
-        .resolve(agent.url.trim_end_matches('/'))
+    let card = read_card(&http, &agent.url)
         .await
         .map_err(|e| failed(&format!("the agent card at {}", agent.url), e))?;
     let client = A2AClientFactory::builder()
@@ -312,6 +342,12 @@ async fn follow(
                 }
             }
             StreamResponse::ArtifactUpdate(update) => {
+                let kept: usize = followed.artifacts.iter().map(String::len).sum();
+                if kept > ANSWER_BYTES {
+                    return Err(ToolError::failed(format!(
+                        "the remote agent's answer is longer than {ANSWER_BYTES} bytes"
+                    )));
+                }
                 let text = words(&update.artifact.parts);
                 if update.append == Some(true) && !followed.artifacts.is_empty() {
                     if let Some(last) = followed.artifacts.last_mut() {

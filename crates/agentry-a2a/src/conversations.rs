@@ -10,12 +10,39 @@ use agentry_core::model::Message;
 const CONTEXTS: usize = 1_000;
 /// Messages remembered per context (user and agent together).
 const MESSAGES: usize = 40;
+/// The most of one message remembered.
+const MESSAGE_BYTES: usize = 16 << 10;
+/// Bytes remembered over all contexts.
+const BYTES: usize = 16 << 20;
 
 /// Conversations by (caller, context id).
 #[derive(Default)]
 pub(crate) struct Conversations {
     by_context: HashMap<(String, String), Vec<Message>>,
     order: VecDeque<(String, String)>,
+    bytes: usize,
+}
+
+fn clipped(mut text: String) -> String {
+    if text.len() > MESSAGE_BYTES {
+        let mut cut = MESSAGE_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
+fn size(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .map(|m| match m {
+            Message::User { text } | Message::Assistant { text, .. } => text.len(),
+            Message::Tool { .. } => 0,
+        })
+        .sum()
 }
 
 impl Conversations {
@@ -30,21 +57,30 @@ impl Conversations {
     /// Remember a turn: what `owner` asked in `context` and the answer.
     pub fn remember(&mut self, owner: &str, context: &str, asked: String, answer: String) {
         let key = (owner.to_owned(), context.to_owned());
+        let (asked, answer) = (clipped(asked), clipped(answer));
+        let adding = asked.len() + answer.len();
         if !self.by_context.contains_key(&key) {
-            if self.order.len() >= CONTEXTS
-                && let Some(oldest) = self.order.pop_front()
-            {
-                self.by_context.remove(&oldest);
-            }
             self.order.push_back(key.clone());
         }
+        while (self.order.len() > CONTEXTS || self.bytes + adding > BYTES)
+            && self.order.front() != Some(&key)
+        {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(gone) = self.by_context.remove(&oldest) {
+                self.bytes -= size(&gone);
+            }
+        }
         let messages = self.by_context.entry(key).or_default();
+        let before = size(messages);
         messages.push(Message::user(asked));
         messages.push(Message::assistant(answer));
         if messages.len() > MESSAGES {
             let extra = messages.len() - MESSAGES;
             messages.drain(..extra);
         }
+        self.bytes = self.bytes - before + size(messages);
     }
 }
 
@@ -70,5 +106,13 @@ mod tests {
         }
         assert!(conversations.of("a", "c1").is_empty(), "the oldest went");
         assert_eq!(conversations.by_context.len(), CONTEXTS);
+        // Bytes: long turns are clipped, and the oldest contexts make room.
+        for context in 0..3_000 {
+            let long = "y".repeat(100 << 10);
+            conversations.remember("c", &format!("long{context}"), long.clone(), long);
+        }
+        assert!(conversations.bytes <= BYTES);
+        let last = conversations.of("c", "long2999");
+        assert!(matches!(&last[0], Message::User { text } if text.len() <= MESSAGE_BYTES + 3));
     }
 }

@@ -18,20 +18,30 @@ pub(crate) struct Guarded {
 }
 
 impl Guarded {
-    /// Refuse `task` to a caller who did not start it.
+    /// Refuse `task` to a caller who did not start it (a task whose
+    /// starter is not known, too: none of its runs began).
     fn check(&self, params: &ServiceParams, task: &str) -> Result<(), A2AError> {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         match state.owners.get(task) {
-            Some(owner) if owner != owner_of(params) => Err(A2AError::task_not_found(task)),
-            _ => Ok(()),
+            Some(owner) if owner == owner_of(params) => Ok(()),
+            _ => Err(A2AError::task_not_found(task)),
         }
     }
 
+    /// A message: to one of the caller's tasks, and asking for nothing not
+    /// offered (push notifications are refused before a task is made).
     fn check_message(
         &self,
         params: &ServiceParams,
         req: &SendMessageRequest,
     ) -> Result<(), A2AError> {
+        if req
+            .configuration
+            .as_ref()
+            .is_some_and(|c| c.task_push_notification_config.is_some())
+        {
+            return Err(not_offered());
+        }
         match &req.message.task_id {
             Some(task) => self.check(params, task),
             None => Ok(()),

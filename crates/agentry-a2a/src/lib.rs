@@ -45,4 +45,4 @@ pub use executor::PRINCIPAL_HEADER;
 pub use server::{
     A2A_PATH, A2aRoutes, A2aServer, DEFAULT_APPROVAL_WAIT, DEFAULT_MAX_RUNNING_PER_CALLER,
 };
-pub use store::DEFAULT_MAX_TASKS;
+pub use store::{DEFAULT_MAX_TASK_BYTES, DEFAULT_MAX_TASKS};

@@ -12,7 +12,7 @@ use axum::Router;
 use crate::card::{CardInfo, agent_card};
 use crate::executor::{Executor, State};
 use crate::guarded::Guarded;
-use crate::store::{BoundedStore, DEFAULT_MAX_TASKS};
+use crate::store::{BoundedStore, DEFAULT_MAX_TASK_BYTES, DEFAULT_MAX_TASKS};
 
 /// Where the JSON-RPC endpoint is mounted.
 pub const A2A_PATH: &str = "/a2a";
@@ -110,7 +110,13 @@ impl A2aServer {
             wait: self.approval_wait,
             max_live_per_caller: self.max_running_per_caller,
         };
-        let inner = DefaultRequestHandler::new(executor, BoundedStore::new(self.max_tasks))
+        let owners = state.clone();
+        let owner_of: crate::store::OwnerOf = Arc::new(move |task: &str| {
+            let state = owners.lock().unwrap_or_else(|p| p.into_inner());
+            state.owners.get(task).map(str::to_owned)
+        });
+        let store = BoundedStore::new(self.max_tasks, DEFAULT_MAX_TASK_BYTES, owner_of);
+        let inner = DefaultRequestHandler::new(executor, store)
             .with_capabilities(card.capabilities.clone());
         let handler = Arc::new(Guarded { inner, state });
         A2aRoutes {

@@ -394,3 +394,91 @@ async fn agentrys_remote_agent_tool_calls_an_a2a_agent() {
         "{error}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decision_that_never_comes_frees_the_callers_slot() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new()
+        .reply(call("utils.delete_file", json!({"path": "x"})))
+        .reply(say("Hello again."));
+    let agent = Agent::builder(model)
+        .tool(delete(runs.clone(), Duration::ZERO))
+        .build()
+        .unwrap();
+    let server = A2aServer::new("janitor", agent)
+        .approval_wait(Duration::from_millis(300))
+        .max_running_per_caller(1);
+    let base = serve(server).await;
+    let me = client(&base, "alice");
+    let waiting = send(&me, ask("Delete x", None)).await;
+    assert_eq!(waiting.status.state, TaskState::InputRequired);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // The abandoned run no longer counts: a new task runs.
+    let next = send(&me, ask("Hello", None)).await;
+    assert_eq!(next.status.state, TaskState::Completed, "{}", said(&next));
+    // The late answer is told the run is gone; nothing ran.
+    let late = send(&me, ask("approve", Some(&waiting.id))).await;
+    assert_eq!(late.status.state, TaskState::Failed);
+    assert!(
+        said(&late).contains("no decision came in time"),
+        "{}",
+        said(&late)
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn push_notifications_are_refused_before_any_task_is_kept() {
+    let agent = Agent::builder(ScriptedModel::new().reply(say("Still here.")))
+        .build()
+        .unwrap();
+    let base = serve(A2aServer::new("small", agent).max_tasks(3)).await;
+    let me = client(&base, "alice");
+    for _ in 0..10 {
+        let mut request = ask("hi", None);
+        request.configuration = Some(a2a::SendMessageConfiguration {
+            accepted_output_modes: None,
+            task_push_notification_config: Some(a2a::TaskPushNotificationConfig {
+                url: "http://127.0.0.1:1/x".into(),
+                id: None,
+                task_id: String::new(),
+                token: None,
+                authentication: None,
+                tenant: None,
+            }),
+            history_length: None,
+            return_immediately: None,
+        });
+        let error = me.send_message(&request).await.unwrap_err();
+        assert!(error.to_string().to_lowercase().contains("push"), "{error}");
+    }
+    // None of them took a place: a task still runs.
+    let done = send(&me, ask("hi", None)).await;
+    assert_eq!(done.status.state, TaskState::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_card_past_its_size_is_refused() {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                use tokio::io::AsyncReadExt;
+                // The request first, then a body past any card's size.
+                let mut request = vec![0; 4096];
+                let _ = stream.read(&mut request).await;
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4000000\r\n\r\n";
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(&vec![b' '; 4_000_000]).await;
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            });
+        }
+    });
+    let error = remote_agent(RemoteAgent::new(&url)).await.unwrap_err();
+    assert!(
+        error.to_string().contains("larger than 1048576 bytes"),
+        "{error}"
+    );
+}

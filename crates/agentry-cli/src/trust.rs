@@ -184,6 +184,15 @@ pub fn powers(loaded: &Loaded) -> Vec<String> {
             "send traces of every run to {}{content}",
             escaped(endpoint)
         ));
+    } else if telemetry.enabled == Some(true) {
+        powers.push(format!(
+            "send traces of every run to $OTEL_EXPORTER_OTLP_ENDPOINT (else a collector on this \
+             machine){}",
+            match telemetry.capture_content {
+                Some(true) => ", with the conversations and tool arguments and results",
+                _ => "",
+            }
+        ));
     } else if telemetry.capture_content == Some(true) {
         powers.push(
             "put the conversations and tool arguments and results in the traces sent to $OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -539,6 +548,14 @@ mod tests {
         // Off, or only a service name: nothing leaves.
         let off = "[telemetry]\nenabled = false\nendpoint = \"https://otel.example\"\n";
         assert_eq!(powers_of(off), Vec::<String>::new());
+        let on = "[telemetry]\nenabled = true\n";
+        assert_eq!(
+            powers_of(on),
+            [
+                "send traces of every run to $OTEL_EXPORTER_OTLP_ENDPOINT (else a collector on \
+                 this machine)"
+            ]
+        );
         let named = "[telemetry]\nservice_name = \"desk\"\n";
         assert_eq!(powers_of(named), Vec::<String>::new());
     }
