@@ -7,31 +7,29 @@ use agentry_core::model::Message;
 use agentry_core::tool::{ToolCall, ToolResult};
 use serde_json::Value;
 
+/// The text parts of a multimodal content, joined (the rest is not read).
+fn texts(parts: &[ag_ui::InputContent]) -> String {
+    parts
+        .iter()
+        .filter_map(|part| match part {
+            ag_ui::InputContent::Text(text) => Some(text.text.clone()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn user_text(content: &UserContent) -> String {
     match content {
         UserContent::Text(text) => text.clone(),
-        UserContent::Parts(parts) => parts
-            .iter()
-            .filter_map(|part| match part {
-                ag_ui::InputContent::Text(text) => Some(text.text.clone()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
+        UserContent::Parts(parts) => texts(parts),
     }
 }
 
 fn tool_text(content: &ToolContent) -> String {
     match content {
         ToolContent::Text(text) => text.clone(),
-        ToolContent::Parts(parts) => parts
-            .iter()
-            .filter_map(|part| match part {
-                ag_ui::InputContent::Text(text) => Some(text.text.clone()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
+        ToolContent::Parts(parts) => texts(parts),
     }
 }
 

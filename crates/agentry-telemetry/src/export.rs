@@ -337,70 +337,53 @@ fn signal_endpoint(base: &str, protocol: Protocol, path: &str) -> String {
     }
 }
 
+/// An exporter of one signal (`SpanExporter`, `MetricExporter`: the same
+/// builder methods on different types) for `protocol`, to the config's
+/// endpoint (with `path` for HTTP) or the environment's.
+macro_rules! exporter {
+    ($exporter:ty, $config:expr, $protocol:expr, $path:literal) => {{
+        let (config, protocol): (&TelemetryConfig, Protocol) = ($config, $protocol);
+        let endpoint = config
+            .endpoint
+            .as_deref()
+            .map(|base| signal_endpoint(base, protocol, $path));
+        match protocol {
+            Protocol::Grpc => {
+                let builder = <$exporter>::builder().with_tonic();
+                let builder = match endpoint {
+                    Some(endpoint) => builder.with_endpoint(endpoint),
+                    None => builder,
+                };
+                builder.with_metadata(metadata(&config.headers)?).build()?
+            }
+            Protocol::HttpProtobuf | Protocol::HttpJson => {
+                use opentelemetry_otlp::WithHttpConfig;
+                let builder = <$exporter>::builder()
+                    .with_http()
+                    .with_protocol(http_protocol(protocol))
+                    .with_headers(config.headers.clone().into_iter().collect());
+                match endpoint {
+                    Some(endpoint) => builder.with_endpoint(endpoint),
+                    None => builder,
+                }
+                .build()?
+            }
+        }
+    }};
+}
+
 fn span_exporter(
     config: &TelemetryConfig,
     protocol: Protocol,
 ) -> Result<SpanExporter, TelemetryError> {
-    let endpoint = config
-        .endpoint
-        .as_deref()
-        .map(|base| signal_endpoint(base, protocol, "v1/traces"));
-    let exporter = match protocol {
-        Protocol::Grpc => {
-            let builder = SpanExporter::builder().with_tonic();
-            let builder = match endpoint {
-                Some(endpoint) => builder.with_endpoint(endpoint),
-                None => builder,
-            };
-            builder.with_metadata(metadata(&config.headers)?).build()?
-        }
-        Protocol::HttpProtobuf | Protocol::HttpJson => {
-            use opentelemetry_otlp::WithHttpConfig;
-            let builder = SpanExporter::builder()
-                .with_http()
-                .with_protocol(http_protocol(protocol))
-                .with_headers(config.headers.clone().into_iter().collect());
-            match endpoint {
-                Some(endpoint) => builder.with_endpoint(endpoint),
-                None => builder,
-            }
-            .build()?
-        }
-    };
-    Ok(exporter)
+    Ok(exporter!(SpanExporter, config, protocol, "v1/traces"))
 }
 
 fn metric_exporter(
     config: &TelemetryConfig,
     protocol: Protocol,
 ) -> Result<MetricExporter, TelemetryError> {
-    let endpoint = config
-        .endpoint
-        .as_deref()
-        .map(|base| signal_endpoint(base, protocol, "v1/metrics"));
-    let exporter = match protocol {
-        Protocol::Grpc => {
-            let builder = MetricExporter::builder().with_tonic();
-            let builder = match endpoint {
-                Some(endpoint) => builder.with_endpoint(endpoint),
-                None => builder,
-            };
-            builder.with_metadata(metadata(&config.headers)?).build()?
-        }
-        Protocol::HttpProtobuf | Protocol::HttpJson => {
-            use opentelemetry_otlp::WithHttpConfig;
-            let builder = MetricExporter::builder()
-                .with_http()
-                .with_protocol(http_protocol(protocol))
-                .with_headers(config.headers.clone().into_iter().collect());
-            match endpoint {
-                Some(endpoint) => builder.with_endpoint(endpoint),
-                None => builder,
-            }
-            .build()?
-        }
-    };
-    Ok(exporter)
+    Ok(exporter!(MetricExporter, config, protocol, "v1/metrics"))
 }
 
 fn http_protocol(protocol: Protocol) -> opentelemetry_otlp::Protocol {

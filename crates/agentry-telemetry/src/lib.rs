@@ -27,7 +27,7 @@
 //! With `export`, a program turns export on from the standard environment
 //! (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_PROTOCOL`,
 //! `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, …) or a
-//! [`TelemetryConfig`], and keeps the guard until it exits:
+//! `TelemetryConfig`, and keeps the guard until it exits:
 //!
 //! ```no_run
 //! # #[cfg(feature = "export")]
