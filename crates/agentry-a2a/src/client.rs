@@ -103,15 +103,7 @@ fn describe(card: &AgentCard) -> String {
         text.push_str(&skills.join("; "));
         text.push('.');
     }
-    if text.len() > DESCRIPTION_BYTES {
-        let mut cut = DESCRIPTION_BYTES;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push('…');
-    }
-    text
+    crate::conversations::clip(text, DESCRIPTION_BYTES)
 }
 
 fn http_client(agent: &RemoteAgent) -> Result<reqwest::Client, ToolError> {

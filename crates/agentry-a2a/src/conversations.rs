@@ -23,9 +23,11 @@ pub(crate) struct Conversations {
     bytes: usize,
 }
 
-fn clipped(mut text: String) -> String {
-    if text.len() > MESSAGE_BYTES {
-        let mut cut = MESSAGE_BYTES;
+/// `text` cut to at most `max` bytes (at a character's edge), marked with
+/// `…` when cut.
+pub(crate) fn clip(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut cut = max;
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
@@ -57,7 +59,7 @@ impl Conversations {
     /// Remember a turn: what `owner` asked in `context` and the answer.
     pub fn remember(&mut self, owner: &str, context: &str, asked: String, answer: String) {
         let key = (owner.to_owned(), context.to_owned());
-        let (asked, answer) = (clipped(asked), clipped(answer));
+        let (asked, answer) = (clip(asked, MESSAGE_BYTES), clip(answer, MESSAGE_BYTES));
         let adding = asked.len() + answer.len();
         if !self.by_context.contains_key(&key) {
             self.order.push_back(key.clone());

@@ -456,15 +456,7 @@ impl Following {
                                                   "arguments": call.input}}));
             }
             Some(RunEvent::Agent(AgentEvent::ToolResult { record, .. })) => {
-                let mut output = record.result.output_text();
-                if output.len() > RESULT_QUOTE {
-                    let mut cut = RESULT_QUOTE;
-                    while !output.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    output.truncate(cut);
-                    output.push('…');
-                }
+                let output = crate::conversations::clip(record.result.output_text(), RESULT_QUOTE);
                 self.progress(json!({"toolResult": {"id": record.call.id,
                     "name": record.call.name, "output": output,
                     "isError": record.result.is_error}}));
