@@ -18,7 +18,7 @@ pub(crate) fn chat_span(model: &dyn ChatModel, request: &ChatRequest) -> Span {
     let span = tracing::info_span!(
         "chat",
         otel.name = format!("chat {model_id}"),
-        otel.kind = "client",
+        otel.kind = span_kind(model.provider_name()),
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = model.provider_name(),
         gen_ai.request.model = model_id,
@@ -52,6 +52,15 @@ pub(crate) fn chat_span(model: &dyn ChatModel, request: &ChatRequest) -> Span {
         span.record("gen_ai.tool.definitions", Value::from(tools).to_string());
     }
     span
+}
+
+/// A model in this process (the local one, a scripted or offline one) is
+/// an internal span; one reached over the network a client span.
+fn span_kind(provider: &str) -> &'static str {
+    match provider {
+        "llama.cpp" | "agentry.scripted" | "agentry.offline" => "internal",
+        _ => "client",
+    }
 }
 
 /// Record how a model call ended on its span, and its metrics.
