@@ -155,12 +155,39 @@ async fn read_card(http: &reqwest::Client, url: &str) -> Result<AgentCard, Strin
         .map_err(|_| format!("no answer within {} s", CARD_TIMEOUT.as_secs()))?
 }
 
+/// Refuse a card whose interfaces send the calls (and the credentials)
+/// anywhere but the origin the agent was configured at.
+fn same_origin(card: &AgentCard, url: &str) -> Result<(), ToolError> {
+    let origin = |text: &str| {
+        reqwest::Url::parse(text).ok().map(|u| {
+            (
+                u.scheme().to_owned(),
+                u.host_str().map(str::to_owned),
+                u.port_or_known_default(),
+            )
+        })
+    };
+    let configured = origin(url).ok_or_else(|| failed("the agent's URL", url))?;
+    match card
+        .supported_interfaces
+        .iter()
+        .find(|i| origin(&i.url) != Some(configured.clone()))
+    {
+        Some(elsewhere) => Err(ToolError::failed(format!(
+            "the agent card at {url} sends calls to {}, not to {url}'s origin: refused",
+            elsewhere.url
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The remote agent at `agent.url` as a tool: the card is read now.
 pub async fn remote_agent(agent: RemoteAgent) -> Result<Tool, ToolError> {
     let http = http_client(&agent)?;
     let card = read_card(&http, &agent.url)
         .await
         .map_err(|e| failed(&format!("the agent card at {}", agent.url), e))?;
+    same_origin(&card, &agent.url)?;
     let client = A2AClientFactory::builder()
         .register(Arc::new(JsonRpcTransportFactory::new(Some(http))))
         .build()
@@ -168,7 +195,8 @@ pub async fn remote_agent(agent: RemoteAgent) -> Result<Tool, ToolError> {
         .await
         .map_err(|e| failed(&format!("the agent at {}", agent.url), e))?;
     let name = agent.name.clone().unwrap_or_else(|| snake(&card.name));
-    let streams = card.capabilities.streaming != Some(false);
+    // A card that does not say it streams does not (A2A's default).
+    let streams = card.capabilities.streaming == Some(true);
     let client = Arc::new(client);
     let handler = ToolHandler::from_async(move |input: Value, ctx: ToolContext| {
         let client = client.clone();
@@ -281,7 +309,19 @@ impl Followed {
         }
     }
 
+    /// Refuse an answer past `max` bytes (its text and artifacts).
+    fn within(&self, max: usize) -> Result<(), ToolError> {
+        let kept = self.said.len() + self.artifacts.iter().map(String::len).sum::<usize>();
+        match kept > max {
+            true => Err(ToolError::failed(format!(
+                "the remote agent's answer is longer than {max} bytes"
+            ))),
+            false => Ok(()),
+        }
+    }
+
     fn answer(self) -> Result<Value, ToolError> {
+        self.within(ANSWER_BYTES)?;
         match self.state {
             TaskState::Completed => Ok(Value::String(match self.artifacts.is_empty() {
                 true => self.said,
@@ -334,12 +374,6 @@ async fn follow(
                 }
             }
             StreamResponse::ArtifactUpdate(update) => {
-                let kept: usize = followed.artifacts.iter().map(String::len).sum();
-                if kept > ANSWER_BYTES {
-                    return Err(ToolError::failed(format!(
-                        "the remote agent's answer is longer than {ANSWER_BYTES} bytes"
-                    )));
-                }
                 let text = words(&update.artifact.parts);
                 if update.append == Some(true) && !followed.artifacts.is_empty() {
                     if let Some(last) = followed.artifacts.last_mut() {
@@ -350,6 +384,7 @@ async fn follow(
                 }
             }
         }
+        followed.within(ANSWER_BYTES)?;
         if followed.state.is_terminal()
             || matches!(
                 followed.state,

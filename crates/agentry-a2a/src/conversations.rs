@@ -61,12 +61,12 @@ impl Conversations {
         let key = (owner.to_owned(), context.to_owned());
         let (asked, answer) = (clip(asked, MESSAGE_BYTES), clip(answer, MESSAGE_BYTES));
         let adding = asked.len() + answer.len();
-        if !self.by_context.contains_key(&key) {
-            self.order.push_back(key.clone());
+        // The context used last is the last to go.
+        if let Some(at) = self.order.iter().position(|k| *k == key) {
+            self.order.remove(at);
         }
-        while (self.order.len() > CONTEXTS || self.bytes + adding > BYTES)
-            && self.order.front() != Some(&key)
-        {
+        self.order.push_back(key.clone());
+        while (self.order.len() > CONTEXTS || self.bytes + adding > BYTES) && self.order.len() > 1 {
             let Some(oldest) = self.order.pop_front() else {
                 break;
             };

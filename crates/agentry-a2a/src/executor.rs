@@ -48,6 +48,8 @@ struct Paused {
     events: mpsc::UnboundedReceiver<RunEvent>,
     decide: oneshot::Sender<Approval>,
     call: ToolCall,
+    /// The caller and their words, remembered with the answer.
+    asked: Option<(String, String)>,
 }
 
 /// A run not yet ended.
@@ -245,7 +247,14 @@ impl AgentExecutor for Executor {
                     };
                     let _ = paused.decide.send(approval);
                     drop(state);
-                    return follow(self.state.clone(), task, context, paused.events, None, None);
+                    return follow(
+                        self.state.clone(),
+                        task,
+                        context,
+                        paused.events,
+                        paused.asked,
+                        None,
+                    );
                 }
                 None if matches!(
                     ctx.stored_task.as_ref().map(|t| t.status.state.clone()),
@@ -338,8 +347,8 @@ struct Following {
     task: TaskId,
     context: String,
     events: Option<mpsc::UnboundedReceiver<RunEvent>>,
-    /// The caller and their words, to remember with the answer (a first
-    /// request; a continuation's were remembered by the one before).
+    /// The caller and their words, to remember with the answer (carried
+    /// over a pause to the stream that resumes it).
     asked: Option<(String, String)>,
     out: VecDeque<StreamResponse>,
     text: String,
@@ -476,6 +485,7 @@ impl Following {
                         events,
                         decide,
                         call,
+                        asked: self.asked.take(),
                     });
                 }
                 self.done = true;
@@ -486,12 +496,21 @@ impl Following {
                 TaskState::Failed,
                 "No decision came in time; the run was stopped.",
             )),
-            None => self.end(say(
-                &self.task,
-                &self.context,
-                TaskState::Failed,
-                "The run stopped before it answered.",
-            )),
+            None => {
+                // Canceled: the cancel said so; nothing more to say.
+                let canceled = !lock(&self.state).live.contains_key(&self.task);
+                if canceled {
+                    self.flush();
+                    self.done = true;
+                } else {
+                    self.end(say(
+                        &self.task,
+                        &self.context,
+                        TaskState::Failed,
+                        "The run stopped before it answered.",
+                    ));
+                }
+            }
         }
     }
 

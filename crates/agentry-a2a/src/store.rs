@@ -90,22 +90,31 @@ fn settled(task: &Task) -> bool {
 }
 
 impl BoundedStore {
-    /// Forget settled tasks until `more` bytes and one more task fit.
+    /// Forget settled tasks until `more` bytes and one more task fit: the
+    /// owners are read once, then each victim is the oldest settled task
+    /// of the owner keeping the most.
     fn make_room(&self, inner: &mut Inner, more: usize) -> Result<(), A2AError> {
-        while inner.tasks.len() >= self.max || inner.bytes + more > self.max_bytes {
-            let mut kept: HashMap<Option<String>, usize> = HashMap::new();
-            let owners: Vec<Option<String>> =
-                inner.order.iter().map(|id| (self.owner_of)(id)).collect();
-            for owner in &owners {
-                *kept.entry(owner.clone()).or_default() += 1;
-            }
+        let full =
+            |inner: &Inner| inner.tasks.len() >= self.max || inner.bytes + more > self.max_bytes;
+        if !full(inner) {
+            return Ok(());
+        }
+        let owners: HashMap<TaskId, Option<String>> = inner
+            .order
+            .iter()
+            .map(|id| (id.clone(), (self.owner_of)(id)))
+            .collect();
+        let mut kept: HashMap<Option<String>, usize> = HashMap::new();
+        for owner in owners.values() {
+            *kept.entry(owner.clone()).or_default() += 1;
+        }
+        while full(inner) {
             let victim = inner
                 .order
                 .iter()
-                .zip(&owners)
                 .enumerate()
-                .filter(|(_, (id, _))| inner.tasks.get(*id).is_some_and(|s| settled(&s.task)))
-                .max_by_key(|(at, (_, owner))| (kept[*owner], std::cmp::Reverse(*at)))
+                .filter(|(_, id)| inner.tasks.get(*id).is_some_and(|s| settled(&s.task)))
+                .max_by_key(|(at, id)| (kept[&owners[*id]], std::cmp::Reverse(*at)))
                 .map(|(at, _)| at);
             let Some(at) = victim else {
                 return Err(A2AError::invalid_request(format!(
@@ -113,10 +122,13 @@ impl BoundedStore {
                     inner.tasks.len()
                 )));
             };
-            if let Some(id) = inner.order.remove(at)
-                && let Some(gone) = inner.tasks.remove(&id)
-            {
-                inner.bytes -= gone.bytes;
+            if let Some(id) = inner.order.remove(at) {
+                if let Some(count) = kept.get_mut(&owners[&id]) {
+                    *count -= 1;
+                }
+                if let Some(gone) = inner.tasks.remove(&id) {
+                    inner.bytes -= gone.bytes;
+                }
             }
         }
         Ok(())

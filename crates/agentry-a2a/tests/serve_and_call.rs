@@ -61,9 +61,14 @@ fn delete(runs: Arc<AtomicUsize>, delay: Duration) -> agentry_core::tool::Tool {
 
 /// Serve `agent` over A2A on a free port; its base URL.
 async fn serve(server: A2aServer) -> String {
+    serve_claiming(server, None).await
+}
+
+/// [`serve`], its card claiming to be at `claimed` when given.
+async fn serve_claiming(server: A2aServer, claimed: Option<&str>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let routes = server.routes(&base, false).await;
+    let routes = server.routes(claimed.unwrap_or(&base), false).await;
     tokio::spawn(async move {
         axum::serve(listener, routes.card.merge(routes.rpc))
             .await
@@ -159,6 +164,15 @@ async fn a_destructive_call_waits_for_the_callers_decision() {
         // Approved.
         .reply(call("utils.delete_file", json!({"path": "a.txt"})))
         .reply(say("Deleted a.txt."))
+        // A later task in the same context knows the approved turn.
+        .respond(|request| {
+            let seen = format!("{:?}", request.messages);
+            assert!(
+                seen.contains("Delete a.txt") && seen.contains("Deleted a.txt."),
+                "{seen}"
+            );
+            Ok(say("You had me delete a.txt."))
+        })
         // Denied.
         .reply(call("utils.delete_file", json!({"path": "b.txt"})))
         .respond(|request| {
@@ -211,6 +225,10 @@ async fn a_destructive_call_waits_for_the_callers_decision() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("terminal"), "{error}");
+    let mut later = ask("What did I ask before?", None);
+    later.message.context_id = Some(done.context_id.clone());
+    let later = send(&me, later).await;
+    assert_eq!(artifact_text(&later), "You had me delete a.txt.");
 
     let waiting = send(&me, ask("Delete b.txt", None)).await;
     assert_eq!(waiting.status.state, TaskState::InputRequired);
@@ -352,6 +370,11 @@ async fn cancel_stops_the_run_and_tasks_are_the_callers_own() {
     );
     let canceled = alice.cancel_task(&cancel).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
+    // Both streams end with the cancel, not with an error.
+    for rest in [stream, followed] {
+        let rest: Vec<_> = rest.collect().await;
+        assert!(rest.iter().all(Result::is_ok), "{rest:?}");
+    }
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(runs.load(Ordering::SeqCst), 0, "the canceled call stopped");
     // The slot is free again.
@@ -479,6 +502,23 @@ async fn a_remote_card_past_its_size_is_refused() {
     let error = remote_agent(RemoteAgent::new(&url)).await.unwrap_err();
     assert!(
         error.to_string().contains("larger than 1048576 bytes"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_card_sending_calls_elsewhere_is_refused() {
+    let agent = Agent::builder(ScriptedModel::new()).build().unwrap();
+    let base = serve_claiming(
+        A2aServer::new("decoy", agent),
+        Some("http://evil.example:80"),
+    )
+    .await;
+    let error = remote_agent(RemoteAgent::new(&base)).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("sends calls to http://evil.example:80/a2a"),
         "{error}"
     );
 }

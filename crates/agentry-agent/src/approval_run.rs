@@ -64,11 +64,14 @@ pub struct ApprovalRun {
 }
 
 /// Asks the task's caller, through the run's events, about each
-/// destructive call; denies it when nobody answers within `wait`.
+/// destructive call. When nobody answers within `wait` (or the decision's
+/// sender is dropped) the run is abandoned: [`ApprovalEvent::Abandoned`] is
+/// sent and the run ends there, its events closing after it.
 struct AskTheCaller {
     events: mpsc::UnboundedSender<ApprovalEvent>,
     wait: Duration,
     abandoned: Arc<AtomicBool>,
+    end: Arc<tokio::sync::Notify>,
 }
 
 impl Approver for AskTheCaller {
@@ -87,8 +90,9 @@ impl Approver for AskTheCaller {
                 Ok(Err(_)) | Err(_) => {
                     self.abandoned.store(true, Ordering::SeqCst);
                     let _ = self.events.send(ApprovalEvent::Abandoned);
-                    // The run goes no further: its holder sees it is over
-                    // and stops it.
+                    // The run goes no further: its driver, told, ends it
+                    // (and this future with it).
+                    self.end.notify_one();
                     std::future::pending().await
                 }
             }
@@ -107,18 +111,25 @@ impl ApprovalRun {
     ) -> Result<Self, crate::AgentError> {
         let (sender, events) = mpsc::unbounded_channel();
         let abandoned = Arc::new(AtomicBool::new(false));
+        let end = Arc::new(tokio::sync::Notify::new());
         let agent = agent
             .to_builder()
             .approver(AskTheCaller {
                 events: sender.clone(),
                 wait,
                 abandoned: abandoned.clone(),
+                end: end.clone(),
             })
             .build()?;
         let agent = Arc::new(agent);
         let driver = tokio::spawn(async move {
             let mut stream = std::pin::pin!(agent.stream_messages(messages));
-            while let Some(event) = stream.next().await {
+            loop {
+                let event = tokio::select! {
+                    event = stream.next() => event,
+                    () = end.notified() => None,
+                };
+                let Some(event) = event else { break };
                 if sender.send(ApprovalEvent::Agent(event)).is_err() {
                     break;
                 }
@@ -131,5 +142,80 @@ impl ApprovalRun {
                 abandoned,
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentry_core::model::{ScriptedModel, Step, Usage};
+    use agentry_core::tool::{ToolHints, function};
+    use serde_json::{Value, json};
+
+    fn agent() -> Agent {
+        let delete = function("delete")
+            .arg::<String>("path", "The file")
+            .hints(ToolHints {
+                destructive: true,
+                ..ToolHints::default()
+            })
+            .handler(|_: Value| Ok::<_, String>("deleted"))
+            .build()
+            .unwrap();
+        let model = ScriptedModel::new()
+            .reply(Step::Tool {
+                calls: vec![ToolCall::new("c1", "utils.delete", json!({"path": "x"}))],
+                text: String::new(),
+                tokens: Usage::new(1, 1),
+            })
+            .reply(Step::Final {
+                text: "done".into(),
+                tokens: Usage::new(1, 1),
+            });
+        Agent::builder(model).tool(delete).build().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_decision_that_never_comes_ends_the_run() {
+        let mut run = ApprovalRun::start(
+            &agent(),
+            vec![Message::user("delete x")],
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        let mut seen = Vec::new();
+        // Read to the end: the stream closes by itself after Abandoned.
+        while let Some(event) = run.events.recv().await {
+            seen.push(match event {
+                ApprovalEvent::Waiting { .. } => "waiting",
+                ApprovalEvent::Abandoned => "abandoned",
+                ApprovalEvent::Agent(AgentEvent::Final { .. }) => "final",
+                ApprovalEvent::Agent(_) => "agent",
+            });
+        }
+        assert!(seen.contains(&"waiting"), "{seen:?}");
+        assert_eq!(seen.last(), Some(&"abandoned"), "nothing after: {seen:?}");
+        assert!(run.handle.is_over());
+    }
+
+    #[tokio::test]
+    async fn an_approved_call_runs_and_the_run_answers() {
+        let mut run = ApprovalRun::start(
+            &agent(),
+            vec![Message::user("delete x")],
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let mut answer = None;
+        while let Some(event) = run.events.recv().await {
+            match event {
+                ApprovalEvent::Waiting { decide, .. } => {
+                    let _ = decide.send(Approval::Approve);
+                }
+                ApprovalEvent::Agent(AgentEvent::Final { run }) => answer = Some(run.text()),
+                _ => {}
+            }
+        }
+        assert_eq!(answer.as_deref(), Some("done"));
     }
 }

@@ -55,6 +55,9 @@ pub const DEFAULT_APPROVAL_WAIT: Duration = Duration::from_secs(600);
 /// Runs one caller may leave waiting at once unless told otherwise.
 pub const DEFAULT_MAX_WAITING_PER_CALLER: usize = 8;
 
+/// Runs one caller may have streaming at once unless told otherwise.
+pub const DEFAULT_MAX_RUNNING_PER_CALLER: usize = 8;
+
 /// A run waiting for the frontend's answer to its interrupt.
 pub(crate) struct Paused {
     events: mpsc::UnboundedReceiver<ApprovalEvent>,
@@ -64,10 +67,12 @@ pub(crate) struct Paused {
     run: RunHandle,
 }
 
-/// The waiting runs, by (caller, thread).
+/// The runs of each (caller, thread): the one going on now, or waiting.
 #[derive(Default)]
 pub(crate) struct Threads {
     paused: HashMap<(String, String), Paused>,
+    /// Threads a run is streaming on now.
+    running: HashSet<(String, String)>,
 }
 
 /// An agent served over AG-UI.
@@ -77,6 +82,7 @@ pub struct AguiServer {
     threads: Arc<Mutex<Threads>>,
     approval_wait: Duration,
     max_waiting_per_caller: usize,
+    max_running_per_caller: usize,
 }
 
 impl AguiServer {
@@ -87,7 +93,14 @@ impl AguiServer {
             threads: Arc::default(),
             approval_wait: DEFAULT_APPROVAL_WAIT,
             max_waiting_per_caller: DEFAULT_MAX_WAITING_PER_CALLER,
+            max_running_per_caller: DEFAULT_MAX_RUNNING_PER_CALLER,
         }
+    }
+
+    /// Runs one caller may have streaming at once; one more is refused.
+    pub fn max_running_per_caller(mut self, runs: usize) -> Self {
+        self.max_running_per_caller = runs.max(1);
+        self
     }
 
     /// How long a destructive call waits for the frontend before the run
@@ -171,74 +184,100 @@ async fn run(
             }
             !over
         });
-        let waiting = threads.paused.remove(&key);
-        match (input.is_resume(), waiting) {
-            (true, None) => stream::refused(
+        let running = threads.running.iter().filter(|(o, _)| *o == owner).count();
+        if threads.running.contains(&key) {
+            stream::refused(
                 &thread,
                 &run_id,
-                "no run waits on this thread (it was answered, or waited too long)".into(),
-                "no_interrupt",
-            ),
-            (true, Some(paused)) => match decision(&input, &paused.interrupt) {
-                Err(why) => {
-                    threads.paused.insert(key.clone(), paused);
-                    stream::refused(&thread, &run_id, why, "bad_resume")
-                }
-                Ok(approval) => {
-                    let _ = paused.decide.send(approval);
-                    stream::events(stream::Following {
-                        threads: server.threads.clone(),
-                        key,
-                        thread_id: thread,
-                        run_id,
-                        events: Some(paused.events),
-                        stop: paused.run,
-                        announced: paused.announced,
-                        out: Default::default(),
-                        open: None,
-                        done: false,
-                    })
-                }
-            },
-            (false, Some(paused)) => {
-                let interrupt = paused.interrupt.clone();
-                threads.paused.insert(key.clone(), paused);
-                stream::refused(
+                "a run is going on on this thread; wait for its end".into(),
+                "run_in_progress",
+            )
+        } else if running >= server.max_running_per_caller {
+            stream::refused(
+                &thread,
+                &run_id,
+                format!(
+                    "{running} of your runs are going on; at most {} at once",
+                    server.max_running_per_caller
+                ),
+                "too_many_running",
+            )
+        } else {
+            let waiting = threads.paused.remove(&key);
+            match (input.is_resume(), waiting) {
+                (true, None) => stream::refused(
                     &thread,
                     &run_id,
-                    format!("a run on this thread waits: resume it with an answer to {interrupt}"),
-                    "interrupt_open",
-                )
-            }
-            (false, None) => {
-                let waiting = threads.paused.keys().filter(|(o, _)| *o == owner).count();
-                if waiting >= server.max_waiting_per_caller {
-                    stream::refused(
-                        &thread,
-                        &run_id,
-                        format!("{waiting} of your runs wait on interrupts; answer them first"),
-                        "too_many_waiting",
-                    )
-                } else {
-                    match convert::conversation(&input)
-                        .map_err(|why| (why, "bad_input"))
-                        .and_then(|messages| {
-                            ApprovalRun::start(&server.agent, messages, server.approval_wait)
-                                .map_err(|e| (e.to_string(), "agent"))
-                        }) {
-                        Err((why, code)) => stream::refused(&thread, &run_id, why, code),
-                        Ok(started) => stream::events(stream::Following {
+                    "no run waits on this thread (it was answered, or waited too long)".into(),
+                    "no_interrupt",
+                ),
+                (true, Some(paused)) => match decision(&input, &paused.interrupt) {
+                    Err(why) => {
+                        threads.paused.insert(key.clone(), paused);
+                        stream::refused(&thread, &run_id, why, "bad_resume")
+                    }
+                    Ok(approval) => {
+                        let _ = paused.decide.send(approval);
+                        threads.running.insert(key.clone());
+                        stream::events(stream::Following {
                             threads: server.threads.clone(),
                             key,
                             thread_id: thread,
                             run_id,
-                            events: Some(started.events),
-                            stop: started.handle,
-                            announced: HashSet::new(),
+                            events: Some(paused.events),
+                            stop: paused.run,
+                            announced: paused.announced,
                             out: Default::default(),
                             open: None,
                             done: false,
-                        }),
+                        })
+                    }
+                },
+                (false, Some(paused)) => {
+                    let interrupt = paused.interrupt.clone();
+                    threads.paused.insert(key.clone(), paused);
+                    stream::refused(
+                        &thread,
+                        &run_id,
+                        format!(
+                            "a run on this thread waits: resume it with an answer to {interrupt}"
+                        ),
+                        "interrupt_open",
+                    )
+                }
+                (false, None) => {
+                    let waiting = threads.paused.keys().filter(|(o, _)| *o == owner).count();
+                    if waiting >= server.max_waiting_per_caller {
+                        stream::refused(
+                            &thread,
+                            &run_id,
+                            format!("{waiting} of your runs wait on interrupts; answer them first"),
+                            "too_many_waiting",
+                        )
+                    } else {
+                        match convert::conversation(&input)
+                            .map_err(|why| (why, "bad_input"))
+                            .and_then(|messages| {
+                                ApprovalRun::start(&server.agent, messages, server.approval_wait)
+                                    .map_err(|e| (e.to_string(), "agent"))
+                            }) {
+                            Err((why, code)) => stream::refused(&thread, &run_id, why, code),
+                            Ok(started) => {
+                                threads.running.insert(key.clone());
+                                stream::events(stream::Following {
+                                    threads: server.threads.clone(),
+                                    key,
+                                    thread_id: thread,
+                                    run_id,
+                                    events: Some(started.events),
+                                    stop: started.handle,
+                                    announced: HashSet::new(),
+                                    out: Default::default(),
+                                    open: None,
+                                    done: false,
+                                })
+                            }
+                        }
                     }
                 }
             }

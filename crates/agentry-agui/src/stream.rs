@@ -19,14 +19,11 @@ pub(crate) fn interrupt_id(call: &ToolCall) -> String {
     format!("approve-{}", call.id)
 }
 
+/// A message id unique in this process (AG-UI clients key messages by it).
 fn new_id() -> MessageId {
-    MessageId::from(format!(
-        "m-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default()
-    ))
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    MessageId::from(format!("m-{}-{n}", std::process::id()))
 }
 
 /// Where a run stands while its events are read.
@@ -51,6 +48,8 @@ impl Drop for Following {
         if !self.done {
             self.stop.stop();
         }
+        let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        threads.running.remove(&self.key);
     }
 }
 
@@ -136,7 +135,11 @@ impl Following {
                 run: self.stop.clone(),
             };
             let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
-            threads.paused.insert(self.key.clone(), paused);
+            // One run per thread is let start, so none waits here; if one
+            // did, it is stopped, not left behind.
+            if let Some(old) = threads.paused.insert(self.key.clone(), paused) {
+                old.run.stop();
+            }
         }
         self.done = true;
     }

@@ -248,3 +248,36 @@ async fn a_frontend_that_gets_it_wrong_is_told_what() {
     assert_eq!(events[1]["code"], "bad_input");
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_run_at_a_time_on_a_thread() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new()
+        .respond(|_| {
+            // A slow model: the run is still going when the second comes.
+            std::thread::sleep(std::time::Duration::from_millis(800));
+            Ok(say("first"))
+        })
+        .reply(say("second"));
+    let base = serve(model, runs).await;
+    let input = |run: &str| {
+        json!({"threadId": "t", "runId": run, "state": {}, "tools": [], "context": [],
+               "forwardedProps": {}, "messages": [{"id": "u1", "role": "user", "content": "hi"}]})
+    };
+    // A run going on…
+    let open = reqwest::Client::new()
+        .post(format!("{base}/agui"))
+        .bearer_auth("k1")
+        .json(&input("r1"))
+        .send()
+        .await
+        .unwrap();
+    // …holds the thread.
+    let events = post(&base, "k1", input("r2")).await.unwrap();
+    assert_eq!(events[1]["code"], "run_in_progress", "{events:?}");
+    // Ended, it lets the thread go.
+    let first = open.text().await.unwrap();
+    assert!(first.contains("RUN_FINISHED"), "{first}");
+    let events = post(&base, "k1", input("r3")).await.unwrap();
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{events:?}");
+}

@@ -269,6 +269,12 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, String> {
             true => format!("http://127.0.0.1:{}", address.port()),
             false => format!("http://{address}"),
         };
+        if address.ip().is_unspecified() && args.public_url.is_none() {
+            eprintln!(
+                "agentry serve: the A2A card names {reached}; add --public-url URL for clients \
+                 on other machines"
+            );
+        }
         let public = args.public_url.unwrap_or(reached);
         let routes = a2a.routes(&public, !keys.is_empty()).await;
         server = server.public_routes(routes.card).keyed_routes(routes.rpc);

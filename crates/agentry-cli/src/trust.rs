@@ -199,6 +199,12 @@ pub fn powers(loaded: &Loaded) -> Vec<String> {
                 .into(),
         );
     }
+    if let Some(filter) = &telemetry.filter {
+        powers.push(format!(
+            "choose which spans are sent to a collector: {}",
+            escaped(filter)
+        ));
+    }
     match file.model.provider {
         Some(ProviderKind::Openai) => powers.push(
             "send the conversations to an OpenAI-compatible service ($OPENAI_BASE_URL, else \

@@ -246,7 +246,11 @@ pub async fn traced<T>(
     let span = tracing::info_span!(
         "embeddings",
         otel.name = format!("embeddings {model}"),
-        otel.kind = "client",
+        // In this process (candle, llama.cpp) or over the network.
+        otel.kind = match provider {
+            "candle" | "llama.cpp" | "agentry.keywords" => "internal",
+            _ => "client",
+        },
         gen_ai.operation.name = "embeddings",
         gen_ai.provider.name = provider,
         gen_ai.request.model = model,

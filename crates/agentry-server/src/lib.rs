@@ -213,8 +213,9 @@ impl AgentServer {
         self
     }
 
-    /// Also serve `routes` behind the API keys, the per-key limits and the
-    /// body limit. Their handlers find the caller's [`Principal`] as a
+    /// Also serve `routes` behind the API keys, the per-key request rate
+    /// and the body limit (not the limit on running requests: each face
+    /// bounds its own runs). Their handlers find the caller's [`Principal`] as a
     /// request extension, and its id in the `x-agentry-principal` header
     /// (whatever the caller sent under that name is replaced).
     pub fn keyed_routes(mut self, routes: Router) -> Self {

@@ -25,7 +25,8 @@ pub const DEFAULT_SERVICE_NAME: &str = "agentry";
 /// How spans and metrics travel to the endpoint (`OTEL_EXPORTER_OTLP_PROTOCOL`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum Protocol {
-    /// OTLP over gRPC (port 4317 by default).
+    /// OTLP over gRPC (port 4317 by default), in plain text: for a collector
+    /// behind TLS use HTTP (`https://…`).
     #[serde(rename = "grpc")]
     Grpc,
     /// OTLP over HTTP, protobuf bodies (port 4318 by default): the default.
@@ -316,9 +317,15 @@ fn resource(config: &TelemetryConfig) -> Resource {
     // The builder reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; a
     // name given here would override the environment's, so only without one.
     let builder = Resource::builder();
-    match env("OTEL_SERVICE_NAME") {
-        Some(_) => builder.build(),
-        None => builder
+    let named_by_env = env("OTEL_SERVICE_NAME").is_some()
+        || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|attributes| {
+            attributes
+                .split(',')
+                .any(|pair| pair.trim_start().starts_with("service.name="))
+        });
+    match named_by_env {
+        true => builder.build(),
+        false => builder
             .with_service_name(
                 config
                     .service_name

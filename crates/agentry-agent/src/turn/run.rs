@@ -493,7 +493,7 @@ async fn stream_reply(
             }
         }
         let step = agentry_core::model::Step::Final {
-            text: String::new(),
+            text: text.clone(),
             tokens,
         };
         Ok((text, step))
