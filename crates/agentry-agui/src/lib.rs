@@ -142,6 +142,11 @@ fn decision(input: &RunAgentInput, interrupt: &str) -> Result<Approval, String> 
     if let Some(other) = entries.iter().find(|e| e.interrupt_id != interrupt) {
         return Err(format!("no interrupt {} is open here", other.interrupt_id));
     }
+    if entries.len() > 1 {
+        return Err(format!(
+            "the interrupt {interrupt} is answered more than once"
+        ));
+    }
     match entry.status {
         ResumeStatus::Cancelled => Ok(Approval::Deny("the user cancelled the call".into())),
         _ => {

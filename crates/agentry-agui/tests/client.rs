@@ -62,6 +62,11 @@ fn say(text: &str) -> Step {
 /// An agent with a destructive `delete_file` that counts its runs, served
 /// with key `k1`; its base URL.
 async fn serve(model: ScriptedModel, runs: Arc<AtomicUsize>) -> String {
+    serve_with(model, runs, agentry_server::DEFAULT_MAX_RUNNING_PER_KEY).await
+}
+
+/// [`serve`], a key having at most `running` requests going at once.
+async fn serve_with(model: ScriptedModel, runs: Arc<AtomicUsize>, running: usize) -> String {
     let delete = function("delete_file")
         .description("Delete a file.")
         .arg::<String>("path", "The file")
@@ -84,6 +89,7 @@ async fn serve(model: ScriptedModel, runs: Arc<AtomicUsize>) -> String {
     let memory = Memory::new(InMemoryStore::new(), KeywordEmbedder::new(["file"]));
     let server = AgentServer::new("janitor", agent.clone(), memory)
         .api_keys(ApiKeys::from_list("k1"))
+        .max_running_per_key(running)
         .keyed_routes(AguiServer::new(agent).router());
     tokio::spawn(server.serve(listener, std::future::pending()));
     base
@@ -241,6 +247,13 @@ async fn a_frontend_that_gets_it_wrong_is_told_what() {
         json!([{"interruptId": "approve-call-a.txt", "status": "resolved", "payload": {}}]);
     let events = post(&base, "k1", no_answer).await.unwrap();
     assert_eq!(events[1]["code"], "bad_resume");
+    let mut twice = input("t1", "r4b");
+    twice["resume"] = json!([
+        {"interruptId": "approve-call-a.txt", "status": "resolved", "payload": {"approved": false}},
+        {"interruptId": "approve-call-a.txt", "status": "resolved", "payload": {"approved": true}}
+    ]);
+    let events = post(&base, "k1", twice).await.unwrap();
+    assert_eq!(events[1]["code"], "bad_resume", "one answer per interrupt");
     // The last message must be the user's.
     let mut not_user = input("t2", "r5");
     not_user["messages"] = json!([{"id": "a1", "role": "assistant", "content": "hi"}]);
@@ -280,4 +293,28 @@ async fn one_run_at_a_time_on_a_thread() {
     assert!(first.contains("RUN_FINISHED"), "{first}");
     let events = post(&base, "k1", input("r3")).await.unwrap();
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{events:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_busy_key_is_told_to_wait() {
+    let model = ScriptedModel::new().respond(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        Ok(say("slow"))
+    });
+    let base = serve_with(model, Arc::new(AtomicUsize::new(0)), 1).await;
+    let input = |thread: &str| {
+        json!({"threadId": thread, "runId": "r", "state": {}, "tools": [], "context": [],
+               "forwardedProps": {}, "messages": [{"id": "u1", "role": "user", "content": "hi"}]})
+    };
+    let client = reqwest::Client::new();
+    let first = client
+        .post(format!("{base}/agui"))
+        .bearer_auth("k1")
+        .json(&input("a"))
+        .send()
+        .await
+        .unwrap();
+    // The key's one running slot is taken until the first stream ends.
+    assert_eq!(post(&base, "k1", input("b")).await, Err(429));
+    assert!(first.text().await.unwrap().contains("RUN_FINISHED"));
 }

@@ -213,9 +213,9 @@ impl AgentServer {
         self
     }
 
-    /// Also serve `routes` behind the API keys, the per-key request rate
-    /// and the body limit (not the limit on running requests: each face
-    /// bounds its own runs). Their handlers find the caller's [`Principal`] as a
+    /// Also serve `routes` behind the API keys and the per-key limits (a
+    /// request holds one of its key's running slots until its response has
+    /// been sent) and the body limit. Their handlers find the caller's [`Principal`] as a
     /// request extension, and its id in the `x-agentry-principal` header
     /// (whatever the caller sent under that name is replaced).
     pub fn keyed_routes(mut self, routes: Router) -> Self {
@@ -381,9 +381,14 @@ impl AgentServer {
             .route("/metrics", get(metrics::metrics));
         for routes in self.keyed_routes {
             // Their own body limits (a protocol SDK's) cannot raise the server's.
-            let limited = routes.layer(tower_http::limit::RequestBodyLimitLayer::new(
-                self.max_body_bytes,
-            ));
+            let limited = routes
+                .layer(tower_http::limit::RequestBodyLimitLayer::new(
+                    self.max_body_bytes,
+                ))
+                .layer(middleware::from_fn_with_state(
+                    app.limits.clone(),
+                    limits::hold_running,
+                ));
             private = private.merge(limited.with_state::<App>(()));
         }
         let private = private
