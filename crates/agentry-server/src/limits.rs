@@ -86,6 +86,31 @@ pub(crate) async fn rate_limit(
     }
 }
 
+/// Middleware for the keyed routes of other faces (A2A, AG-UI): a request
+/// holds one of its key's running slots until its response body has been
+/// sent (a stream, to its end), as the built-in routes' runs do, so that a
+/// busy key cannot starve the others there either.
+pub(crate) async fn hold_running(
+    State(limits): State<Limits>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(principal) = request.extensions().get::<Principal>().cloned() else {
+        return next.run(request).await;
+    };
+    let permit = match limits.acquire(&principal) {
+        Ok(permit) => permit,
+        Err(error) => return error.into_response(),
+    };
+    let response = next.run(request).await;
+    let (parts, body) = response.into_parts();
+    let held = futures_util::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _held = &permit;
+        chunk
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(held))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,29 +151,4 @@ mod tests {
             "a finished request frees its slot"
         );
     }
-}
-
-/// Middleware for the keyed routes of other faces (A2A, AG-UI): a request
-/// holds one of its key's running slots until its response body has been
-/// sent (a stream, to its end), as the built-in routes' runs do, so that a
-/// busy key cannot starve the others there either.
-pub(crate) async fn hold_running(
-    State(limits): State<Limits>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(principal) = request.extensions().get::<Principal>().cloned() else {
-        return next.run(request).await;
-    };
-    let permit = match limits.acquire(&principal) {
-        Ok(permit) => permit,
-        Err(error) => return error.into_response(),
-    };
-    let response = next.run(request).await;
-    let (parts, body) = response.into_parts();
-    let held = futures_util::StreamExt::map(body.into_data_stream(), move |chunk| {
-        let _held = &permit;
-        chunk
-    });
-    Response::from_parts(parts, axum::body::Body::from_stream(held))
 }
