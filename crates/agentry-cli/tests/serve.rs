@@ -518,22 +518,16 @@ fn the_a2a_python_client_gets_the_local_models_answer() {
         card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer",
         "{card:#}"
     );
-    let output = Command::new(python)
-        .arg(repo().join("python/a2a_client_check.py"))
-        .args([
-            &served.url,
-            "test-key-1",
-            "answer",
-            "What is 17.5 times 4, plus 12?",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let seen = common::json_of(
+        Command::new(python)
+            .arg(repo().join("python/a2a_client_check.py"))
+            .args([
+                &served.url,
+                "test-key-1",
+                "answer",
+                "What is 17.5 times 4, plus 12?",
+            ]),
     );
-    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
         seen["states"].as_array().unwrap().last().unwrap(),
         "TASK_STATE_COMPLETED",
@@ -582,19 +576,13 @@ fn the_ag_ui_client_sees_the_local_models_tool_call_and_answer() {
         return;
     }
     let (served, _dir) = serve("agui", &["--provider", "local", "--model", SMALL]);
-    let output = Command::new("node")
-        .arg(repo().join("npm/web/drive-agui.mjs"))
-        .arg(format!("{}/agui", served.url))
-        .args(["test-key-1", "answer", "What is 17.5 times 4, plus 12?"])
-        .current_dir(repo().join("npm"))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let seen = common::json_of(
+        Command::new("node")
+            .arg(repo().join("npm/web/drive-agui.mjs"))
+            .arg(format!("{}/agui", served.url))
+            .args(["test-key-1", "answer", "What is 17.5 times 4, plus 12?"])
+            .current_dir(repo().join("npm")),
     );
-    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
     let types: Vec<&str> = seen["types"]
         .as_array()
         .unwrap()

@@ -132,3 +132,15 @@ impl Drop for Served {
         let _ = self.child.wait();
     }
 }
+
+/// Run `command`, which must succeed (else its stderr is the failure), and
+/// read its stdout as one JSON value.
+pub fn json_of(command: &mut Command) -> serde_json::Value {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
