@@ -4,7 +4,9 @@
 //! call, the task read back, cancel, a wrong key), and agentry's
 //! remote-agent tool calls an agent the SDK serves. Scripted models: the
 //! protocol is what is tested here; `agentry-cli`'s `a2a` test runs the
-//! local model.
+//! local model. No A2A conformance or lint tool is published on the
+//! registries CI reaches (the TCK and the inspector are not on PyPI or
+//! npm), so the official SDKs are the peers.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
