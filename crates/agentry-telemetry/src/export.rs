@@ -194,8 +194,11 @@ impl Telemetry {
             }
             return Ok(Self::default());
         }
-        let (layer, telemetry) = Self::layer(config)?;
+        let (layer, telemetry) = Self::build(config)?;
         Registry::default().with(log).with(layer).try_init()?;
+        // Only once the subscriber is in: a failure above leaves nothing
+        // global behind.
+        telemetry.install(config);
         Ok(telemetry)
     }
 
@@ -205,6 +208,29 @@ impl Telemetry {
     pub fn layer<S>(
         config: &TelemetryConfig,
     ) -> Result<(impl Layer<S> + 'static, Self), TelemetryError>
+    where
+        S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+    {
+        let (layer, telemetry) = Self::build(config)?;
+        telemetry.install(config);
+        Ok((layer, telemetry))
+    }
+
+    /// The global tracer and meter providers, and the content opt-in.
+    fn install(&self, config: &TelemetryConfig) {
+        if let Some(meter) = &self.meter {
+            opentelemetry::global::set_meter_provider(meter.clone());
+        }
+        if let Some(tracer) = &self.tracer {
+            opentelemetry::global::set_tracer_provider(tracer.clone());
+        }
+        if let Some(on) = config.capture_content {
+            crate::set_capture_content(on);
+        }
+    }
+
+    /// The layer and the exporters behind it, nothing installed yet.
+    fn build<S>(config: &TelemetryConfig) -> Result<(impl Layer<S> + 'static, Self), TelemetryError>
     where
         S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
     {
@@ -227,13 +253,6 @@ impl Telemetry {
             ),
             false => None,
         };
-        if let Some(meter) = &meter {
-            opentelemetry::global::set_meter_provider(meter.clone());
-        }
-        opentelemetry::global::set_tracer_provider(tracer.clone());
-        if let Some(on) = config.capture_content {
-            crate::set_capture_content(on);
-        }
         let layer = tracing_opentelemetry::layer()
             .with_tracer(tracer.tracer("agentry"))
             .with_threads(false)
