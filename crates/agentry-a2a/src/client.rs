@@ -103,7 +103,7 @@ fn describe(card: &AgentCard) -> String {
         text.push_str(&skills.join("; "));
         text.push('.');
     }
-    crate::conversations::clip(text, DESCRIPTION_BYTES)
+    crate::clip(text, DESCRIPTION_BYTES)
 }
 
 fn http_client(agent: &RemoteAgent) -> Result<reqwest::Client, ToolError> {

@@ -23,20 +23,6 @@ pub(crate) struct Conversations {
     bytes: usize,
 }
 
-/// `text` cut to at most `max` bytes (at a character's edge), marked with
-/// `…` when cut.
-pub(crate) fn clip(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let mut cut = max;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push('…');
-    }
-    text
-}
-
 fn size(messages: &[Message]) -> usize {
     messages
         .iter()
@@ -59,7 +45,10 @@ impl Conversations {
     /// Remember a turn: what `owner` asked in `context` and the answer.
     pub fn remember(&mut self, owner: &str, context: &str, asked: String, answer: String) {
         let key = (owner.to_owned(), context.to_owned());
-        let (asked, answer) = (clip(asked, MESSAGE_BYTES), clip(answer, MESSAGE_BYTES));
+        let (asked, answer) = (
+            crate::clip(asked, MESSAGE_BYTES),
+            crate::clip(answer, MESSAGE_BYTES),
+        );
         let adding = asked.len() + answer.len();
         // The context used last is the last to go.
         if let Some(at) = self.order.iter().position(|k| *k == key) {

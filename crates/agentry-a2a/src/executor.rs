@@ -225,18 +225,11 @@ impl AgentExecutor for Executor {
         let continuing = message.and_then(|m| m.task_id.clone()).is_some();
         let mut state = lock(&self.state);
         // Runs abandoned for want of a decision (or ended unread) go.
-        state.live.retain(|_, live| {
-            let over = live.run.is_over();
-            if over {
-                live.run.stop();
-            }
-            !over
-        });
+        state.live.retain(|_, live| !live.run.stop_if_over());
         state.owners.insert(&task, &owner);
         if continuing {
-            let live = state.live.get_mut(&task);
-            match live.and_then(|live| live.paused.take().map(|p| (p, live))) {
-                Some((paused, _)) => {
+            match state.live.get_mut(&task).and_then(|l| l.paused.take()) {
+                Some(paused) => {
                     let Some(approval) = decision(message) else {
                         // Not an answer: ask again.
                         let again = asking(&task, &context, &paused.call);
@@ -352,7 +345,6 @@ struct Following {
     asked: Option<(String, String)>,
     out: VecDeque<StreamResponse>,
     text: String,
-    started: bool,
     done: bool,
 }
 
@@ -383,22 +375,21 @@ fn follow(
     asked: Option<(String, String)>,
     first: Option<a2a::Task>,
 ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+    // A new task's stream opens with the task, a resumed one with `working`.
+    let opening = match first {
+        Some(first) => StreamResponse::Task(first),
+        None => status(&task, &context, TaskState::Working, None),
+    };
     let following = Following {
         state,
         task,
         context,
         events: Some(events),
         asked,
-        out: VecDeque::new(),
+        out: VecDeque::from([opening]),
         text: String::new(),
-        started: false,
         done: false,
     };
-    let mut following = following;
-    if let Some(task) = first {
-        following.started = true;
-        following.out.push_back(StreamResponse::Task(task));
-    }
     Box::pin(stream::unfold(following, |mut f| async move {
         loop {
             if let Some(next) = f.out.pop_front() {
@@ -406,12 +397,6 @@ fn follow(
             }
             if f.done {
                 return None;
-            }
-            if !f.started {
-                f.started = true;
-                f.out
-                    .push_back(status(&f.task, &f.context, TaskState::Working, None));
-                continue;
             }
             let event = match f.events.as_mut() {
                 Some(events) => events.recv().await,
@@ -465,7 +450,7 @@ impl Following {
                                                   "arguments": call.input}}));
             }
             Some(RunEvent::Agent(AgentEvent::ToolResult { record, .. })) => {
-                let output = crate::conversations::clip(record.result.output_text(), RESULT_QUOTE);
+                let output = crate::clip(record.result.output_text(), RESULT_QUOTE);
                 self.progress(json!({"toolResult": {"id": record.call.id,
                     "name": record.call.name, "output": output,
                     "isError": record.result.is_error}}));

@@ -46,3 +46,17 @@ pub use server::{
     A2A_PATH, A2aRoutes, A2aServer, DEFAULT_APPROVAL_WAIT, DEFAULT_MAX_RUNNING_PER_CALLER,
 };
 pub use store::{DEFAULT_MAX_TASK_BYTES, DEFAULT_MAX_TASKS};
+
+/// `text` cut to at most `max` bytes (at a character's edge), marked with
+/// `…` when cut.
+pub(crate) fn clip(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut cut = max;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}

@@ -51,6 +51,16 @@ impl RunHandle {
     pub fn is_over(&self) -> bool {
         self.stop.is_finished() || self.abandoned.load(Ordering::SeqCst)
     }
+
+    /// Stop the run if it is over, and say whether it was: what a holder
+    /// of runs sweeps its map with (`map.retain(|_, r| !r.stop_if_over())`).
+    pub fn stop_if_over(&self) -> bool {
+        let over = self.is_over();
+        if over {
+            self.stop();
+        }
+        over
+    }
 }
 
 /// A running agent: its events, and the handle that stops it.
