@@ -106,19 +106,14 @@ pub async fn agent_card(agent: &Agent, info: &CardInfo) -> AgentCard {
     }
 }
 
-/// The longest a skill's description on the card may be.
-const DESCRIPTION_CHARS: usize = 200;
+/// The most of a skill's description the card gives (bytes): its first
+/// sentence only, as the card is public, and what follows in a tool's
+/// description (the files a reader sees, say) is for the model, not for
+/// anyone who asks.
+const DESCRIPTION_BYTES: usize = 200;
 
-/// A description's first sentence (at most [`DESCRIPTION_CHARS`]): the card
-/// is public, and what follows in a tool's description (the files a reader
-/// sees, say) is for the model, not for anyone who asks.
 fn first_sentence(text: &str) -> String {
-    let line = text.trim().lines().next().unwrap_or("");
-    let sentence = match line.find(". ") {
-        Some(end) => &line[..=end],
-        None => line,
-    };
-    sentence.chars().take(DESCRIPTION_CHARS).collect()
+    agentry_agent::first_sentence(text, DESCRIPTION_BYTES).to_owned()
 }
 
 #[cfg(test)]

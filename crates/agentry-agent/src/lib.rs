@@ -82,7 +82,7 @@ pub use outcome::{
 pub use policy::{
     Approval, Approver, AuditLog, AuditOutcome, AuditRecord, AuditSink, arguments_digest,
 };
-pub use prompt_schema::PROMPT_SCHEMA_BYTES;
+pub use prompt_schema::{PROMPT_SCHEMA_BYTES, first_sentence};
 pub use relevance::{
     DEFAULT_RELEVANCE_FLOOR, FirstStep, Relevance, RelevanceGate, SMALL_TALK, ToolText,
 };

@@ -87,7 +87,7 @@ pub(super) fn shorten(mut schema: ToolSchema, limit: usize) -> ToolSchema {
         return schema;
     }
     let description = schema.description.take().unwrap_or_default();
-    schema.description = Some(match first_sentence(&description) {
+    schema.description = Some(match first_sentence(&description, MAX_SENTENCE) {
         "" => SHORTENED.to_owned(),
         first => format!("{first} {SHORTENED}"),
     });
@@ -145,7 +145,7 @@ fn shorten_descriptions(map: &mut Map<String, Value>, depth: usize) {
     if depth >= 2 {
         map.remove("description");
     } else if let Some(Value::String(text)) = map.get_mut("description") {
-        let first = first_sentence(text);
+        let first = first_sentence(text, MAX_SENTENCE);
         if first.len() < text.len() {
             *text = first.to_owned();
         }
@@ -244,16 +244,24 @@ fn drop_optional(schema: &mut ToolSchema, limit: usize) {
 /// Most bytes a shortened description keeps.
 const MAX_SENTENCE: usize = 300;
 
-/// The first sentence of `text` (up to the first ". " or line break, and at
-/// most [`MAX_SENTENCE`] bytes).
-fn first_sentence(text: &str) -> &str {
+/// The first sentence of `text`: up to the first ". " or line break, and at
+/// most `max` bytes (cut at a character's edge). What a shortened tool
+/// description keeps, and what an A2A card says of a tool.
+///
+/// ```
+/// use agentry_agent::first_sentence;
+/// assert_eq!(first_sentence("Read a file. Files here: a.txt", 300), "Read a file.");
+/// assert_eq!(first_sentence("Convert units\nunits: m, ft", 300), "Convert units");
+/// assert_eq!(first_sentence("abcdef", 3), "abc");
+/// ```
+pub fn first_sentence(text: &str, max: usize) -> &str {
     let text = text.trim();
     let mut end = [text.find(". ").map(|at| at + 1), text.find('\n')]
         .into_iter()
         .flatten()
         .min()
         .unwrap_or(text.len())
-        .min(MAX_SENTENCE);
+        .min(max);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
