@@ -170,128 +170,117 @@ fn decision(input: &RunAgentInput, interrupt: &str) -> Result<Approval, String> 
     }
 }
 
+/// A run to follow: its events, its handle, and the calls the frontend
+/// has seen announced (a resumed run's carry over).
+type Admitted = (
+    mpsc::UnboundedReceiver<ApprovalEvent>,
+    RunHandle,
+    HashSet<String>,
+);
+
+/// What a request on `key`'s thread gets: a run to follow (a waiting one
+/// resumed, or a new one), or why not and its `RUN_ERROR` code.
+fn admit(
+    server: &AguiServer,
+    threads: &mut Threads,
+    key: &(String, String),
+    input: &RunAgentInput,
+) -> Result<Admitted, (String, &'static str)> {
+    let owner = &key.0;
+    if threads.running.contains(key) {
+        return Err((
+            "a run is going on on this thread; wait for its end".into(),
+            "run_in_progress",
+        ));
+    }
+    let running = threads.running.iter().filter(|(o, _)| o == owner).count();
+    if running >= server.max_running_per_caller {
+        return Err((
+            format!(
+                "{running} of your runs are going on; at most {} at once",
+                server.max_running_per_caller
+            ),
+            "too_many_running",
+        ));
+    }
+    match (input.is_resume(), threads.paused.remove(key)) {
+        (true, None) => Err((
+            "no run waits on this thread (it was answered, or waited too long)".into(),
+            "no_interrupt",
+        )),
+        (true, Some(paused)) => match decision(input, &paused.interrupt) {
+            Err(why) => {
+                threads.paused.insert(key.clone(), paused);
+                Err((why, "bad_resume"))
+            }
+            Ok(approval) => {
+                let _ = paused.decide.send(approval);
+                Ok((paused.events, paused.run, paused.announced))
+            }
+        },
+        (false, Some(paused)) => {
+            let why = format!(
+                "a run on this thread waits: resume it with an answer to {}",
+                paused.interrupt
+            );
+            threads.paused.insert(key.clone(), paused);
+            Err((why, "interrupt_open"))
+        }
+        (false, None) => {
+            let waiting = threads.paused.keys().filter(|(o, _)| o == owner).count();
+            if waiting >= server.max_waiting_per_caller {
+                return Err((
+                    format!("{waiting} of your runs wait on interrupts; answer them first"),
+                    "too_many_waiting",
+                ));
+            }
+            let messages = convert::conversation(input).map_err(|why| (why, "bad_input"))?;
+            let started = ApprovalRun::start(&server.agent, messages, server.approval_wait)
+                .map_err(|e| (e.to_string(), "agent"))?;
+            Ok((started.events, started.handle, HashSet::new()))
+        }
+    }
+}
+
 async fn run(
     State(server): State<AguiServer>,
     headers: HeaderMap,
     axum::Json(input): axum::Json<RunAgentInput>,
 ) -> Response {
-    let owner = owner_of(&headers);
     let thread = input.thread_id.as_str().to_owned();
     let run_id = input.run_id.as_str().to_owned();
-    let key = (owner.clone(), thread.clone());
+    let key = (owner_of(&headers), thread.clone());
     let events = {
         let mut threads = server.threads.lock().unwrap_or_else(|p| p.into_inner());
         // Runs that waited too long (or were stopped) go.
-        threads.paused.retain(|_, paused| {
-            let over = paused.run.is_over();
-            if over {
-                paused.run.stop();
-            }
-            !over
-        });
-        let running = threads.running.iter().filter(|(o, _)| *o == owner).count();
-        if threads.running.contains(&key) {
-            stream::refused(
-                &thread,
-                &run_id,
-                "a run is going on on this thread; wait for its end".into(),
-                "run_in_progress",
-            )
-        } else if running >= server.max_running_per_caller {
-            stream::refused(
-                &thread,
-                &run_id,
-                format!(
-                    "{running} of your runs are going on; at most {} at once",
-                    server.max_running_per_caller
-                ),
-                "too_many_running",
-            )
-        } else {
-            let waiting = threads.paused.remove(&key);
-            match (input.is_resume(), waiting) {
-                (true, None) => stream::refused(
-                    &thread,
-                    &run_id,
-                    "no run waits on this thread (it was answered, or waited too long)".into(),
-                    "no_interrupt",
-                ),
-                (true, Some(paused)) => match decision(&input, &paused.interrupt) {
-                    Err(why) => {
-                        threads.paused.insert(key.clone(), paused);
-                        stream::refused(&thread, &run_id, why, "bad_resume")
-                    }
-                    Ok(approval) => {
-                        let _ = paused.decide.send(approval);
-                        threads.running.insert(key.clone());
-                        stream::events(stream::Following {
-                            threads: server.threads.clone(),
-                            key,
-                            thread_id: thread,
-                            run_id,
-                            events: Some(paused.events),
-                            stop: paused.run,
-                            announced: paused.announced,
-                            out: Default::default(),
-                            open: None,
-                            done: false,
-                        })
-                    }
-                },
-                (false, Some(paused)) => {
-                    let interrupt = paused.interrupt.clone();
-                    threads.paused.insert(key.clone(), paused);
-                    stream::refused(
-                        &thread,
-                        &run_id,
-                        format!(
-                            "a run on this thread waits: resume it with an answer to {interrupt}"
-                        ),
-                        "interrupt_open",
-                    )
-                }
-                (false, None) => {
-                    let waiting = threads.paused.keys().filter(|(o, _)| *o == owner).count();
-                    if waiting >= server.max_waiting_per_caller {
-                        stream::refused(
-                            &thread,
-                            &run_id,
-                            format!("{waiting} of your runs wait on interrupts; answer them first"),
-                            "too_many_waiting",
-                        )
-                    } else {
-                        match convert::conversation(&input)
-                            .map_err(|why| (why, "bad_input"))
-                            .and_then(|messages| {
-                                ApprovalRun::start(&server.agent, messages, server.approval_wait)
-                                    .map_err(|e| (e.to_string(), "agent"))
-                            }) {
-                            Err((why, code)) => stream::refused(&thread, &run_id, why, code),
-                            Ok(started) => {
-                                threads.running.insert(key.clone());
-                                stream::events(stream::Following {
-                                    threads: server.threads.clone(),
-                                    key,
-                                    thread_id: thread,
-                                    run_id,
-                                    events: Some(started.events),
-                                    stop: started.handle,
-                                    announced: HashSet::new(),
-                                    out: Default::default(),
-                                    open: None,
-                                    done: false,
-                                })
-                            }
-                        }
-                    }
-                }
+        threads
+            .paused
+            .retain(|_, paused| !paused.run.stop_if_over());
+        match admit(&server, &mut threads, &key, &input) {
+            Err((why, code)) => stream::refused(&thread, &run_id, why, code),
+            Ok((events, run, announced)) => {
+                threads.running.insert(key.clone());
+                stream::events(stream::Following {
+                    threads: server.threads.clone(),
+                    key,
+                    thread_id: thread,
+                    run_id,
+                    events: Some(events),
+                    stop: run,
+                    announced,
+                    out: Default::default(),
+                    open: None,
+                    done: false,
+                })
             }
         }
     };
     let formatter = SseFormatter::new();
     let body = events.map(move |event| {
         let frame = formatter.encode_to_string(&event).unwrap_or_else(|e| {
-            format!("data: {{\"type\":\"RUN_ERROR\",\"message\":\"{e}\"}}\n\n")
+            // Built as JSON, so the error's own words cannot break the frame.
+            let error = serde_json::json!({"type": "RUN_ERROR", "message": e.to_string()});
+            format!("data: {error}\n\n")
         });
         Ok::<_, std::convert::Infallible>(frame)
     });
