@@ -507,24 +507,23 @@ async fn model_step(
     sink: Option<&EventSink>,
     step: usize,
 ) -> Result<Step, ModelError> {
-    let span = crate::telemetry::chat_span(model, request);
-    let started = std::time::Instant::now();
-    let result = match sink {
-        None => model.step(request).instrument(span.clone()).await,
-        Some(sink) => {
-            let stream = model.stream(request).inspect(move |event| {
-                if let Ok(StreamEvent::TextDelta { text }) = event
-                    && !text.is_empty()
-                {
-                    sink.emit(AgentEvent::TextDelta {
-                        step,
-                        text: text.clone(),
-                    });
-                }
-            });
-            collect_step(stream.boxed()).instrument(span.clone()).await
+    let call = async {
+        match sink {
+            None => model.step(request).await,
+            Some(sink) => {
+                let stream = model.stream(request).inspect(move |event| {
+                    if let Ok(StreamEvent::TextDelta { text }) = event
+                        && !text.is_empty()
+                    {
+                        sink.emit(AgentEvent::TextDelta {
+                            step,
+                            text: text.clone(),
+                        });
+                    }
+                });
+                collect_step(stream.boxed()).await
+            }
         }
     };
-    crate::telemetry::end_chat(&span, model, &result, started.elapsed());
-    result
+    crate::telemetry::traced_chat(model, request, call).await
 }

@@ -168,12 +168,12 @@ impl Agent {
                 on_text(text);
             }
         });
-        let span = crate::telemetry::chat_span(self.model.as_ref(), &request);
-        let begun = std::time::Instant::now();
-        let step =
-            tracing::Instrument::instrument(collect_step(stream.boxed()), span.clone()).await;
-        crate::telemetry::end_chat(&span, self.model.as_ref(), &step, begun.elapsed());
-        let step = step?;
+        let step = crate::telemetry::traced_chat(
+            self.model.as_ref(),
+            &request,
+            collect_step(stream.boxed()),
+        )
+        .await?;
         let mut calls = Vec::new();
         if let Step::Tool { calls: made, .. } = &step {
             for call in made {

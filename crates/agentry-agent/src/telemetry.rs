@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tracing::{Span, field};
 
 /// The span of one model call, opened before it.
-pub(crate) fn chat_span(model: &dyn ChatModel, request: &ChatRequest) -> Span {
+fn chat_span(model: &dyn ChatModel, request: &ChatRequest) -> Span {
     let model_id = model.model_id();
     let span = tracing::info_span!(
         "chat",
@@ -63,8 +63,23 @@ fn span_kind(provider: &str) -> &'static str {
     }
 }
 
+/// `call`, one model call answering `request`, inside its chat span, with
+/// how it ended and its metrics recorded.
+pub(crate) async fn traced_chat(
+    model: &dyn ChatModel,
+    request: &ChatRequest,
+    call: impl std::future::Future<Output = Result<Step, ModelError>>,
+) -> Result<Step, ModelError> {
+    use tracing::Instrument;
+    let span = chat_span(model, request);
+    let begun = std::time::Instant::now();
+    let result = call.instrument(span.clone()).await;
+    end_chat(&span, model, &result, begun.elapsed());
+    result
+}
+
 /// Record how a model call ended on its span, and its metrics.
-pub(crate) fn end_chat(
+fn end_chat(
     span: &Span,
     model: &dyn ChatModel,
     result: &Result<Step, ModelError>,

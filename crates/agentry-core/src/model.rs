@@ -15,7 +15,7 @@ pub use error::ModelError;
 pub use message::{ChatRequest, Message, ResponseFormat, ToolChoice};
 pub use offline::{OFFLINE_TEXT, OfflineModel};
 pub use scripted::ScriptedModel;
-pub use step::{FinishReason, Step, StreamEvent, Usage};
+pub use step::{FinishReason, Step, StepAssembler, StreamEvent, Usage};
 
 #[cfg(test)]
 mod tests {

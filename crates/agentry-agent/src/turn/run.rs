@@ -13,7 +13,7 @@ use super::remote::{TurnContext, TurnRun, TurnRunner};
 use crate::durable::{JournalError, RunJournal, WaitingCall};
 use crate::{Agent, AgentError, AgentEvent, Outcome};
 use agentry_core::memory::{DEFAULT_MEMORY_HEADING, Remember, with_memory_block};
-use agentry_core::model::{ChatRequest, Message, ModelError, StreamEvent};
+use agentry_core::model::{ChatRequest, Message, ModelError, Step, StepAssembler, StreamEvent};
 use agentry_core::tool::ToolContext;
 
 /// A turn's reply: what the model (or agent) said, streamed as it came.
@@ -465,45 +465,23 @@ async fn stream_reply(
             "a model reply needs a TurnConfig that replies with a model, not an agent".into(),
         ));
     };
-    let span = crate::telemetry::chat_span(model.as_ref(), &request);
-    let begun = std::time::Instant::now();
     let read = async {
         let mut stream = model.stream(&request);
-        let mut text = String::new();
-        let mut tokens = agentry_core::model::Usage::default();
+        let mut assembler = StepAssembler::new();
         while let Some(event) = stream.next().await {
-            match event? {
-                StreamEvent::TextDelta { text: piece } => {
-                    delta(&piece);
-                    text.push_str(&piece);
-                }
-                // Later counts replace earlier ones field by field.
-                StreamEvent::Usage { usage } => {
-                    for (kept, new) in [
-                        (&mut tokens.input_tokens, usage.input_tokens),
-                        (&mut tokens.output_tokens, usage.output_tokens),
-                        (&mut tokens.cached_input_tokens, usage.cached_input_tokens),
-                    ] {
-                        if new > 0 {
-                            *kept = new;
-                        }
-                    }
-                }
-                _ => {}
+            let event = event?;
+            if let StreamEvent::TextDelta { text } = &event {
+                delta(text);
             }
+            assembler.push(&event);
         }
-        let step = agentry_core::model::Step::Final {
-            text: text.clone(),
-            tokens,
-        };
-        Ok((text, step))
+        // The text so far, finished or not: a reply cut short still counts.
+        Ok(Step::Final {
+            text: assembler.text().to_owned(),
+            tokens: assembler.usage(),
+        })
     };
-    let read: Result<(String, agentry_core::model::Step), ModelError> =
-        tracing::Instrument::instrument(read, span.clone()).await;
-    let step = read
-        .as_ref()
-        .map(|(_, step)| step.clone())
-        .map_err(Clone::clone);
-    crate::telemetry::end_chat(&span, model.as_ref(), &step, begun.elapsed());
-    read.map(|(text, _)| text)
+    match crate::telemetry::traced_chat(model.as_ref(), &request, read).await? {
+        Step::Final { text, .. } | Step::Tool { text, .. } => Ok(text),
+    }
 }

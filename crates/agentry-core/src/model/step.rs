@@ -184,6 +184,17 @@ impl StepAssembler {
         Self::default()
     }
 
+    /// The text so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The tokens counted so far (later counts replace earlier ones field
+    /// by field).
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
     /// Take one event into account.
     pub fn push(&mut self, event: &StreamEvent) {
         match event {
