@@ -8,6 +8,8 @@
 //! registries CI reaches (the TCK and the inspector are not on PyPI or
 //! npm), so the official SDKs are the peers.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -18,10 +20,11 @@ use agentry_a2a::{A2aServer, RemoteAgent, remote_agent};
 use agentry_agent::Agent;
 use agentry_core::embed::KeywordEmbedder;
 use agentry_core::memory::{InMemoryStore, Memory};
-use agentry_core::model::{ScriptedModel, Step, Usage};
-use agentry_core::tool::{ToolCall, ToolContext, ToolHints, Toolbox, function};
+use agentry_core::model::ScriptedModel;
+use agentry_core::tool::{ToolCall, Toolbox};
 use agentry_server::{AgentServer, ApiKeys};
 use serde_json::{Value, json};
+use support::{call, delete, say};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -45,43 +48,16 @@ fn python() -> Option<PathBuf> {
     None
 }
 
-fn call(name: &str, input: Value) -> Step {
-    Step::Tool {
-        calls: vec![ToolCall::new("c1", name, input)],
-        text: String::new(),
-        tokens: Usage::new(10, 3),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn the_python_sdk_client_drives_a_keyed_agentry_server() {
     let Some(python) = python() else {
         return;
     };
     let runs = Arc::new(AtomicUsize::new(0));
-    let counted = runs.clone();
-    let delete = function("delete_file")
-        .description("Delete a file.")
-        .arg::<String>("path", "The file")
-        .hints(ToolHints {
-            destructive: true,
-            ..ToolHints::default()
-        })
-        .handler(move |_: Value, _: ToolContext| {
-            let runs = counted.clone();
-            async move {
-                runs.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, String>("deleted")
-            }
-        })
-        .build()
-        .unwrap();
+    let delete = delete(runs.clone(), Duration::ZERO);
     let model = ScriptedModel::new()
         .reply(call("utils.delete_file", json!({"path": "a.txt"})))
-        .reply(Step::Final {
-            text: "Deleted a.txt.".into(),
-            tokens: Usage::new(12, 4),
-        })
+        .reply(say("Deleted a.txt."))
         .reply(call("utils.delete_file", json!({"path": "b.txt"})));
     let agent = Agent::builder(model).tool(delete).build().unwrap();
 

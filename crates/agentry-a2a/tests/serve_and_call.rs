@@ -6,6 +6,8 @@
 //! scripted models; `python/a2a_client_check.py` and the local model prove
 //! it against the official SDK.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -18,46 +20,11 @@ use a2a_client::jsonrpc::JsonRpcTransport;
 use a2a_client::{A2AClient, Transport};
 use agentry_a2a::{A2aServer, PRINCIPAL_HEADER, RemoteAgent, remote_agent};
 use agentry_agent::Agent;
-use agentry_core::model::{ScriptedModel, Step, Usage};
-use agentry_core::tool::{ToolCall, ToolContext, ToolHints, Toolbox, function};
+use agentry_core::model::ScriptedModel;
+use agentry_core::tool::{ToolCall, ToolHints, Toolbox, function};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-
-fn call(name: &str, input: Value) -> Step {
-    Step::Tool {
-        calls: vec![ToolCall::new("c1", name, input)],
-        text: String::new(),
-        tokens: Usage::new(10, 3),
-    }
-}
-
-fn say(text: &str) -> Step {
-    Step::Final {
-        text: text.into(),
-        tokens: Usage::new(12, 4),
-    }
-}
-
-/// A destructive tool counting its runs, taking `delay` to run.
-fn delete(runs: Arc<AtomicUsize>, delay: Duration) -> agentry_core::tool::Tool {
-    function("delete_file")
-        .description("Delete a file.")
-        .arg::<String>("path", "The file")
-        .hints(ToolHints {
-            destructive: true,
-            ..ToolHints::default()
-        })
-        .handler(move |_: Value, _: ToolContext| {
-            let runs = runs.clone();
-            async move {
-                tokio::time::sleep(delay).await;
-                runs.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, String>("deleted")
-            }
-        })
-        .build()
-        .unwrap()
-}
+use support::{call, delete, say};
 
 /// Serve `agent` over A2A on a free port; its base URL.
 async fn serve(server: A2aServer) -> String {
