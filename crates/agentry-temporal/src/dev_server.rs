@@ -10,6 +10,13 @@ use std::time::{Duration, Instant};
 /// How long [`DevServer::start`] waits for the server to serve.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How many times [`DevServer::start`] starts a server that exits or does
+/// not serve in time, each time on fresh ports.
+pub const START_ATTEMPTS: u32 = 3;
+
+/// The server's log file, in its folder.
+const LOG: &str = "server.log";
+
 /// A running `temporal server start-dev`, stopped (and its folder removed)
 /// when dropped.
 #[derive(Debug)]
@@ -40,8 +47,26 @@ pub enum DevServerError {
     },
     /// It did not serve in time: it must listen and answer for the
     /// `default` namespace.
-    #[error("the Temporal dev server did not serve on {0} within 60 s")]
-    NotListening(String),
+    #[error("the Temporal dev server did not serve on {address} within 60 s; its log ends:\n{log}")]
+    NotListening {
+        /// Where it should have served.
+        address: String,
+        /// The end of its log.
+        log: String,
+    },
+    /// It exited before it served (on every attempt, for
+    /// [`DevServer::start`]).
+    #[error(
+        "the Temporal dev server for {address} exited ({status}) before it served; its log ends:\n{log}"
+    )]
+    Exited {
+        /// Where it should have served.
+        address: String,
+        /// How it exited.
+        status: String,
+        /// The end of its log.
+        log: String,
+    },
 }
 
 impl DevServer {
@@ -62,21 +87,36 @@ impl DevServer {
     /// until it serves: it listens, its frontend is healthy and the
     /// `default` namespace answers (a server that only listens refuses calls
     /// with "Frontend is not healthy yet" for a while).
+    ///
+    /// A server that exits or does not serve within [`START_TIMEOUT`]
+    /// (another process took one of its ports between the choice and the
+    /// bind) is stopped and started again on fresh ports, up to
+    /// [`START_ATTEMPTS`] times; the error then carries the end of its log.
     pub fn start(program: &Path) -> Result<Self, DevServerError> {
-        let port = free_port();
-        let dir =
-            std::env::temp_dir().join(format!("agentry-temporal-{}-{port}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        let ui_port = free_port();
-        let server = Self {
-            child: spawn(program, port, ui_port, &dir)?,
-            program: program.to_owned(),
-            address: format!("127.0.0.1:{port}"),
-            ui: format!("http://127.0.0.1:{ui_port}"),
-            dir,
-        };
-        server.wait_listening()?;
-        Ok(server)
+        let mut attempt = 1;
+        loop {
+            let port = free_port();
+            let dir = std::env::temp_dir()
+                .join(format!("agentry-temporal-{}-{port}", std::process::id()));
+            let _ = std::fs::create_dir_all(&dir);
+            let ui_port = free_port();
+            let mut server = Self {
+                child: spawn(program, port, ui_port, &dir)?,
+                program: program.to_owned(),
+                address: format!("127.0.0.1:{port}"),
+                ui: format!("http://127.0.0.1:{ui_port}"),
+                dir,
+            };
+            match server.wait_listening() {
+                Ok(()) => return Ok(server),
+                Err(DevServerError::Exited { .. } | DevServerError::NotListening { .. })
+                    if attempt < START_ATTEMPTS =>
+                {
+                    attempt += 1
+                }
+                Err(error) => return Err(error),
+            }
+        }
     }
 
     /// Where clients and workers connect: `127.0.0.1:PORT`.
@@ -122,15 +162,32 @@ impl DevServer {
             .unwrap_or(0)
     }
 
-    fn wait_listening(&self) -> Result<(), DevServerError> {
+    fn wait_listening(&mut self) -> Result<(), DevServerError> {
         let deadline = Instant::now() + START_TIMEOUT;
         while !(TcpStream::connect(&self.address).is_ok() && self.serves()) {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(DevServerError::Exited {
+                    address: self.address.clone(),
+                    status: status.to_string(),
+                    log: self.log_tail(),
+                });
+            }
             if Instant::now() > deadline {
-                return Err(DevServerError::NotListening(self.address.clone()));
+                return Err(DevServerError::NotListening {
+                    address: self.address.clone(),
+                    log: self.log_tail(),
+                });
             }
             std::thread::sleep(Duration::from_millis(100));
         }
         Ok(())
+    }
+
+    /// The last lines of the server's log (its stderr and stdout).
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join(LOG)).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
     /// Whether the server answers a call that goes through its frontend's
@@ -155,6 +212,16 @@ impl Drop for DevServer {
 }
 
 fn spawn(program: &Path, port: u16, ui_port: u16, dir: &Path) -> Result<Child, DevServerError> {
+    let spawn_error = |source| DevServerError::Spawn {
+        program: program.display().to_string(),
+        source,
+    };
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(LOG))
+        .map_err(spawn_error)?;
+    let log_too = log.try_clone().map_err(spawn_error)?;
     Command::new(program)
         .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1"])
         .args(["--log-level", "error"])
@@ -166,13 +233,10 @@ fn spawn(program: &Path, port: u16, ui_port: u16, dir: &Path) -> Result<Child, D
         ])
         .arg("--db-filename")
         .arg(dir.join("temporal.db"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(log)
+        .stderr(log_too)
         .spawn()
-        .map_err(|source| DevServerError::Spawn {
-            program: program.display().to_string(),
-            source,
-        })
+        .map_err(spawn_error)
 }
 
 fn free_port() -> u16 {
@@ -180,4 +244,41 @@ fn free_port() -> u16 {
         .and_then(|listener| listener.local_addr())
         .map(|address| address.port())
         .unwrap_or(7233)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program that exits at once (as a server that lost its port does)
+    /// is tried [`START_ATTEMPTS`] times, not waited on for a minute, and
+    /// the error says it exited and shows what it printed.
+    #[cfg(unix)]
+    #[test]
+    fn a_server_that_exits_while_starting_is_retried_then_reported() {
+        let dir =
+            std::env::temp_dir().join(format!("agentry-fake-temporal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let program = dir.join("temporal");
+        std::fs::write(
+            &program,
+            "#!/bin/sh\necho \"attempt: address already in use\" >&2\nexit 3\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let started = Instant::now();
+        let error = DevServer::start(&program).unwrap_err();
+        assert!(
+            started.elapsed() < START_TIMEOUT,
+            "it waited out the timeout"
+        );
+        let DevServerError::Exited { status, log, .. } = &error else {
+            panic!("expected Exited, got {error:?}");
+        };
+        assert!(status.contains('3'), "{status}");
+        assert_eq!(log, "attempt: address already in use");
+        assert!(error.to_string().contains("exited"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

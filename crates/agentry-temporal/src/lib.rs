@@ -107,7 +107,7 @@ pub use client::{
     DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE, PROGRESS_EVERY, RunSummary, STICKY_TIMEOUT,
     TemporalError, TemporalRuns, connect, serve,
 };
-pub use dev_server::{DevServer, DevServerError, START_TIMEOUT};
+pub use dev_server::{DevServer, DevServerError, START_ATTEMPTS, START_TIMEOUT};
 pub use endpoint::{Endpoint, Tls};
 pub use turns::{FOLLOW_EVERY, TemporalTurns};
 pub use wire::{
