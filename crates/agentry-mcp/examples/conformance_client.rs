@@ -6,6 +6,7 @@
 //! (elicitation) are accepted as the form's defaults, as a person pressing
 //! "OK" would.
 
+use agentry_mcp::client::{Authorizer, ClientCredentials, McpOAuth, TokenStore};
 use agentry_mcp::{Answer, Elicitor, McpClient, McpProtocol, McpServerConfig};
 use serde_json::{Map, Value, json};
 
@@ -28,9 +29,16 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
         _ => McpProtocol::Initialize,
     };
     let accept_defaults = Elicitor::new(|_| async { Answer::Accept(Map::new()) });
-    let config = McpServerConfig::http("test", url)
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    let mut config = McpServerConfig::http("test", url)
         .protocol(protocol)
         .elicitor(accept_defaults);
+    if scenario.starts_with("auth/") {
+        config = config.oauth(oauth(scenario, &context));
+    }
     let client = McpClient::connect(config)
         .await
         .map_err(|e| e.to_string())?;
@@ -41,6 +49,16 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
             .find(|tool| tool.name == format!("test.{name}"))
     };
     match scenario {
+        auth if auth.starts_with("auth/") => {
+            // Signed in: every tool is called (the suite's `test-tool`).
+            for tool in &tools {
+                let name = tool.name.trim_start_matches("test.");
+                client
+                    .call(name, json!({}))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
         "tools_call" => {
             let tool = tools.first().ok_or("no tools")?;
             let name = tool.name.trim_start_matches("test.");
@@ -93,10 +111,6 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
         _ => {
             // Scenarios that name their calls in MCP_CONFORMANCE_CONTEXT
             // (`{"toolCalls": [{"name": …, "arguments": …}]}`) get them made.
-            let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-                .ok()
-                .and_then(|text| serde_json::from_str(&text).ok())
-                .unwrap_or_default();
             for call in context["toolCalls"].as_array().into_iter().flatten() {
                 let name = call["name"].as_str().unwrap_or_default();
                 client
@@ -108,4 +122,35 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
     }
     client.close().await;
     Ok(())
+}
+
+/// The sign-in a scenario calls for: the suite's pre-registered client or
+/// machine credentials where its context gives them, else registration (or
+/// the metadata document where the server takes one) and a headless sign-in.
+fn oauth(scenario: &str, context: &Value) -> McpOAuth {
+    let text = |key: &str| context[key].as_str().map(str::to_owned);
+    let oauth = match scenario {
+        "auth/client-credentials-basic" => {
+            McpOAuth::client_credentials(ClientCredentials::Secret {
+                client_id: text("client_id").unwrap_or_default(),
+                client_secret: text("client_secret").unwrap_or_default(),
+            })
+        }
+        "auth/client-credentials-jwt" => {
+            McpOAuth::client_credentials(ClientCredentials::PrivateKeyJwt {
+                client_id: text("client_id").unwrap_or_default(),
+                private_key_pem: text("private_key_pem").unwrap_or_default(),
+                algorithm: text("signing_algorithm").unwrap_or_else(|| "ES256".into()),
+            })
+        }
+        "auth/pre-registration" => {
+            McpOAuth::new().client(text("client_id").unwrap_or_default(), text("client_secret"))
+        }
+        _ => McpOAuth::new()
+            .client_name("agentry conformance client")
+            .client_metadata_url("https://conformance-test.local/client-metadata.json"),
+    };
+    oauth
+        .store(TokenStore::memory())
+        .authorizer(Authorizer::headless())
 }

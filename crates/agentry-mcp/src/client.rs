@@ -17,6 +17,7 @@ mod handler;
 mod link;
 mod listing;
 mod namespaces;
+pub mod oauth;
 mod rounds;
 
 use std::sync::Arc;
@@ -39,6 +40,7 @@ pub use elicit::{Answer, Elicitor, Question};
 pub use file::servers_from_toml;
 pub use listing::ListLimits;
 pub use namespaces::{Connected, connect_all};
+pub use oauth::{Authorizer, ClientCredentials, McpOAuth, SignIn, TokenStore};
 
 use crate::McpError;
 use handler::Handler;

@@ -25,6 +25,14 @@ pub enum McpError {
         /// What happened.
         reason: String,
     },
+    /// Signing in to the server (OAuth) failed.
+    #[error("signing in to the MCP server {server} failed: {reason}")]
+    SignIn {
+        /// The server's name.
+        server: String,
+        /// Why.
+        reason: String,
+    },
     /// The server answered with an error.
     #[error("the MCP server answered with an error: {0}")]
     Server(String),

@@ -101,6 +101,8 @@ pub struct McpServerConfig {
     pub elicitor: Option<super::Elicitor>,
     /// Caps on each listing of its tools, prompts, resources and templates.
     pub list_limits: super::ListLimits,
+    /// Sign in with OAuth when the server asks (Streamable HTTP only).
+    pub oauth: Option<super::McpOAuth>,
 }
 
 impl McpServerConfig {
@@ -157,6 +159,7 @@ impl McpServerConfig {
             allow: None,
             elicitor: None,
             list_limits: super::ListLimits::default(),
+            oauth: None,
         }
     }
 
@@ -203,6 +206,16 @@ impl McpServerConfig {
         if let McpTransport::Http { bearer, .. } = &mut self.transport {
             *bearer = Some(token.into());
         }
+        self
+    }
+
+    /// Sign in with OAuth when the server asks for it (HTTP only): its
+    /// 401 starts discovery and the sign-in, tokens are kept in
+    /// `oauth`'s [`TokenStore`](super::TokenStore) and refreshed, and a
+    /// 403 for a larger scope signs in for it. A configured
+    /// [`bearer`](Self::bearer) token is not sent then.
+    pub fn oauth(mut self, oauth: super::McpOAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 

@@ -15,6 +15,7 @@ use tokio::io::AsyncBufReadExt;
 
 use super::config::{McpProtocol, McpServerConfig, McpTransport};
 use super::handler::Handler;
+use super::oauth::SignInFlow;
 use crate::McpError;
 
 /// A live session with a server.
@@ -88,22 +89,37 @@ pub(crate) async fn connect(
                 let mut transport_config =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .custom_headers(extra);
-                if let Some(token) = bearer {
-                    transport_config = transport_config.auth_header(token.clone());
-                }
                 let client = reqwest::Client::builder()
                     .connect_timeout(Duration::from_secs(10))
                     .pool_max_idle_per_host(0)
                     .redirect(reqwest::redirect::Policy::none())
                     .build()
                     .map_err(|error| McpError::Config(error.to_string()))?;
+                if let Some(oauth) = &config.oauth {
+                    let client = SignInFlow::start(&server, url, oauth, client)
+                        .await
+                        .map_err(|error| McpError::SignIn {
+                            server: server.clone(),
+                            reason: error.to_string(),
+                        })?;
+                    let transport =
+                        StreamableHttpClientTransport::with_client(client, transport_config);
+                    return start(handler, transport, config.protocol).await;
+                }
+                if let Some(token) = bearer {
+                    transport_config = transport_config.auth_header(token.clone());
+                }
                 let transport =
                     StreamableHttpClientTransport::with_client(client, transport_config);
                 start(handler, transport, config.protocol).await
             }
         }
     };
-    let limit = config.connect_timeout;
+    // A sign-in may wait on a person.
+    let limit = match config.oauth {
+        Some(_) => config.connect_timeout + super::oauth::SIGN_IN_TIMEOUT,
+        None => config.connect_timeout,
+    };
     tokio::time::timeout(limit, connecting)
         .await
         .map_err(|_| McpError::Handshake(format!("no answer within {limit:?}")))?

@@ -1,0 +1,196 @@
+//! The two built-in ways through the authorization server's page: a person
+//! with a browser (a loopback listener takes the redirect), and a server
+//! that approves without one (its redirect is read directly).
+
+use std::time::Duration;
+
+use super::SignIn;
+
+/// The address of a redirect, as the browser would follow it.
+fn absolute(base: &str, location: &str) -> Result<String, String> {
+    let base = reqwest::Url::parse(base).map_err(|error| error.to_string())?;
+    base.join(location)
+        .map(String::from)
+        .map_err(|error| format!("the authorization server redirected to {location:?}: {error}"))
+}
+
+/// Fetch the authorization address without following its redirect; the
+/// redirect is the answer.
+pub(super) async fn headless(sign_in: SignIn) -> Result<String, String> {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|error| error.to_string())?;
+    let response = client
+        .get(&sign_in.url)
+        .send()
+        .await
+        .map_err(|error| format!("the authorization server could not be reached: {error}"))?;
+    let status = response.status();
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|value| value.to_str().ok())
+        .ok_or_else(|| {
+            format!(
+                "the authorization server answered {status} without a redirect: it needs a person to sign in (use a browser)"
+            )
+        })?;
+    absolute(&sign_in.url, location)
+}
+
+/// Where the loopback listener listens and which path is the callback.
+fn loopback(redirect_uri: &str) -> Result<(std::net::SocketAddr, String), String> {
+    let url = reqwest::Url::parse(redirect_uri)
+        .map_err(|error| format!("the redirect address {redirect_uri:?} is not valid: {error}"))?;
+    let host = url.host_str().unwrap_or_default();
+    let ip: std::net::IpAddr = match host {
+        "localhost" => std::net::Ipv4Addr::LOCALHOST.into(),
+        host => host
+            .trim_matches(['[', ']'])
+            .parse()
+            .map_err(|_| format!("the redirect address {redirect_uri:?} is not a loopback one"))?,
+    };
+    if !ip.is_loopback() || url.scheme() != "http" {
+        return Err(format!(
+            "the redirect address {redirect_uri:?} is not an http loopback one, so no listener here can take it"
+        ));
+    }
+    let port = url.port().unwrap_or(80);
+    Ok(((ip, port).into(), url.path().to_owned()))
+}
+
+/// Print the address, open it in the system's browser where there is one,
+/// and wait (up to `limit`) for the authorization server to send the
+/// browser back to the loopback redirect address.
+pub(super) async fn through_browser(sign_in: SignIn, limit: Duration) -> Result<String, String> {
+    let (address, path) = loopback(&sign_in.redirect_uri)?;
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| format!("listening for the sign-in on {address}: {error}"))?;
+    eprintln!(
+        "\nTo sign in to the MCP server {}, open this address in a browser:\n\n  {}\n",
+        sign_in.server, sign_in.url
+    );
+    open_browser(&sign_in.url);
+    let (sender, receiver) = tokio::sync::mpsc::channel::<String>(1);
+    let base = sign_in.redirect_uri.clone();
+    let app = axum::Router::new().route(
+        &path,
+        axum::routing::get(move |uri: axum::http::Uri| {
+            let (sender, base) = (sender.clone(), base.clone());
+            async move {
+                let query = uri.query().unwrap_or_default().to_owned();
+                let answered = query.split('&').any(|pair| {
+                    pair.starts_with("code=") || pair.starts_with("error=")
+                });
+                if !answered {
+                    return axum::response::Html("Waiting for the sign-in.".to_owned());
+                }
+                let mut full = base.split('?').next().unwrap_or_default().to_owned();
+                full.push('?');
+                full.push_str(&query);
+                let _ = sender.send(full).await;
+                axum::response::Html(
+                    "<!doctype html><title>Signed in</title><p>Done: you may close this tab and go back to agentry.</p>"
+                        .to_owned(),
+                )
+            }
+        }),
+    );
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = tokio::spawn(
+        axum::serve(listener, app)
+            .with_graceful_shutdown(stop.clone().cancelled_owned())
+            .into_future(),
+    );
+    let mut receiver = receiver;
+    let answer = tokio::time::timeout(limit, receiver.recv()).await;
+    stop.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    match answer {
+        Ok(Some(url)) => Ok(url),
+        Ok(None) => Err("the sign-in listener stopped".into()),
+        Err(_) => Err(format!(
+            "nobody signed in to {} within {} s",
+            sign_in.server,
+            limit.as_secs()
+        )),
+    }
+}
+
+/// Open `url` in the system's browser, quietly, when a person is at a
+/// terminal: where there is no browser (a server, a container), the printed
+/// address is the way.
+fn open_browser(url: &str) {
+    let program = if cfg!(target_os = "macos") {
+        "open"
+    } else if cfg!(windows) {
+        "explorer"
+    } else {
+        "xdg-open"
+    };
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        return;
+    }
+    let _ = std::process::Command::new(program)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_http_loopback_redirect_can_be_listened_for() {
+        let (address, path) = loopback("http://127.0.0.1:8123/callback").unwrap();
+        assert_eq!(address.to_string(), "127.0.0.1:8123");
+        assert_eq!(path, "/callback");
+        assert!(loopback("http://localhost:9/cb").is_ok());
+        assert!(loopback("https://app.example.com/callback").is_err());
+        assert!(loopback("http://10.0.0.1:80/callback").is_err());
+    }
+
+    #[tokio::test]
+    async fn the_browser_comes_back_to_the_listener() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+        let sign_in = SignIn {
+            server: "notes".into(),
+            url: "http://127.0.0.1:9/authorize".into(),
+            redirect_uri: redirect_uri.clone(),
+        };
+        let waiting = tokio::spawn(through_browser(sign_in, Duration::from_secs(20)));
+        let browser = reqwest::Client::new();
+        let mut page = None;
+        for _ in 0..100 {
+            match browser
+                .get(format!(
+                    "{redirect_uri}?code=abc&state=xyz&iss=http%3A%2F%2Fas"
+                ))
+                .send()
+                .await
+            {
+                Ok(response) => {
+                    page = Some(response.text().await.unwrap());
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        assert!(page.unwrap().contains("you may close this tab"));
+        assert_eq!(
+            waiting.await.unwrap().unwrap(),
+            format!("{redirect_uri}?code=abc&state=xyz&iss=http%3A%2F%2Fas")
+        );
+    }
+}

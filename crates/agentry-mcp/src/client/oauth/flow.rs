@@ -1,0 +1,412 @@
+//! The sign-in itself, and the HTTP client that runs it when the server
+//! asks: [`SigningIn`] sends each request with the current token (rmcp's
+//! `AuthClient` refreshes it before it expires, and once more when the
+//! server rejects it); a 401 that is left signs in again, a 403
+//! `insufficient_scope` signs in for the larger scope, and the request is
+//! sent again, at most [`MAX_SIGN_INS`] times.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures_util::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::auth::{
+    AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
+    ClientCredentialsConfig, JwtSigningAlgorithm, OAuthClientConfig,
+};
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use tokio::sync::Mutex;
+
+use super::{ClientCredentials, MAX_SIGN_INS, McpOAuth, SignIn, TokenStore};
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+/// One server's sign-in: its settings, its token store, and the
+/// authorization manager the HTTP client takes tokens from.
+pub(crate) struct SignInFlow {
+    server: String,
+    url: String,
+    oauth: McpOAuth,
+    store: TokenStore,
+    manager: Arc<Mutex<AuthorizationManager>>,
+    /// How many sign-ins have happened; held while one runs, so requests
+    /// that are refused together cause one sign-in, not one each.
+    sign_ins: Mutex<u64>,
+}
+
+impl SignInFlow {
+    /// The flow for the server at `url`, with the tokens a former run
+    /// stored (refreshed as they expire), or none yet: the first request
+    /// the server refuses signs in.
+    pub(crate) async fn start(
+        server: &str,
+        url: &str,
+        oauth: &McpOAuth,
+        http: reqwest::Client,
+    ) -> Result<SigningIn, AuthError> {
+        let store = oauth.store_for(url);
+        let mut manager = AuthorizationManager::new(url).await?;
+        manager.set_credential_store(store.clone());
+        if store.is_signed_in().await {
+            match manager.initialize_from_store().await {
+                Ok(true) => {
+                    if let (Some(id), Some(secret)) = (&oauth.client_id, &oauth.client_secret) {
+                        let redirect = oauth.redirect_uri.clone().unwrap_or_default();
+                        manager.configure_client(
+                            OAuthClientConfig::new(id.clone(), redirect)
+                                .with_client_secret(secret.clone()),
+                        )?;
+                    }
+                }
+                Ok(false) => {}
+                // The stored tokens cannot be used (their server cannot be
+                // reached now, say): the server's refusal will sign in.
+                Err(error) => tracing::warn!(server, %error, "stored MCP sign-in not used"),
+            }
+        }
+        let inner = AuthClient::new(http, manager);
+        let manager = inner.auth_manager.clone();
+        let flow = Arc::new(Self {
+            server: server.to_owned(),
+            url: url.to_owned(),
+            oauth: oauth.clone(),
+            store,
+            manager: manager.clone(),
+            sign_ins: Mutex::new(0),
+        });
+        Ok(SigningIn { inner, flow })
+    }
+
+    /// Sign in (again), unless another request did since `seen`; `needed`
+    /// is the server's challenge (`WWW-Authenticate`), `step_up` whether it
+    /// was a 403 asking for more scope.
+    async fn answer(&self, seen: u64, needed: &str, step_up: bool) -> Result<(), AuthError> {
+        let mut sign_ins = self.sign_ins.lock().await;
+        if *sign_ins != seen {
+            return Ok(());
+        }
+        let scopes = if step_up {
+            let required = scope_of(needed).ok_or_else(|| {
+                AuthError::InvalidScope(
+                    "the server refused the token for its scope but named no scope".into(),
+                )
+            })?;
+            let mut scopes = self.manager.lock().await.get_current_scopes().await;
+            for scope in required.split_whitespace() {
+                if !scopes.iter().any(|s| s == scope) {
+                    scopes.push(scope.to_owned());
+                }
+            }
+            Some(scopes)
+        } else {
+            None
+        };
+        let manager = match &self.oauth.credentials {
+            Some(credentials) => self.client_credentials(needed, credentials).await?,
+            None => self.authorize(needed, scopes).await?,
+        };
+        *self.manager.lock().await = manager;
+        *sign_ins += 1;
+        Ok(())
+    }
+
+    /// A new manager for this server, its metadata discovered from the
+    /// server's challenge.
+    async fn discovered(&self, challenge: &str) -> Result<AuthorizationManager, AuthError> {
+        let mut manager = AuthorizationManager::new(&self.url).await?;
+        manager.set_credential_store(self.store.clone());
+        let resolution = manager
+            .resolve_metadata_from_challenge(Some(challenge))
+            .await?;
+        manager.set_metadata(resolution.metadata);
+        Ok(manager)
+    }
+
+    /// The authorization-code flow: register as configured, send the person
+    /// to sign in, check the answer and trade its code for tokens.
+    async fn authorize(
+        &self,
+        challenge: &str,
+        scopes: Option<Vec<String>>,
+    ) -> Result<AuthorizationManager, AuthError> {
+        let manager = self.discovered(challenge).await?;
+        let redirect_uri = self.oauth.redirect_uri.clone().unwrap_or_else(|| {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .map(|address| address.port())
+                .unwrap_or(8976);
+            format!("http://127.0.0.1:{port}/callback")
+        });
+        let mut request = AuthorizationRequest::new(&redirect_uri)
+            .with_client_name(&self.oauth.client_name)
+            .with_application_type("native")
+            .with_initial_scope_selection();
+        match scopes {
+            Some(scopes) => request = request.with_scopes(scopes),
+            None if !self.oauth.scopes.is_empty() => {
+                request = request.with_scopes(self.oauth.scopes.clone())
+            }
+            None => {}
+        }
+        if let Some(id) = &self.oauth.client_id {
+            request = request.with_preregistered_client(id);
+            if let Some(secret) = &self.oauth.client_secret {
+                request = request.with_client_secret(secret);
+            }
+        }
+        if let Some(url) = &self.oauth.client_metadata_url {
+            request = request.with_client_metadata_url(url);
+        }
+        let session = AuthorizationSession::new(manager, request)
+            .await
+            .map_err(|(_, error)| error)?;
+        tracing::info!(server = %self.server, "signing in to the MCP server");
+        let answer = self
+            .oauth
+            .authorizer
+            .authorize(SignIn {
+                server: self.server.clone(),
+                url: session.auth_url.clone(),
+                redirect_uri,
+            })
+            .await
+            .map_err(AuthError::AuthorizationFailed)?;
+        session.handle_callback_url(&answer).await?;
+        tracing::info!(server = %self.server, "signed in to the MCP server");
+        Ok(session.auth_manager)
+    }
+
+    /// The client-credentials grant (no person): a secret or a signed JWT
+    /// for a token, fetched again whenever the server refuses the last one.
+    async fn client_credentials(
+        &self,
+        challenge: &str,
+        credentials: &ClientCredentials,
+    ) -> Result<AuthorizationManager, AuthError> {
+        let mut manager = self.discovered(challenge).await?;
+        let resource = Some(self.url.clone());
+        let scopes = self.oauth.scopes.clone();
+        let config = match credentials {
+            ClientCredentials::Secret {
+                client_id,
+                client_secret,
+            } => ClientCredentialsConfig::ClientSecret {
+                client_id: client_id.clone(),
+                client_secret: client_secret.clone(),
+                scopes,
+                resource,
+            },
+            ClientCredentials::PrivateKeyJwt {
+                client_id,
+                private_key_pem,
+                algorithm,
+            } => ClientCredentialsConfig::PrivateKeyJwt {
+                client_id: client_id.clone(),
+                signing_key: private_key_pem.as_bytes().to_vec(),
+                signing_algorithm: algorithm_of(algorithm)?,
+                token_endpoint_audience: None,
+                scopes,
+                resource,
+            },
+        };
+        manager.validate_client_credentials_metadata(&config)?;
+        manager.configure_client_credentials(&config)?;
+        // rmcp's JWT exchange holds a non-`Send` value across an await, so
+        // it runs on a thread of its own.
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            runtime.block_on(async move {
+                manager.exchange_client_credentials(&config).await?;
+                Ok(manager)
+            })
+        })
+        .await
+        .map_err(|error| AuthError::InternalError(error.to_string()))?
+    }
+}
+
+/// The `scope` a `WWW-Authenticate` challenge names.
+fn scope_of(challenge: &str) -> Option<String> {
+    let base = reqwest::Url::parse("http://localhost/").ok()?;
+    rmcp::transport::auth::WWWAuthenticateParams::parse(challenge, &base).scope
+}
+
+fn algorithm_of(name: &str) -> Result<JwtSigningAlgorithm, AuthError> {
+    Ok(match name {
+        "ES256" => JwtSigningAlgorithm::ES256,
+        "ES384" => JwtSigningAlgorithm::ES384,
+        "RS256" => JwtSigningAlgorithm::RS256,
+        "RS384" => JwtSigningAlgorithm::RS384,
+        "RS512" => JwtSigningAlgorithm::RS512,
+        other => {
+            return Err(AuthError::ClientCredentialsError(format!(
+                "unknown signing algorithm {other:?} (ES256, ES384, RS256, RS384 or RS512)"
+            )));
+        }
+    })
+}
+
+/// rmcp's `AuthClient` (tokens attached, refreshed before they expire) with
+/// the sign-in run whenever the server still refuses.
+#[derive(Clone)]
+pub(crate) struct SigningIn {
+    inner: AuthClient<reqwest::Client>,
+    flow: Arc<SignInFlow>,
+}
+
+impl SigningIn {
+    /// Send (`send` makes the request), signing in and sending again on a
+    /// refusal, at most [`MAX_SIGN_INS`] times.
+    async fn react<T, F, Fut>(&self, send: F) -> Result<T, HttpError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, HttpError>>,
+    {
+        let mut tries = 0;
+        loop {
+            let seen = *self.flow.sign_ins.lock().await;
+            let (challenge, step_up) = match send().await {
+                Err(HttpError::AuthRequired(refused)) => (refused.www_authenticate_header, false),
+                Err(HttpError::InsufficientScope(refused)) => {
+                    (refused.www_authenticate_header, true)
+                }
+                other => return other,
+            };
+            tries += 1;
+            if tries > MAX_SIGN_INS {
+                return Err(HttpError::Auth(AuthError::AuthorizationFailed(format!(
+                    "the MCP server {} still refuses after {MAX_SIGN_INS} sign-ins",
+                    self.flow.server
+                ))));
+            }
+            self.flow.answer(seen, &challenge, step_up).await?;
+        }
+    }
+}
+
+impl StreamableHttpClient for SigningIn {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.react(|| {
+            self.inner.post_message(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                None,
+                headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.react(|| {
+            self.inner.post_message_with_max_sse_event_size(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                None,
+                headers.clone(),
+                max_sse_event_size,
+            )
+        })
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.react(|| {
+            self.inner.post_message_with_response_limits(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                None,
+                headers.clone(),
+                limits,
+            )
+        })
+        .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        _auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), HttpError> {
+        // Leaving needs no new sign-in.
+        self.inner
+            .delete_session(uri, session_id, None, headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>, HttpError> {
+        self.react(|| {
+            self.inner.get_stream(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                None,
+                headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>, HttpError> {
+        self.react(|| {
+            self.inner.get_stream_with_max_sse_event_size(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                None,
+                headers.clone(),
+                max_sse_event_size,
+            )
+        })
+        .await
+    }
+}
