@@ -9,10 +9,12 @@
 #![allow(deprecated)]
 
 mod caller;
+mod catalog;
 mod convert;
 #[doc(hidden)]
 pub mod fuzz;
 mod http;
+mod offers;
 mod state;
 
 use std::sync::{Arc, Mutex};
@@ -30,6 +32,7 @@ use serde_json::Value;
 
 pub use caller::{Caller, INPUT_PENDING, elicitation, roots, sampling};
 pub use http::{HttpOptions, MCP_PATH};
+pub use offers::{MAX_COMPLETIONS, Prompt, Resource, ResourceTemplate};
 
 use crate::McpError;
 
@@ -71,6 +74,10 @@ pub struct McpServer {
     /// The least severe log level this session's client wants (2025-11-25
     /// sessions; `logging/setLevel` changes it).
     log_level: Arc<Mutex<LoggingLevel>>,
+    /// Resource subscriptions, shared by every session.
+    subscriptions: catalog::Subscriptions,
+    /// This session's number (0 for the server itself).
+    session: u64,
 }
 
 #[derive(Clone)]
@@ -85,6 +92,9 @@ struct Inner {
     context: ToolContext,
     /// Signs the `requestState` of multi-round calls.
     state: state::StateSeal,
+    prompts: Vec<Prompt>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -124,8 +134,13 @@ impl McpServer {
                 page_size: DEFAULT_PAGE_SIZE,
                 context: ToolContext::default(),
                 state: state::StateSeal::random(),
+                prompts: Vec::new(),
+                resources: Vec::new(),
+                templates: Vec::new(),
             }),
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
+            subscriptions: catalog::Subscriptions::default(),
+            session: 0,
         }
     }
 
@@ -135,6 +150,8 @@ impl McpServer {
         Self {
             inner: self.inner.clone(),
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
+            subscriptions: self.subscriptions.clone(),
+            session: catalog::next_subscriber(),
         }
     }
 
@@ -177,6 +194,26 @@ impl McpServer {
         Ok(self)
     }
 
+    /// Offer a prompt (`prompts/list`, `prompts/get`, completions of its
+    /// arguments).
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.inner_mut().prompts.push(prompt);
+        self
+    }
+
+    /// Offer a resource (`resources/list`, `resources/read`, subscriptions).
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.inner_mut().resources.push(resource);
+        self
+    }
+
+    /// Offer the resources a template matches (`resources/templates/list`,
+    /// `resources/read`, completions of its variables).
+    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
+        self.inner_mut().templates.push(template);
+        self
+    }
+
     /// The published names, in `tools/list` order.
     pub fn tool_names(&self) -> impl Iterator<Item = &str> {
         self.inner
@@ -214,10 +251,22 @@ impl McpServer {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let inner = &self.inner;
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_logging()
             .build();
+        if !inner.prompts.is_empty() {
+            capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
+        }
+        if !inner.resources.is_empty() || !inner.templates.is_empty() {
+            let mut resources = rmcp::model::ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            capabilities.resources = Some(resources);
+        }
+        if !inner.prompts.is_empty() || !inner.templates.is_empty() {
+            capabilities.completions = Some(Default::default());
+        }
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(&self.inner.name, &self.inner.version));
         if let Some(instructions) = &self.inner.instructions {
@@ -252,26 +301,12 @@ impl ServerHandler for McpServer {
             forwarding = Some(done);
         }
         let name = request.name.clone();
-        let stateless = context
-            .protocol_version()
-            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
-        let log_level = if stateless {
-            context.meta.log_level()
-        } else {
-            Some(*self.log_level.lock().unwrap_or_else(|p| p.into_inner()))
-        };
         let state = match request.request_state.as_deref() {
             Some(sealed) => Some(self.inner.state.open(sealed, &request)?),
             None => None,
         };
-        let caller = Caller::new(
-            context.peer.clone(),
-            stateless,
-            context.client_capabilities().unwrap_or_default(),
-            log_level,
-            request.input_responses.clone().unwrap_or_default(),
-            state,
-        );
+        let responses = request.input_responses.clone().unwrap_or_default();
+        let caller = self.caller(&context, responses, state);
         let mut seal_for = CallToolRequestParams::new(request.name.clone());
         seal_for.arguments = request.arguments.clone();
         let span = tracing::info_span!(
@@ -314,6 +349,87 @@ impl ServerHandler for McpServer {
         Ok(result.into())
     }
 
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        Ok(self.prompt_list())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let responses = request.input_responses.clone().unwrap_or_default();
+        let caller = self.caller(&context, responses, None);
+        self.prompt_get(request, caller).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        Ok(self.resource_list())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        Ok(self.template_list())
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        self.resource_read(request).await.map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let subscriber = catalog::Subscriber::Session(context.peer.clone());
+        McpServer::subscribe(self, &request.uri, self.session, subscriber)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        McpServer::unsubscribe(self, &request.uri, self.session);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        let offers = !self.inner.resources.is_empty() || !self.inner.templates.is_empty();
+        offers.then(|| self.listen_filter(requested))
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.listen_to(context).await;
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        Ok(self.completion(request))
+    }
+
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
@@ -325,6 +441,31 @@ impl ServerHandler for McpServer {
 }
 
 impl McpServer {
+    /// The client of one request, as a tool or a prompt sees it.
+    fn caller(
+        &self,
+        context: &RequestContext<RoleServer>,
+        responses: rmcp::model::InputResponses,
+        state: Option<Value>,
+    ) -> Caller {
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let log_level = if stateless {
+            context.meta.log_level()
+        } else {
+            Some(*self.log_level.lock().unwrap_or_else(|p| p.into_inner()))
+        };
+        Caller::new(
+            context.peer.clone(),
+            stateless,
+            context.client_capabilities().unwrap_or_default(),
+            log_level,
+            responses,
+            state,
+        )
+    }
+
     /// One `tools/list` page, from `cursor` (the index of its first tool).
     pub(crate) fn page(&self, cursor: Option<String>) -> Result<ListToolsResult, ErrorData> {
         let start = match cursor {

@@ -1,11 +1,13 @@
 //! The fixture server for the official MCP conformance suite
 //! (`@modelcontextprotocol/conformance`): agentry tools with the names and
-//! behaviour its tools scenarios call for, served by `McpServer` over
+//! behaviour its tools scenarios call for, and the prompts, resources and
+//! completions its other scenarios read, served by `McpServer` over
 //! Streamable HTTP on `127.0.0.1:PORT` (`--port`, 3001 by default).
 //!
 //! `cargo run -p agentry-mcp --example conformance_server -- --port 3001`
 
 mod asking;
+mod offers;
 
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ use agentry_mcp::{HttpOptions, McpServer};
 use rmcp::model::{ContentBlock, ResourceContents};
 use serde_json::{Value, json};
 
-const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+pub(crate) const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
 
 fn no_args(name: &str, description: &str, output: fn() -> Result<Value, String>) -> Tool {
@@ -138,7 +140,7 @@ async fn main() {
         .await
         .expect("the port is free");
     eprintln!("conformance fixture on http://localhost:{port}/mcp");
-    McpServer::new(toolbox())
+    offers::offered(McpServer::new(toolbox()))
         .named("agentry-conformance", env!("CARGO_PKG_VERSION"))
         .serve_http(listener, HttpOptions::default(), async {
             let _ = tokio::signal::ctrl_c().await;
