@@ -44,6 +44,7 @@ mod definition;
 mod demo_tools;
 mod elicit;
 mod mcp;
+mod mcp_sign_in;
 mod memory;
 mod models;
 mod providers;

@@ -39,6 +39,23 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Sign in to an MCP server that needs OAuth (a browser opens), now
+    /// rather than at the first run that uses it.
+    Login {
+        /// An http(s) URL, or the name of a `[mcp.servers.NAME]` of `--config`.
+        server: String,
+        /// The file with the server's `[mcp.servers.NAME]` table.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Forget the tokens of an MCP server's sign-in.
+    Logout {
+        /// An http(s) URL, or the name of a `[mcp.servers.NAME]` of `--config`.
+        server: String,
+        /// The file with the server's `[mcp.servers.NAME]` table.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 /// The servers to connect: each `--mcp` spec (`[NAME=]COMMAND_OR_URL`, named
@@ -50,9 +67,18 @@ pub fn server_configs(
     trusted: bool,
     config: &crate::config::Loaded,
 ) -> Result<Vec<McpServerConfig>, String> {
+    // A server at a URL signs in with OAuth when it asks (a browser).
     let mut servers: Vec<McpServerConfig> = specs
         .iter()
-        .map(|spec| McpServerConfig::parse(spec).trusted(trusted))
+        .map(|spec| {
+            let server = McpServerConfig::parse(spec).trusted(trusted);
+            match server.transport {
+                agentry_mcp::McpTransport::Http { .. } => {
+                    server.oauth(agentry_mcp::client::McpOAuth::new())
+                }
+                _ => server,
+            }
+        })
         .collect();
     if let Some(path) = &config.path {
         let from_file = agentry_mcp::client::servers_from_toml(&config.text)
@@ -203,6 +229,8 @@ fn http_address(value: &str) -> Result<SocketAddr, String> {
 pub async fn run(command: McpCommand) -> Result<ExitCode, String> {
     match command {
         McpCommand::Serve(args) => serve(args).await,
+        McpCommand::Login { server, config } => crate::mcp_sign_in::login(server, config).await,
+        McpCommand::Logout { server, config } => crate::mcp_sign_in::logout(server, config).await,
         McpCommand::Tools {
             server,
             config,

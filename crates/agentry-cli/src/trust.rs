@@ -18,8 +18,9 @@
 //! What needs trust (everything else, the local model, the prompt, limits,
 //! a SQLite memory file in the file's folder, runs without):
 //! - an MCP server (`[mcp.servers.NAME]`): a `command` is a process started,
-//!   a `url` a server the agent's tools come from (and `bearer_env` a secret
-//!   sent to it);
+//!   a `url` a server the agent's tools come from (and `bearer_env` or an
+//!   OAuth `client_secret_env` a secret sent to it, an OAuth `token_file`
+//!   where the user's sign-in tokens are written);
 //! - `[grants]`: directories tools may read or write, hosts they may reach,
 //!   variables they may read;
 //! - `agent.dir` or `agent.skills` outside the file's directory (the file
@@ -284,6 +285,19 @@ fn mcp_servers(loaded: &Loaded) -> Vec<String> {
             if let Some(variable) = text("bearer_env") {
                 line.push_str(&format!(", sending it ${variable}"));
             }
+            let oauth = server.get("oauth").and_then(toml::Value::as_table);
+            let oauth_text = |key: &str| {
+                oauth
+                    .and_then(|table| table.get(key))
+                    .and_then(toml::Value::as_str)
+                    .map(escaped)
+            };
+            if let Some(variable) = oauth_text("client_secret_env") {
+                line.push_str(&format!(", signing in with ${variable}"));
+            }
+            if let Some(file) = oauth_text("token_file") {
+                line.push_str(&format!(", keeping its sign-in tokens in {file}"));
+            }
             if server.get("trusted").and_then(toml::Value::as_bool) == Some(true) {
                 line.push_str(" (its read-only tools run without approval)");
             }
@@ -511,6 +525,20 @@ mod tests {
     fn powers_of(text: &str) -> Vec<String> {
         let loaded = Loaded::parse(Path::new("agentry.toml"), text.to_owned()).unwrap();
         powers(&loaded)
+    }
+
+    #[test]
+    fn an_mcp_sign_in_says_which_secret_and_where_its_tokens_go() {
+        let text = "[mcp.servers.notes]\nurl = \"https://notes.example/mcp\"\n\
+                    [mcp.servers.notes.oauth]\nclient_id = \"a\"\n\
+                    client_secret_env = \"NOTES_SECRET\"\ntoken_file = \"/tmp/t.json\"\n";
+        assert_eq!(
+            powers_of(text),
+            [
+                "use the MCP server `notes` at https://notes.example/mcp, signing in with \
+              $NOTES_SECRET, keeping its sign-in tokens in /tmp/t.json"
+            ]
+        );
     }
 
     #[test]

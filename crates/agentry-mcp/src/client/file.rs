@@ -17,6 +17,20 @@
 //! max_list_pages = 100                 # caps on each listing of its tools (the defaults)
 //! max_list_items = 1000
 //! max_list_bytes = 8388608
+//!
+//! [mcp.servers.notes]
+//! url = "https://notes.example.com/mcp"
+//! # A `url` server without `bearer_env` signs in with OAuth when it asks
+//! # (a browser; tokens in ~/.config/agentry/mcp-auth, private to the user).
+//! # `oauth = false` never does; a table sets the sign-in up:
+//! [mcp.servers.notes.oauth]
+//! scopes = ["notes:read"]                # instead of the ones the server suggests
+//! client_id = "agentry-notes"            # a client registered beforehand
+//! client_secret_env = "NOTES_SECRET"     # its secret, read from this variable
+//! client_metadata_url = "https://app.example.com/client.json"  # or a metadata document
+//! redirect_uri = "http://127.0.0.1:8976/callback"
+//! token_file = "/path/to/notes-tokens.json"
+//! grant = "client_credentials"           # a machine client: client_id and its secret, no person
 //! ```
 //!
 //! A server's name (the namespace of its tools) is letters, digits, `_` and `-`.
@@ -27,6 +41,7 @@ use serde::Deserialize;
 
 use super::ListLimits;
 use super::config::{McpProtocol, McpServerConfig};
+use super::oauth::{ClientCredentials, McpOAuth, TokenStore};
 use crate::McpError;
 
 /// The file; sections other than `[mcp]` belong to other parts of agentry.
@@ -65,6 +80,83 @@ struct Server {
     max_list_pages: Option<usize>,
     max_list_items: Option<usize>,
     max_list_bytes: Option<usize>,
+    oauth: Option<OAuth>,
+}
+
+/// `oauth = true | false | { … }`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OAuth {
+    On(bool),
+    Table(OAuthTable),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OAuthTable {
+    scopes: Option<Vec<String>>,
+    client_id: Option<String>,
+    client_secret_env: Option<String>,
+    client_metadata_url: Option<String>,
+    redirect_uri: Option<String>,
+    token_file: Option<std::path::PathBuf>,
+    #[serde(default)]
+    grant: Grant,
+}
+
+#[derive(Deserialize, Default, PartialEq)]
+#[serde(rename_all = "snake_case")]
+enum Grant {
+    #[default]
+    AuthorizationCode,
+    ClientCredentials,
+}
+
+/// The sign-in a table sets up.
+fn oauth_of(name: &str, table: OAuthTable) -> Result<McpOAuth, McpError> {
+    let fail = |message: &str| McpError::Config(format!("mcp.servers.{name}.oauth: {message}"));
+    let secret = match &table.client_secret_env {
+        Some(variable) => {
+            Some(std::env::var(variable).map_err(|_| fail(&format!("${variable} is not set")))?)
+        }
+        None => None,
+    };
+    let mut oauth = if table.grant == Grant::ClientCredentials {
+        let (Some(client_id), Some(client_secret)) = (table.client_id.clone(), secret.clone())
+        else {
+            return Err(fail(
+                "the client_credentials grant needs `client_id` and `client_secret_env`",
+            ));
+        };
+        McpOAuth::client_credentials(ClientCredentials::Secret {
+            client_id,
+            client_secret,
+        })
+    } else {
+        let mut oauth = McpOAuth::new();
+        match (table.client_id, secret) {
+            (Some(id), secret) => oauth = oauth.client(id, secret),
+            (None, Some(_)) => return Err(fail("`client_secret_env` needs `client_id`")),
+            (None, None) => {}
+        }
+        oauth
+    };
+    if let Some(scopes) = table.scopes {
+        oauth = oauth.scopes(scopes);
+    }
+    if let Some(url) = table.client_metadata_url {
+        if !url.starts_with("https://") {
+            return Err(fail("`client_metadata_url` must be an https:// address"));
+        }
+        oauth = oauth.client_metadata_url(url);
+    }
+    if let Some(uri) = table.redirect_uri {
+        oauth = oauth.redirect_uri(uri);
+    }
+    if let Some(file) = table.token_file {
+        oauth = oauth.store(TokenStore::file(file));
+    }
+    Ok(oauth)
 }
 
 #[derive(Deserialize, Default)]
@@ -100,11 +192,27 @@ pub fn servers_from_toml(text: &str) -> Result<Vec<McpServerConfig>, McpError> {
                 }
             };
             if server.command.is_some()
-                && (!server.headers.is_empty() || server.bearer_env.is_some())
+                && (!server.headers.is_empty()
+                    || server.bearer_env.is_some()
+                    || matches!(server.oauth, Some(OAuth::Table(_)) | Some(OAuth::On(true))))
             {
                 return Err(McpError::Config(format!(
-                    "mcp.servers.{name}: `headers` and `bearer_env` are for `url` servers"
+                    "mcp.servers.{name}: `headers`, `bearer_env` and `oauth` are for `url` servers"
                 )));
+            }
+            if server.bearer_env.is_some()
+                && matches!(server.oauth, Some(OAuth::Table(_)) | Some(OAuth::On(true)))
+            {
+                return Err(McpError::Config(format!(
+                    "mcp.servers.{name}: give `bearer_env` or `oauth`, not both"
+                )));
+            }
+            if server.url.is_some() && server.bearer_env.is_none() {
+                match server.oauth {
+                    None | Some(OAuth::On(true)) => config = config.oauth(McpOAuth::new()),
+                    Some(OAuth::On(false)) => {}
+                    Some(OAuth::Table(table)) => config = config.oauth(oauth_of(&name, table)?),
+                }
             }
             for (header, value) in server.headers {
                 config = config.header(header, value);
@@ -199,6 +307,39 @@ mod tests {
             matches!(&servers[1].transport, McpTransport::Http { headers, .. }
             if headers == &[("X-Team".to_owned(), "docs".to_owned())])
         );
+        assert!(
+            servers[1].oauth.is_some(),
+            "a url server signs in when asked"
+        );
+        assert!(servers[0].oauth.is_none());
+    }
+
+    #[test]
+    fn oauth_is_set_up_from_its_table() {
+        let servers = servers_from_toml(
+            r#"
+            [mcp.servers.off]
+            url = "https://a.example/mcp"
+            oauth = false
+
+            [mcp.servers.notes]
+            url = "https://notes.example/mcp"
+            [mcp.servers.notes.oauth]
+            scopes = ["notes:read", "notes:write"]
+            client_id = "agentry-notes"
+            redirect_uri = "http://127.0.0.1:8976/callback"
+            token_file = "/tmp/notes.json"
+            "#,
+        )
+        .unwrap();
+        let notes = servers[0].oauth.as_ref().unwrap();
+        let shown = format!("{notes:?}");
+        assert!(
+            shown.contains("notes:write") && shown.contains("agentry-notes"),
+            "{shown}"
+        );
+        assert!(shown.contains("/tmp/notes.json"), "{shown}");
+        assert!(servers[1].oauth.is_none(), "oauth = false");
     }
 
     #[test]
@@ -226,7 +367,19 @@ mod tests {
             ),
             (
                 "[mcp.servers.x]\ncommand = \"a\"\nheaders = { A = \"b\" }\n",
-                "invalid MCP configuration: mcp.servers.x: `headers` and `bearer_env` are for `url` servers",
+                "invalid MCP configuration: mcp.servers.x: `headers`, `bearer_env` and `oauth` are for `url` servers",
+            ),
+            (
+                "[mcp.servers.x]\nurl = \"http://b\"\nbearer_env = \"B\"\noauth = true\n",
+                "invalid MCP configuration: mcp.servers.x: give `bearer_env` or `oauth`, not both",
+            ),
+            (
+                "[mcp.servers.x]\nurl = \"http://b\"\n[mcp.servers.x.oauth]\ngrant = \"client_credentials\"\n",
+                "invalid MCP configuration: mcp.servers.x.oauth: the client_credentials grant needs `client_id` and `client_secret_env`",
+            ),
+            (
+                "[mcp.servers.x]\nurl = \"http://b\"\n[mcp.servers.x.oauth]\nclient_metadata_url = \"http://a/c.json\"\n",
+                "invalid MCP configuration: mcp.servers.x.oauth: `client_metadata_url` must be an https:// address",
             ),
         ] {
             assert_eq!(

@@ -91,7 +91,9 @@ impl Authorizer {
         Self::new(callback::headless)
     }
 
-    pub(crate) async fn authorize(&self, sign_in: SignIn) -> Result<String, String> {
+    /// Take the person through `sign_in`: the redirect address, or why not
+    /// (authorizers compose: one may wrap another).
+    pub async fn authorize(&self, sign_in: SignIn) -> Result<String, String> {
         (self.0)(sign_in).await
     }
 }
@@ -271,9 +273,9 @@ impl McpOAuth {
         self
     }
 
-    /// The store for the server at `url`: the configured one, else a file
-    /// under the user's configuration folder named for the address.
-    pub(crate) fn store_for(&self, url: &str) -> TokenStore {
+    /// The token store for the server at `url`: the configured one, else a
+    /// file under [`default_store_dir`] named for the address.
+    pub fn store_for(&self, url: &str) -> TokenStore {
         self.store
             .clone()
             .unwrap_or_else(|| TokenStore::file(default_store_dir().join(store::file_name(url))))

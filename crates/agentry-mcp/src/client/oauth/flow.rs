@@ -20,6 +20,7 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpResponseLimits,
 };
 use tokio::sync::Mutex;
+use tracing::instrument::WithSubscriber;
 
 use super::{ClientCredentials, MAX_SIGN_INS, McpOAuth, SignIn, TokenStore};
 
@@ -175,7 +176,13 @@ impl SignInFlow {
             })
             .await
             .map_err(AuthError::AuthorizationFailed)?;
-        session.handle_callback_url(&answer).await?;
+        // rmcp logs the authorization code at debug level as it trades it;
+        // no subscriber hears this one future, so the code is never logged
+        // (its errors come back as the result).
+        session
+            .handle_callback_url(&answer)
+            .with_subscriber(tracing::subscriber::NoSubscriber::default())
+            .await?;
         tracing::info!(server = %self.server, "signed in to the MCP server");
         Ok(session.auth_manager)
     }
