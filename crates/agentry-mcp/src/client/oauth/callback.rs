@@ -69,23 +69,29 @@ pub(super) async fn through_browser(sign_in: SignIn, limit: Duration) -> Result<
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|error| format!("listening for the sign-in on {address}: {error}"))?;
+    // Both come from the servers: escaped, they cannot rewrite the terminal.
     eprintln!(
         "\nTo sign in to the MCP server {}, open this address in a browser:\n\n  {}\n",
-        sign_in.server, sign_in.url
+        crate::client::escaped(&sign_in.server),
+        crate::client::escaped(&sign_in.url)
     );
     open_browser(&sign_in.url);
+    // Only the answer to this sign-in (its `state`) is taken: another page
+    // or process calling the listener cannot end it.
+    let state = query_value(&sign_in.url, "state");
     let (sender, receiver) = tokio::sync::mpsc::channel::<String>(1);
     let base = sign_in.redirect_uri.clone();
     let app = axum::Router::new().route(
         &path,
         axum::routing::get(move |uri: axum::http::Uri| {
-            let (sender, base) = (sender.clone(), base.clone());
+            let (sender, base, state) = (sender.clone(), base.clone(), state.clone());
             async move {
                 let query = uri.query().unwrap_or_default().to_owned();
                 let answered = query.split('&').any(|pair| {
                     pair.starts_with("code=") || pair.starts_with("error=")
                 });
-                if !answered {
+                let ours = query_value(&format!("http://x/?{query}"), "state") == state;
+                if !answered || !ours {
                     return axum::response::Html("Waiting for the sign-in.".to_owned());
                 }
                 let mut full = base.split('?').next().unwrap_or_default().to_owned();
@@ -118,6 +124,15 @@ pub(super) async fn through_browser(sign_in: SignIn, limit: Duration) -> Result<
             limit.as_secs()
         )),
     }
+}
+
+/// The value of `key` in `url`'s query, decoded.
+fn query_value(url: &str, key: &str) -> Option<String> {
+    reqwest::Url::parse(url)
+        .ok()?
+        .query_pairs()
+        .find(|(name, _)| name == key)
+        .map(|(_, value)| value.into_owned())
 }
 
 /// Open `url` in the system's browser, quietly, when a person is at a
@@ -166,11 +181,27 @@ mod tests {
         let redirect_uri = format!("http://127.0.0.1:{port}/callback");
         let sign_in = SignIn {
             server: "notes".into(),
-            url: "http://127.0.0.1:9/authorize".into(),
+            url: "http://127.0.0.1:9/authorize?state=xyz".into(),
             redirect_uri: redirect_uri.clone(),
         };
         let waiting = tokio::spawn(through_browser(sign_in, Duration::from_secs(20)));
         let browser = reqwest::Client::new();
+        // A forged answer (another state) does not end the sign-in.
+        let mut forged = None;
+        for _ in 0..100 {
+            match browser
+                .get(format!("{redirect_uri}?code=evil&state=other"))
+                .send()
+                .await
+            {
+                Ok(response) => {
+                    forged = Some(response.text().await.unwrap());
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        assert_eq!(forged.unwrap(), "Waiting for the sign-in.");
         let mut page = None;
         for _ in 0..100 {
             match browser

@@ -13,7 +13,7 @@ use http::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
-    ClientCredentialsConfig, JwtSigningAlgorithm, OAuthClientConfig,
+    ClientCredentialsConfig, CredentialStore, JwtSigningAlgorithm, OAuthClientConfig,
 };
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -52,7 +52,14 @@ impl SignInFlow {
         let store = oauth.store_for(url);
         let mut manager = AuthorizationManager::new(url).await?;
         manager.set_credential_store(store.clone());
-        if store.is_signed_in().await {
+        let stored = match store.load().await {
+            Ok(stored) => stored.is_some_and(|stored| stored.token_response.is_some()),
+            Err(error) => {
+                tracing::warn!(server, %error, "the stored MCP sign-in cannot be used; the server's refusal will sign in again");
+                false
+            }
+        };
+        if stored {
             match manager.initialize_from_store().await {
                 Ok(true) => {
                     if let (Some(id), Some(secret)) = (&oauth.client_id, &oauth.client_secret) {

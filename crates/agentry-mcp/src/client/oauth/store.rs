@@ -144,8 +144,10 @@ fn write(path: &Path, stored: &StoredCredentials) -> Result<(), AuthError> {
             .unwrap_or("tokens"),
         std::process::id()
     ));
+    // A fresh file: never one that is there already (a link someone left).
+    let _ = std::fs::remove_file(&temporary);
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let written = options.open(&temporary).and_then(|mut file| {
