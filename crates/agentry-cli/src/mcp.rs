@@ -184,6 +184,11 @@ fn question(tool: &Tool, call: &ToolCall) -> String {
     )
 }
 
+/// A user message of `text`, as a prompt gives it.
+fn rmcp_text(text: String) -> agentry_mcp::server::PromptMessage {
+    agentry_mcp::server::PromptMessage::new_text(agentry_mcp::server::Role::User, text)
+}
+
 /// Arguments of `agentry mcp serve`.
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -299,8 +304,10 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         .canonicalize()
         .map_err(|e| format!("{}: {e}", args.dir.display()))?;
     let mut tools = crate::demo_tools::all(&dir);
+    let mut offered_skills = Vec::new();
     if let Some(skills_dir) = &args.skills {
         let skills = crate::skills::load_and_warn(skills_dir)?.to_skills();
+        offered_skills = skills.clone();
         let skills: std::sync::Arc<dyn SkillResolver> =
             std::sync::Arc::new(InMemoryResolver::new(skills));
         tools.push(list_skills_tool(skills.clone()));
@@ -326,9 +333,44 @@ async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     let toolbox = Toolbox::for_agent(tools).map_err(|e| e.to_string())?;
     let context =
         ToolContext::new().with_capabilities(Capabilities::from([Capability::fs_read(&dir)]));
-    let server = McpServer::new(toolbox)
+    let mut server = McpServer::new(toolbox)
         .named("agentry", env!("CARGO_PKG_VERSION"))
         .context(context);
+    // Each skill is a prompt (its instructions) and a resource too, for
+    // hosts that offer those to the person rather than to the model.
+    for skill in offered_skills {
+        let skill = std::sync::Arc::new(skill);
+        let body = |skill: &agentry::skill::Skill| {
+            agentry::skill::load_body(skill, &agentry::skill::SkillContext::default())
+                .map_err(|e| e.to_string())
+        };
+        let (for_prompt, for_resource) = (skill.clone(), skill.clone());
+        let uri = format!("skill://{}/SKILL.md", skill.name);
+        server = server
+            .prompt(agentry_mcp::server::Prompt::new(
+                skill.name.clone(),
+                skill.description.clone(),
+                move |_, _| {
+                    let text = body(&for_prompt);
+                    async move { Ok(vec![rmcp_text(text?)]) }
+                },
+            ))
+            .resource(agentry_mcp::server::Resource::new(
+                uri.clone(),
+                skill.name.clone(),
+                skill.description.clone(),
+                "text/markdown",
+                move || {
+                    let (text, uri) = (body(&for_resource), uri.clone());
+                    async move {
+                        Ok(vec![
+                            agentry_mcp::server::ResourceContents::text(text?, uri)
+                                .with_mime_type("text/markdown"),
+                        ])
+                    }
+                },
+            ));
+    }
     match args.http {
         None => server.serve_stdio().await.map_err(|e| e.to_string())?,
         Some(address) => {

@@ -392,7 +392,7 @@ fn a_durable_run_waits_for_approval_and_another_process_resumes_it() {
 }
 
 #[test]
-fn skills_are_served_as_list_and_read_tools() {
+fn skills_are_served_as_list_and_read_tools_prompts_and_resources() {
     let Some(peers) = peers() else { return };
     let skills = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/skills");
     let skills = skills.to_str().unwrap();
@@ -419,6 +419,65 @@ fn skills_are_served_as_list_and_read_tools() {
             .unwrap()
             .starts_with("# Anthropic Brand Styling"),
         "{read}"
+    );
+    // Each skill is a prompt and a resource too.
+    let prompts = json_of(&inspect(&peers, &target, &["--method", "prompts/list"]));
+    let prompt_names: Vec<&str> = prompts["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(prompt_names.contains(&"brand-guidelines"), "{prompts}");
+    let prompt = json_of(&inspect(
+        &peers,
+        &target,
+        &[
+            "--method",
+            "prompts/get",
+            "--prompt-name",
+            "brand-guidelines",
+        ],
+    ));
+    assert!(
+        prompt["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Anthropic Brand Styling"),
+        "{prompt}"
+    );
+    let resource = json_of(&inspect(
+        &peers,
+        &target,
+        &[
+            "--method",
+            "resources/read",
+            "--uri",
+            "skill://brand-guidelines/SKILL.md",
+        ],
+    ));
+    assert_eq!(
+        resource["contents"][0]["mimeType"], "text/markdown",
+        "{resource}"
+    );
+    let missing = inspect(
+        &peers,
+        &target,
+        &[
+            "--method",
+            "resources/read",
+            "--uri",
+            "skill://nothing/SKILL.md",
+        ],
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&missing.stdout),
+        String::from_utf8_lossy(&missing.stderr)
+    );
+    assert!(
+        said.contains("no resource at skill://nothing/SKILL.md"),
+        "{said}"
     );
 }
 

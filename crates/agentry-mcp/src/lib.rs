@@ -7,11 +7,16 @@
 //!   by the server's name (`everything.echo`), with `pass_input` on. Give an
 //!   agent the client as a [`ToolSource`](agentry_core::tool::ToolSource) and
 //!   a changed tool list is picked up between steps.
-//!   An [`Elicitor`] answers the server's questions.
+//!   An [`Elicitor`] answers the server's questions; a server that needs
+//!   OAuth is signed in to ([`McpOAuth`](client::McpOAuth), set with
+//!   [`McpServerConfig::oauth`]).
 //! - [`McpServer`]: a [`Toolbox`](agentry_core::tool::Toolbox) served over
 //!   stdio or Streamable HTTP. A tool that needs the client (elicitation,
 //!   sampling, roots, logging) finds it with
-//!   [`Caller::of`](server::Caller::of), in either protocol era.
+//!   [`Caller::of`](server::Caller::of), in either protocol era. It offers
+//!   prompts, resources and resource templates too
+//!   ([`McpServer::prompt`], [`McpServer::resource`],
+//!   [`McpServer::resource_template`]), with completions and subscriptions.
 //!
 //! A toolbox served over Streamable HTTP, and an agent's view of it through
 //! a client: the server's `math.add` becomes the namespaced tool

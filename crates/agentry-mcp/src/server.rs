@@ -33,6 +33,8 @@ use serde_json::Value;
 pub use caller::{Caller, INPUT_PENDING, elicitation, roots, sampling};
 pub use http::{HttpOptions, MCP_PATH};
 pub use offers::{MAX_COMPLETIONS, Prompt, Resource, ResourceTemplate};
+/// What prompts and resources are made of (rmcp's types).
+pub use rmcp::model::{PromptMessage, ResourceContents, Role};
 
 use crate::McpError;
 
