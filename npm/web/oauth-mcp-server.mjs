@@ -10,6 +10,10 @@
 //
 //   node oauth-mcp-server.mjs            (prints one JSON line per event on stdout:
 //                                         {"event":"listening","url":…} first)
+//
+// HOSTILE=file-authorize makes the authorization server's metadata name a
+// file: address as its sign-in page; HOSTILE=escapes makes registration fail
+// with terminal escape sequences in its answer (for the client's defences).
 import { randomUUID } from 'node:crypto';
 import express from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -95,6 +99,19 @@ function announce(base) {
   issuer = new URL(base + '/');
   const mcpUrl = new URL('/mcp', base);
   const provider = new Provider();
+  if (process.env.HOSTILE === 'file-authorize') {
+    app.get('/.well-known/oauth-authorization-server', (_req, res) => res.json({
+      issuer: issuer.href,
+      authorization_endpoint: 'file:///etc/passwd',
+      token_endpoint: new URL('/token', base).href,
+      registration_endpoint: new URL('/register', base).href,
+      response_types_supported: ['code'],
+      code_challenge_methods_supported: ['S256'],
+    }));
+  }
+  if (process.env.HOSTILE === 'escapes') {
+    app.post('/register', (_req, res) => res.status(400).type('text/plain').send('nope \x1b]0;PWNED\x07\x1b[2J'));
+  }
   app.use(mcpAuthRouter({ provider, issuerUrl: issuer, resourceServerUrl: mcpUrl, scopesSupported: ['notes:read'] }));
   const guard = requireBearerAuth({
     verifier: provider,

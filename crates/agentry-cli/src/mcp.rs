@@ -129,7 +129,11 @@ async fn connect(servers: Vec<McpServerConfig>) -> Result<Vec<McpClient>, String
         for client in &connected.clients {
             client.close().await;
         }
-        return Err(format!("MCP server {what}: {error}"));
+        return Err(format!(
+            "MCP server {}: {}",
+            escaped(&what.to_string()),
+            escaped(&error.to_string())
+        ));
     }
     Ok(connected.clients)
 }

@@ -31,6 +31,7 @@ use rmcp::service::{RequestContext, ServiceExt};
 use serde_json::Value;
 
 pub use caller::{Caller, INPUT_PENDING, elicitation, roots, sampling};
+pub use catalog::{MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS};
 pub use http::{HttpOptions, MCP_PATH};
 pub use offers::{MAX_COMPLETIONS, Prompt, Resource, ResourceTemplate};
 /// What prompts and resources are made of (rmcp's types).

@@ -42,10 +42,16 @@ impl Drop for OAuthServer {
 
 impl OAuthServer {
     fn start() -> Option<Self> {
+        Self::start_as("")
+    }
+
+    /// The server, made hostile as `HOSTILE` says (see the script).
+    fn start_as(hostile: &str) -> Option<Self> {
         let (node, _) = support::peers()?;
         let script = support::modules().join("../web/oauth-mcp-server.mjs");
         let mut child = Command::new(node)
             .arg(script)
+            .env("HOSTILE", hostile)
             .current_dir(support::modules().join(".."))
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -298,4 +304,61 @@ async fn a_sign_in_nobody_completes_is_a_clear_error() {
         "{error}"
     );
     assert!(server.seen("token").is_empty(), "no token was issued");
+}
+
+fn headless(server: &OAuthServer) -> McpServerConfig {
+    McpServerConfig::http("notes", &server.url).oauth(
+        McpOAuth::new()
+            .store(TokenStore::memory())
+            .authorizer(Authorizer::headless()),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sign_in_page_that_is_not_a_web_page_is_never_opened() {
+    let Some(server) = OAuthServer::start_as("file-authorize") else {
+        return;
+    };
+    let error = McpClient::connect(headless(&server))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("the authorization server's sign-in address is not an https (or loopback http) one: file:///etc/passwd"),
+        "{error}"
+    );
+    assert!(server.seen("authorize").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_an_authorization_server_writes_cannot_rewrite_the_terminal() {
+    let Some(server) = OAuthServer::start_as("escapes") else {
+        return;
+    };
+    let error = McpClient::connect(headless(&server))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("nope \\u{1b}]0;PWNED\\u{7}\\u{1b}[2J"),
+        "{error}"
+    );
+    assert!(!error.contains('\u{1b}'), "{error:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pinned_authorization_server_is_the_only_one_signed_in_with() {
+    let Some(server) = OAuthServer::start() else {
+        return;
+    };
+    let config = McpServerConfig::http("notes", &server.url).oauth(
+        McpOAuth::new()
+            .client("agentry", Some("a-secret".into()))
+            .authorization_server("https://auth.example.com")
+            .store(TokenStore::memory())
+            .authorizer(Authorizer::headless()),
+    );
+    let error = McpClient::connect(config).await.unwrap_err().to_string();
+    assert!(error.contains("https://auth.example.com"), "{error}");
+    assert!(server.seen("authorize").is_empty() && server.seen("token").is_empty());
 }

@@ -27,6 +27,7 @@
 //! scopes = ["notes:read"]                # instead of the ones the server suggests
 //! client_id = "agentry-notes"            # a client registered beforehand
 //! client_secret_env = "NOTES_SECRET"     # its secret, read from this variable
+//! authorization_server = "https://auth.example.com"  # sign in only there (pin it with a secret)
 //! client_metadata_url = "https://app.example.com/client.json"  # or a metadata document
 //! redirect_uri = "http://127.0.0.1:8976/callback"
 //! token_file = "/path/to/notes-tokens.json"
@@ -99,6 +100,7 @@ struct OAuthTable {
     client_secret_env: Option<String>,
     client_metadata_url: Option<String>,
     redirect_uri: Option<String>,
+    authorization_server: Option<String>,
     token_file: Option<std::path::PathBuf>,
     #[serde(default)]
     grant: Grant,
@@ -152,6 +154,9 @@ fn oauth_of(name: &str, table: OAuthTable) -> Result<McpOAuth, McpError> {
     }
     if let Some(uri) = table.redirect_uri {
         oauth = oauth.redirect_uri(uri);
+    }
+    if let Some(issuer) = table.authorization_server {
+        oauth = oauth.authorization_server(issuer);
     }
     if let Some(file) = table.token_file {
         oauth = oauth.store(TokenStore::file(file));
@@ -328,6 +333,7 @@ mod tests {
             scopes = ["notes:read", "notes:write"]
             client_id = "agentry-notes"
             redirect_uri = "http://127.0.0.1:8976/callback"
+            authorization_server = "https://auth.notes.example"
             token_file = "/tmp/notes.json"
             "#,
         )
@@ -339,6 +345,7 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("/tmp/notes.json"), "{shown}");
+        assert!(shown.contains("https://auth.notes.example"), "{shown}");
         assert!(servers[1].oauth.is_none(), "oauth = false");
     }
 

@@ -100,7 +100,7 @@ pub(crate) async fn connect(
                         .await
                         .map_err(|error| McpError::SignIn {
                             server: server.clone(),
-                            reason: error.to_string(),
+                            reason: super::escaped(&error.to_string()),
                         })?;
                     let transport =
                         StreamableHttpClientTransport::with_client(client, transport_config);
@@ -148,7 +148,9 @@ where
     handler
         .serve_with_lifecycle(transport, lifecycle)
         .await
-        .map_err(|error| McpError::Handshake(error.to_string()))
+        // Escaped: the text may hold what a server (or its authorization
+        // server) wrote, which must not rewrite a terminal.
+        .map_err(|error| McpError::Handshake(super::escaped(&error.to_string())))
 }
 
 /// The child's stderr, line by line, to `tracing` (never to the terminal).

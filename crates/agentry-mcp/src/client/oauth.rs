@@ -167,6 +167,7 @@ pub struct McpOAuth {
     pub(crate) credentials: Option<ClientCredentials>,
     pub(crate) scopes: Vec<String>,
     pub(crate) redirect_uri: Option<String>,
+    pub(crate) authorization_server: Option<String>,
     pub(crate) store: Option<TokenStore>,
     pub(crate) authorizer: Authorizer,
 }
@@ -184,6 +185,7 @@ impl std::fmt::Debug for McpOAuth {
             .field("credentials", &self.credentials)
             .field("scopes", &self.scopes)
             .field("redirect_uri", &self.redirect_uri)
+            .field("authorization_server", &self.authorization_server)
             .field("store", &self.store)
             .finish()
     }
@@ -209,6 +211,7 @@ impl McpOAuth {
             credentials: None,
             scopes: Vec::new(),
             redirect_uri: None,
+            authorization_server: None,
             store: None,
             authorizer: Authorizer::browser(),
         }
@@ -258,6 +261,16 @@ impl McpOAuth {
     /// `http://127.0.0.1:PORT/callback`).
     pub fn redirect_uri(mut self, uri: impl Into<String>) -> Self {
         self.redirect_uri = Some(uri.into());
+        self
+    }
+
+    /// Sign in only with the authorization server whose issuer is exactly
+    /// this (`https://auth.example.com`): the MCP server's metadata names
+    /// its authorization server, so without a pin a server that was taken
+    /// over could send a configured client secret elsewhere. Pin it when you
+    /// give a secret.
+    pub fn authorization_server(mut self, issuer: impl Into<String>) -> Self {
+        self.authorization_server = Some(issuer.into());
         self
     }
 

@@ -60,6 +60,12 @@ impl Subscriptions {
     }
 }
 
+/// Most resources one session or listen stream may subscribe to.
+pub const MAX_SUBSCRIPTIONS: usize = 256;
+
+/// Longest URI a subscription may name.
+pub const MAX_SUBSCRIBED_URI: usize = 2048;
+
 /// A number for a new session or listen stream.
 pub(crate) fn next_subscriber() -> u64 {
     static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -177,13 +183,41 @@ impl McpServer {
         id: u64,
         subscriber: Subscriber,
     ) -> Result<(), ErrorData> {
+        if uri.len() > MAX_SUBSCRIBED_URI {
+            return Err(ErrorData::invalid_params(
+                format!("a subscribed URI is at most {MAX_SUBSCRIBED_URI} bytes"),
+                None,
+            ));
+        }
         if !self.offers(uri) {
             return Err(not_found(uri));
         }
         let mut subscriptions = self.subscriptions.lock();
-        let subscribers = subscriptions.entry(uri.to_owned()).or_default();
-        subscribers.retain(|(known, subscriber)| *known != id && !subscriber.is_gone());
-        subscribers.push((id, subscriber));
+        // Gone sessions are forgotten everywhere, not only under this URI.
+        subscriptions.retain(|_, subscribers| {
+            subscribers.retain(|(_, subscriber)| !subscriber.is_gone());
+            !subscribers.is_empty()
+        });
+        let already = subscriptions
+            .get(uri)
+            .is_some_and(|subscribers| subscribers.iter().any(|(known, _)| *known == id));
+        if already {
+            return Ok(());
+        }
+        let held = subscriptions
+            .values()
+            .filter(|subscribers| subscribers.iter().any(|(known, _)| *known == id))
+            .count();
+        if held >= MAX_SUBSCRIPTIONS {
+            return Err(ErrorData::invalid_params(
+                format!("a session subscribes to at most {MAX_SUBSCRIPTIONS} resources"),
+                None,
+            ));
+        }
+        subscriptions
+            .entry(uri.to_owned())
+            .or_default()
+            .push((id, subscriber));
         Ok(())
     }
 
@@ -205,7 +239,8 @@ impl McpServer {
             .resource_subscriptions
             .iter()
             .flatten()
-            .filter(|uri| self.offers(uri))
+            .filter(|uri| uri.len() <= MAX_SUBSCRIBED_URI && self.offers(uri))
+            .take(MAX_SUBSCRIPTIONS)
             .cloned()
             .collect();
         SubscriptionFilter::builder()

@@ -63,7 +63,9 @@ impl Prompt {
     }
 
     /// A prompt that is one user message: `template` with each `{argument}`
-    /// replaced by the argument's value.
+    /// replaced by the argument's value, in one pass over the template (a
+    /// value is never read for placeholders itself); a `{…}` that names no
+    /// argument stays as written.
     pub fn text(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -71,13 +73,7 @@ impl Prompt {
     ) -> Self {
         let template: String = template.into();
         Self::new(name, description, move |arguments, _| {
-            let mut text = template.clone();
-            for (name, value) in &arguments {
-                let value = value
-                    .as_str()
-                    .map_or_else(|| value.to_string(), str::to_owned);
-                text = text.replace(&format!("{{{name}}}"), &value);
-            }
+            let text = fill(&template, &arguments);
             std::future::ready(Ok(vec![PromptMessage::new_text(Role::User, text)]))
         })
     }
@@ -117,13 +113,25 @@ impl Prompt {
         &self.info.name
     }
 
-    /// Render it: a missing required argument is an error naming it.
+    /// Render it: a missing required argument, or one it does not take, is
+    /// an error naming it.
     pub(crate) async fn render(
         &self,
         arguments: Map<String, Value>,
         caller: Option<Caller>,
     ) -> Result<Vec<PromptMessage>, String> {
-        for argument in self.info.arguments.iter().flatten() {
+        let declared = self.info.arguments.as_deref().unwrap_or_default();
+        if let Some(unknown) = arguments
+            .keys()
+            .find(|name| !declared.iter().any(|argument| &argument.name == *name))
+        {
+            return Err(format!(
+                "the prompt {} takes no argument {}",
+                self.info.name,
+                crate::client::escaped(unknown)
+            ));
+        }
+        for argument in declared {
             if argument.required == Some(true) && !arguments.contains_key(&argument.name) {
                 return Err(format!(
                     "the prompt {} needs the argument {}",
@@ -133,6 +141,33 @@ impl Prompt {
         }
         (self.render)(arguments, caller).await
     }
+}
+
+/// `template` with each `{name}` of `arguments` replaced by its value, in
+/// one pass: what a value holds is copied, never expanded.
+fn fill(template: &str, arguments: &Map<String, Value>) -> String {
+    let mut text = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        text.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}').map(|close| (&after[..close], close)) {
+            Some((name, close)) if arguments.contains_key(name) => {
+                let value = &arguments[name];
+                match value.as_str() {
+                    Some(value) => text.push_str(value),
+                    None => text.push_str(&value.to_string()),
+                }
+                rest = &after[close + 1..];
+            }
+            _ => {
+                text.push('{');
+                rest = after;
+            }
+        }
+    }
+    text.push_str(rest);
+    text
 }
 
 type Read = dyn Fn(String, Map<String, Value>) -> BoxFuture<'static, Result<Vec<ResourceContents>, String>>
@@ -239,6 +274,10 @@ impl Resource {
 
 /// Resources the server offers at every URI a template (RFC 6570, simple
 /// `{variable}` expansions, each one path segment) matches.
+///
+/// A variable is what the client wrote, not decoded and not checked
+/// beyond holding no `/`: it may be `..` or `%2e%2e`. A reader that joins a
+/// variable onto a path must check it.
 ///
 /// ```
 /// use agentry_mcp::server::ResourceTemplate;
@@ -375,6 +414,29 @@ mod tests {
         let capped = complete(&many, "");
         assert_eq!(capped.values.len(), MAX_COMPLETIONS);
         assert_eq!((capped.total, capped.has_more), (Some(150), Some(true)));
+    }
+
+    #[test]
+    fn a_text_prompt_fills_its_template_once() {
+        let arguments: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "topic": "{a}{a}", "a": "{b}{b}", "n": 3
+        }))
+        .unwrap();
+        assert_eq!(
+            fill("Hi {topic} {n} {missing} {", &arguments),
+            "Hi {a}{a} 3 {missing} {"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_prompt_refuses_arguments_it_does_not_take() {
+        let prompt = Prompt::text("p", "d", "Hi {topic}").argument("topic", "t", true);
+        let extra: Map<String, Value> =
+            serde_json::from_value(serde_json::json!({"topic": "x", "u01": "{topic}"})).unwrap();
+        let refused = prompt.render(extra, None).await.unwrap_err();
+        assert_eq!(refused, "the prompt p takes no argument u01");
+        let missing = prompt.render(Map::new(), None).await.unwrap_err();
+        assert_eq!(missing, "the prompt p needs the argument topic");
     }
 
     #[test]

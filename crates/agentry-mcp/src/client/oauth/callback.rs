@@ -106,6 +106,8 @@ pub(super) async fn through_browser(sign_in: SignIn, limit: Duration) -> Result<
         }),
     );
     let stop = tokio_util::sync::CancellationToken::new();
+    // Abandoned (a caller's time limit), the listener closes as well.
+    let _close_on_drop = stop.clone().drop_guard();
     let server = tokio::spawn(
         axum::serve(listener, app)
             .with_graceful_shutdown(stop.clone().cancelled_owned())
@@ -169,6 +171,35 @@ mod tests {
         assert!(loopback("http://localhost:9/cb").is_ok());
         assert!(loopback("https://app.example.com/callback").is_err());
         assert!(loopback("http://10.0.0.1:80/callback").is_err());
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_sign_in_closes_its_listener() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let sign_in = SignIn {
+            server: "notes".into(),
+            url: "http://127.0.0.1:9/authorize?state=s".into(),
+            redirect_uri: format!("http://127.0.0.1:{port}/callback"),
+        };
+        let waited = tokio::time::timeout(
+            Duration::from_millis(300),
+            through_browser(sign_in, Duration::from_secs(60)),
+        )
+        .await;
+        assert!(waited.is_err(), "given up on");
+        let mut free = false;
+        for _ in 0..50 {
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                free = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(free, "the listener on {port} closed");
     }
 
     #[tokio::test]

@@ -130,6 +130,19 @@ impl SignInFlow {
         let resolution = manager
             .resolve_metadata_from_challenge(Some(challenge))
             .await?;
+        if let Some(pinned) = &self.oauth.authorization_server
+            && resolution.metadata.issuer.as_deref() != Some(pinned.as_str())
+        {
+            return Err(AuthError::AuthorizationServerMismatch {
+                expected_issuer: pinned.clone(),
+                received_issuer: resolution
+                    .metadata
+                    .issuer
+                    .as_deref()
+                    .map(crate::client::escaped)
+                    .unwrap_or_default(),
+            });
+        }
         manager.set_metadata(resolution.metadata);
         Ok(manager)
     }
@@ -172,6 +185,15 @@ impl SignInFlow {
         let session = AuthorizationSession::new(manager, request)
             .await
             .map_err(|(_, error)| error)?;
+        // The address is the authorization server's to choose; only a web
+        // page is opened (a `file:` or an app's own scheme could run what
+        // the server wants on this machine).
+        if !is_web_address(&session.auth_url) {
+            return Err(AuthError::AuthorizationFailed(format!(
+                "the authorization server's sign-in address is not an https (or loopback http) one: {}",
+                crate::client::escaped(&session.auth_url)
+            )));
+        }
         tracing::info!(server = %self.server, "signing in to the MCP server");
         let answer = self
             .oauth
@@ -243,10 +265,50 @@ impl SignInFlow {
     }
 }
 
+/// An https address, or an http one on loopback.
+fn is_web_address(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    match url.scheme() {
+        "https" => true,
+        "http" => match url.host_str() {
+            Some("localhost") => true,
+            Some(host) => host
+                .trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback()),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
 /// The `scope` a `WWW-Authenticate` challenge names.
 fn scope_of(challenge: &str) -> Option<String> {
     let base = reqwest::Url::parse("http://localhost/").ok()?;
     rmcp::transport::auth::WWWAuthenticateParams::parse(challenge, &base).scope
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_web_pages_are_opened_for_sign_in() {
+        assert!(is_web_address("https://auth.example.com/authorize?x=1"));
+        assert!(is_web_address("http://127.0.0.1:9/authorize"));
+        assert!(is_web_address("http://localhost:9/authorize"));
+        for refused in [
+            "file:///etc/passwd?response_type=code",
+            "vscode://extension/run",
+            "http://auth.example.com/authorize",
+            "javascript:alert(1)",
+            "not a url",
+        ] {
+            assert!(!is_web_address(refused), "{refused}");
+        }
+    }
 }
 
 fn algorithm_of(name: &str) -> Result<JwtSigningAlgorithm, AuthError> {
