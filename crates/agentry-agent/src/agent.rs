@@ -62,6 +62,8 @@ pub(super) struct Settings {
     pub relevance_gate: Option<Arc<super::RelevanceGate>>,
     /// Read final answers against the tool results they rest on.
     pub check_answers: super::AnswerCheck,
+    /// Guardrails on the user's message, the answer, and untrusted tools' results.
+    pub guardrails: super::run::Guardrails,
 }
 
 impl Default for Settings {
@@ -94,6 +96,7 @@ impl Default for Settings {
             tool_search: None,
             relevance_gate: None,
             check_answers: super::AnswerCheck::Off,
+            guardrails: Default::default(),
         }
     }
 }
@@ -269,6 +272,7 @@ impl Agent {
                 calls: calls.into_iter().map(|waiting| waiting.call.id).collect(),
             }),
             Outcome::JournalFailed(error) => Err(RunError::Journal(error.to_string())),
+            Outcome::GuardrailTripped(tripped) => Err(RunError::Guardrail(tripped)),
         }
     }
 

@@ -238,6 +238,33 @@ impl AgentBuilder {
         self
     }
 
+    /// Check the user's message before the first model step: a guardrail
+    /// may pass it, rewrite it (what the model then reads) or trip, which
+    /// ends the run before the model is asked
+    /// ([`Outcome::GuardrailTripped`](crate::Outcome::GuardrailTripped)).
+    /// Guardrails run in the order added.
+    pub fn input_guardrail(mut self, guardrail: super::Guardrail) -> Self {
+        self.settings.guardrails.input.push(guardrail);
+        self
+    }
+
+    /// Check the final answer before it is given: pass, rewrite (a
+    /// redaction), ask the model again with feedback (up to the guardrail's
+    /// [`retries`](super::Guardrail::retries)), or trip.
+    pub fn output_guardrail(mut self, guardrail: super::Guardrail) -> Self {
+        self.settings.guardrails.output.push(guardrail);
+        self
+    }
+
+    /// Check what comes back from tools the agent does not control (a tool
+    /// source's tools, such as an MCP server's or an A2A agent's, and tools
+    /// marked `open_world`, such as OpenAPI operations): pass, rewrite what
+    /// the model reads, or trip.
+    pub fn tool_result_guardrail(mut self, guardrail: super::Guardrail) -> Self {
+        self.settings.guardrails.tool_result.push(guardrail);
+        self
+    }
+
     /// Start from a toolbox built elsewhere (its tools come first, and its
     /// default timeout is kept unless [`default_timeout`](Self::default_timeout) is set).
     pub fn toolbox(mut self, toolbox: Toolbox) -> Self {

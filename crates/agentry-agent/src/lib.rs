@@ -53,6 +53,7 @@ mod child;
 mod discovery;
 pub mod durable;
 mod events;
+pub mod guardrail;
 mod outcome;
 mod policy;
 mod prompt_schema;
@@ -76,6 +77,7 @@ pub use child::CHILD_AGENT_TIMEOUT;
 pub use discovery::{DISCOVER, SEARCH_BUDGET_BYTES, SEARCH_LIMIT, SEARCH_TOOLS};
 pub use durable::{DurableRun, DurableRuns};
 pub use events::AgentEvent;
+pub use guardrail::{Guardrail, GuardrailStage, GuardrailTripped, Verdict};
 pub use outcome::{
     CallRecord, ChildRun, OUT_OF_STEPS_TEXT, Outcome, RunError, RunOutcome, StepRecord,
 };

@@ -31,12 +31,14 @@ pub enum Outcome {
     /// A durable run's journal could not be written (or another process
     /// wrote it first): the run stopped rather than do anything unrecorded.
     JournalFailed(#[serde(serialize_with = "display")] JournalError),
+    /// A guardrail stopped the run: which, where, and why.
+    GuardrailTripped(super::GuardrailTripped),
 }
 
 impl Outcome {
     /// How it ended, in one word: the `kind` it serialises with (`final`,
     /// `out_of_steps`, `over_budget`, `model_error`, `awaiting_decision`,
-    /// `journal_failed`).
+    /// `journal_failed`, `guardrail_tripped`).
     pub fn kind(&self) -> &'static str {
         match self {
             Outcome::Final(_) => "final",
@@ -45,6 +47,7 @@ impl Outcome {
             Outcome::ModelError(_) => "model_error",
             Outcome::AwaitingDecision(_) => "awaiting_decision",
             Outcome::JournalFailed(_) => "journal_failed",
+            Outcome::GuardrailTripped(_) => "guardrail_tripped",
         }
     }
 }
@@ -145,6 +148,7 @@ impl RunOutcome {
                     .join(", ")
             ),
             Outcome::JournalFailed(error) => format!("stopped: {error}"),
+            Outcome::GuardrailTripped(tripped) => format!("stopped: {tripped}"),
         }
     }
 
@@ -183,6 +187,9 @@ pub enum RunError {
     /// A durable run's journal failed.
     #[error("the run stopped: {0}")]
     Journal(String),
+    /// A guardrail stopped the run.
+    #[error(transparent)]
+    Guardrail(#[from] super::GuardrailTripped),
 }
 
 #[cfg(test)]

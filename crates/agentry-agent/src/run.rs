@@ -22,6 +22,9 @@ use agentry_core::tool::{Capabilities, ToolCall, ToolContext};
 
 mod calls;
 mod check;
+mod guard;
+
+pub(crate) use guard::Guardrails;
 
 use check::Checked;
 
@@ -157,8 +160,14 @@ impl Agent {
             discovered: false,
             rechecked: None,
             relevance: None,
+            guard_retries: Default::default(),
         };
         run.replay_finished(self).await;
+        if open.is_none()
+            && let Err(tripped) = self.guard_input(&mut run).await
+        {
+            return run.end(Outcome::GuardrailTripped(tripped), spend);
+        }
         loop {
             if let Some(step) = open.take()
                 && let Err(outcome) = self.close_step(&mut run, frame, step, sink).await
@@ -180,6 +189,17 @@ impl Agent {
                     let text = match self.check_answer(&mut run, frame, text, tokens, sink) {
                         Checked::Reask => continue,
                         Checked::Final(text) => text,
+                    };
+                    let durable = frame.durable.is_some();
+                    let text = match self
+                        .guard_output(&mut run, durable, text, tokens, sink)
+                        .await
+                    {
+                        guard::Answer::Give(text) => text,
+                        guard::Answer::Again => continue,
+                        guard::Answer::Tripped(tripped) => {
+                            return run.end(Outcome::GuardrailTripped(tripped), spend);
+                        }
                     };
                     let outcome = answer(&mut run, frame, text, tokens, sink).await;
                     return run.end(outcome, spend);
@@ -351,6 +371,8 @@ struct Progress {
     rechecked: Option<usize>,
     /// What the relevance gate made of the request before step 1.
     relevance: Option<Relevance>,
+    /// How many times each output guardrail (by name) asked again.
+    guard_retries: std::collections::HashMap<String, u32>,
 }
 
 impl Progress {

@@ -151,7 +151,9 @@ pub fn report_steps(
         }
     }
     Ok(match outcome.outcome {
-        Outcome::ModelError(_) | Outcome::JournalFailed(_) => ExitCode::FAILURE,
+        Outcome::ModelError(_) | Outcome::JournalFailed(_) | Outcome::GuardrailTripped(_) => {
+            ExitCode::FAILURE
+        }
         _ => ExitCode::SUCCESS,
     })
 }

@@ -408,13 +408,17 @@ fn outcome_name(outcome: &Outcome) -> &'static str {
         Outcome::OverBudget => "over_budget",
         Outcome::AwaitingDecision(_) => "awaiting_decision",
         Outcome::JournalFailed(_) => "journal_failed",
+        Outcome::GuardrailTripped(_) => "guardrail_tripped",
     }
 }
 
-/// `stop` for an answer, `length` when the run hit its step or token limit.
+/// `stop` for an answer, `content_filter` when a guardrail stopped the run,
+/// `length` when the run hit its step or token limit.
 fn finish_reason(outcome: &Outcome) -> &'static str {
     match outcome {
         Outcome::Final(_) => "stop",
+        // OpenAI's word for an answer a filter stopped.
+        Outcome::GuardrailTripped(_) => "content_filter",
         _ => "length",
     }
 }

@@ -154,6 +154,9 @@ pub use agentry_temporal as temporal;
 #[cfg(feature = "a2a")]
 #[cfg_attr(docsrs, doc(cfg(feature = "a2a")))]
 pub use agentry_a2a as a2a;
+#[cfg(feature = "guardrails")]
+#[cfg_attr(docsrs, doc(cfg(feature = "guardrails")))]
+pub use agentry_guardrails as guardrails;
 
 /// AG-UI 1.0: a run streamed to a frontend as AG-UI events, destructive
 /// calls as interrupts (feature `agui`).

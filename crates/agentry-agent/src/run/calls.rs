@@ -20,8 +20,9 @@ use agentry_core::tool::{ToolCall, ToolResult};
 
 /// What became of one call.
 enum Executed {
-    /// It ran, or was refused: its result goes back to the model.
-    Done(CallRecord),
+    /// It ran, or was refused: its result goes back to the model (withheld
+    /// where a tool-result guardrail tripped, which ends the run).
+    Done(CallRecord, Option<crate::GuardrailTripped>),
     /// It waits for a person's decision (durable runs only).
     Waiting(WaitingCall),
 }
@@ -44,10 +45,14 @@ impl Agent {
         let (pending, extra) = unfinished_calls(&step, limit);
         let mut records = Vec::new();
         let mut waiting = Vec::new();
+        let mut tripped = None;
         if spend.within_budget() {
             for executed in self.execute(run_tools, frame, pending, sink, n).await {
                 match executed {
-                    Executed::Done(record) => records.push(record),
+                    Executed::Done(record, trip) => {
+                        records.push(record);
+                        tripped = tripped.or(trip);
+                    }
                     Executed::Waiting(call) => waiting.push(call),
                 }
             }
@@ -88,6 +93,9 @@ impl Agent {
         for record in records {
             step.finished.insert(record.call.id.clone(), record);
         }
+        if let Some(tripped) = tripped {
+            return Err(Outcome::GuardrailTripped(tripped));
+        }
         if !waiting.is_empty() {
             return Err(Outcome::AwaitingDecision(waiting));
         }
@@ -115,7 +123,7 @@ impl Agent {
             });
         let one = |(call, interrupted)| async move {
             let executed = self.execute_one(run_tools, frame, call, interrupted).await;
-            if let Executed::Done(record) = &executed {
+            if let Executed::Done(record, _) = &executed {
                 emit(sink, || AgentEvent::ToolResult {
                     step,
                     record: record.clone(),
@@ -183,12 +191,14 @@ impl Agent {
             Ok(ran) => ran,
             Err(waiting) => return Executed::Waiting(WaitingCall { call, waiting }),
         };
+        // Before the audit, the journal and the model see it.
+        let (result, tripped) = self.guard_result(run_tools, &ran, result).await;
         crate::telemetry::end_tool(&span, &result);
         let child = scope.take_child().map(Box::new);
         let record = self
             .finish(frame, ran, result, outcome, started.elapsed(), child)
             .await;
-        Executed::Done(record)
+        Executed::Done(record, tripped)
     }
 
     /// A call's record, audited, and written to the journal of a durable run.

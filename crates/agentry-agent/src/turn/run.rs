@@ -413,7 +413,10 @@ async fn run_agent(
                         (how.waiting)(id, calls);
                         Ok(reply.text)
                     }
-                    Outcome::OutOfSteps | Outcome::OverBudget | Outcome::AwaitingDecision(_) => {
+                    Outcome::OutOfSteps
+                    | Outcome::OverBudget
+                    | Outcome::AwaitingDecision(_)
+                    | Outcome::GuardrailTripped(_) => {
                         reply.write(usize::MAX, &run.text(), how.delta);
                         Ok(reply.text)
                     }
