@@ -206,6 +206,8 @@ pub async fn remote_agent(agent: RemoteAgent) -> Result<Tool, ToolError> {
         read_only: agent.trusted,
         destructive: !agent.trusted,
         timeout: Some(agent.timeout),
+        // Another agent's answer: tool-result guardrails read it.
+        open_world: true,
         ..ToolHints::default()
     };
     Ok(Tool::new(

@@ -6,8 +6,9 @@
 //!   ([`AgentBuilder::output_guardrail`](crate::AgentBuilder::output_guardrail));
 //!   one may ask the model to try again, with feedback, a set number of times.
 //! - **Tool-result** guardrails read what comes back from tools the agent
-//!   does not control: tools from a tool source (MCP servers, A2A agents) and
-//!   tools marked `open_world` (OpenAPI operations, untrusted MCP tools)
+//!   does not control: tools from a tool source (MCP servers), tools marked
+//!   `open_world` (OpenAPI operations, A2A agents, untrusted MCP tools) and
+//!   tools that declare a network capability
 //!   ([`AgentBuilder::tool_result_guardrail`](crate::AgentBuilder::tool_result_guardrail)).
 //!
 //! Each answers with a [`Verdict`]: pass, rewrite the text (redaction), ask

@@ -125,5 +125,8 @@ fn main() {
         found += find(&long, &PiiKind::ALL).len();
     }
     let each = started.elapsed() / rounds;
-    println!("time per check of one {} KiB text: {each:?}", long.len() / 1024);
+    println!(
+        "time per check of one {} KiB text: {each:?}",
+        long.len() / 1024
+    );
 }

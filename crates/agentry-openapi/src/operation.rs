@@ -160,6 +160,8 @@ impl Operation {
             idempotent: reads || matches!(self.method.as_str(), "PUT" | "DELETE"),
             destructive: self.method == "DELETE",
             concurrency_safe: reads,
+            // A remote API's answer: tool-result guardrails read it.
+            open_world: true,
             ..ToolHints::default()
         }
     }

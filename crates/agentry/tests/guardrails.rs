@@ -146,14 +146,22 @@ async fn untrusted_results_are_redacted_before_the_model_and_the_journal_see_the
         .handler(|_: Value| Ok::<_, String>("me@example.com"))
         .build()
         .unwrap();
+    // A tool that reaches the web (an OpenAPI operation's hints say so too).
+    let mut page = function("page")
+        .handler(|_: Value| Ok::<_, String>("written by bo@example.com"))
+        .build()
+        .unwrap();
+    page.hints.open_world = true;
     let model = Arc::new(
         ScriptedModel::new()
             .reply(call("remote.lookup"))
             .reply(call("utils.whoami"))
+            .reply(call("utils.page"))
             .reply(answer("done")),
     );
     let agent = Agent::builder(model.clone())
         .tool(own)
+        .tool(page)
         .tool_source(Arc::new(Remote))
         .tool_result_guardrail(Pii::redact().guardrail())
         .build()
@@ -176,9 +184,10 @@ async fn untrusted_results_are_redacted_before_the_model_and_the_journal_see_the
         results,
         [
             json!("The owner is [EMAIL], IBAN [IBAN]."),
-            json!("me@example.com")
+            json!("me@example.com"),
+            json!("written by [EMAIL]")
         ],
-        "the source's result is redacted, the agent's own tool's is not"
+        "the source's and the open-world tool's results are redacted, the agent's own tool's is not"
     );
     let seen = format!("{:?}", model.requests()[1].messages);
     assert!(!seen.contains("ana@example.com") && seen.contains("[EMAIL]"));

@@ -10,7 +10,7 @@ use crate::events::EventSink;
 use crate::guardrail::{Guarded, Guardrail, GuardrailStage, GuardrailTripped, apply};
 use crate::run_tools::RunTools;
 use agentry_core::model::{Message, Usage};
-use agentry_core::tool::{ToolCall, ToolResult};
+use agentry_core::tool::{Capability, ToolCall, ToolResult};
 use serde_json::Value;
 
 /// An agent's guardrails, by where they stand.
@@ -121,8 +121,9 @@ impl Agent {
     }
 
     /// A result of `call` through the tool-result guardrails, when its tool
-    /// is one the agent does not control (a tool source's, or marked
-    /// `open_world`). On a trip the model gets an error in its place.
+    /// is one the agent does not control (a tool source's, marked
+    /// `open_world`, or granted the network). On a trip the model gets an
+    /// error in its place.
     pub(super) async fn guard_result(
         &self,
         run_tools: &RunTools,
@@ -130,11 +131,19 @@ impl Agent {
         result: ToolResult,
     ) -> (ToolResult, Option<GuardrailTripped>) {
         let guardrails = &self.settings.guardrails.tool_result;
+        // A tool source's tool, or one that reaches beyond the agent's
+        // world: marked `open_world`, or granted the network.
         let untrusted = run_tools.sourced.contains(&call.name)
             || run_tools
                 .toolbox
                 .find_for_call(&call.name)
-                .is_some_and(|tool| tool.hints.open_world);
+                .is_some_and(|tool| {
+                    tool.hints.open_world
+                        || tool
+                            .capabilities
+                            .iter()
+                            .any(|capability| matches!(capability, Capability::Net(_)))
+                });
         if guardrails.is_empty() || !untrusted {
             return (result, None);
         }
