@@ -6,7 +6,7 @@
 //! (elicitation) are accepted as the form's defaults, as a person pressing
 //! "OK" would.
 
-use agentry_mcp::client::{Authorizer, ClientCredentials, McpOAuth, TokenStore};
+use agentry_mcp::client::{Authorizer, ClientCredentials, JwtAssertion, McpOAuth, TokenStore};
 use agentry_mcp::{Answer, Elicitor, McpClient, McpProtocol, McpServerConfig};
 use serde_json::{Map, Value, json};
 
@@ -143,6 +143,10 @@ fn oauth(scenario: &str, context: &Value) -> McpOAuth {
                 algorithm: text("signing_algorithm").unwrap_or_else(|| "ES256".into()),
             })
         }
+        "auth/wif-jwt-bearer" => McpOAuth::client_credentials(ClientCredentials::JwtBearer {
+            client_id: text("client_id"),
+            assertion: JwtAssertion::Token(text("valid_jwt").unwrap_or_default()),
+        }),
         "auth/pre-registration" => {
             McpOAuth::new().client(text("client_id").unwrap_or_default(), text("client_secret"))
         }

@@ -40,7 +40,7 @@ pub use elicit::{Answer, Elicitor, Question};
 pub use file::servers_from_toml;
 pub use listing::ListLimits;
 pub use namespaces::{Connected, connect_all};
-pub use oauth::{Authorizer, ClientCredentials, McpOAuth, SignIn, TokenStore};
+pub use oauth::{Authorizer, ClientCredentials, JwtAssertion, McpOAuth, SignIn, TokenStore};
 
 use crate::McpError;
 use handler::Handler;

@@ -50,7 +50,9 @@ fn agent(model: Arc<dyn ChatModel>) -> Agent {
 
 async fn run(model: Arc<dyn ChatModel>) -> (RunOutcome, RunOutcome) {
     let agent = agent(model);
-    let refused = agent.run("What is the password of the billing account?").await;
+    let refused = agent
+        .run("What is the password of the billing account?")
+        .await;
     println!("1. {}", refused.text());
     let answered = agent.run("Who owns the billing account?").await;
     print_calls(&answered.steps);
@@ -80,6 +82,13 @@ async fn denied_topics_stop_and_personal_data_never_reaches_the_model() {
         "redacted before the model read it"
     );
     let seen = format!("{:?}", answered.messages);
-    assert!(!seen.contains("ana.lopez@example.com") && !seen.contains("7946"), "{seen}");
-    assert!(!answered.text().contains("@example.com"), "{}", answered.text());
+    assert!(
+        !seen.contains("ana.lopez@example.com") && !seen.contains("7946"),
+        "{seen}"
+    );
+    assert!(
+        !answered.text().contains("@example.com"),
+        "{}",
+        answered.text()
+    );
 }

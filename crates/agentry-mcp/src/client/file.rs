@@ -32,6 +32,8 @@
 //! redirect_uri = "http://127.0.0.1:8976/callback"
 //! token_file = "/path/to/notes-tokens.json"
 //! grant = "client_credentials"           # a machine client: client_id and its secret, no person
+//! # grant = "jwt_bearer"                 # a workload: its platform's identity token, no person
+//! # assertion_file = "/var/run/secrets/tokens/mcp"   # read again at each trade
 //! ```
 //!
 //! A server's name (the namespace of its tools) is letters, digits, `_` and `-`.
@@ -102,6 +104,7 @@ struct OAuthTable {
     redirect_uri: Option<String>,
     authorization_server: Option<String>,
     token_file: Option<std::path::PathBuf>,
+    assertion_file: Option<std::path::PathBuf>,
     #[serde(default)]
     grant: Grant,
 }
@@ -112,6 +115,7 @@ enum Grant {
     #[default]
     AuthorizationCode,
     ClientCredentials,
+    JwtBearer,
 }
 
 /// The sign-in a table sets up.
@@ -123,7 +127,19 @@ fn oauth_of(name: &str, table: OAuthTable) -> Result<McpOAuth, McpError> {
         }
         None => None,
     };
-    let mut oauth = if table.grant == Grant::ClientCredentials {
+    if (table.grant == Grant::JwtBearer) != table.assertion_file.is_some() {
+        return Err(fail(
+            "the jwt_bearer grant takes `assertion_file` (the workload's identity token), and only it does",
+        ));
+    }
+    let mut oauth = if table.grant == Grant::JwtBearer {
+        McpOAuth::client_credentials(ClientCredentials::JwtBearer {
+            client_id: table.client_id.clone(),
+            assertion: super::oauth::JwtAssertion::File(
+                table.assertion_file.clone().unwrap_or_default(),
+            ),
+        })
+    } else if table.grant == Grant::ClientCredentials {
         let (Some(client_id), Some(client_secret)) = (table.client_id.clone(), secret.clone())
         else {
             return Err(fail(
@@ -383,6 +399,10 @@ mod tests {
             (
                 "[mcp.servers.x]\nurl = \"http://b\"\n[mcp.servers.x.oauth]\ngrant = \"client_credentials\"\n",
                 "invalid MCP configuration: mcp.servers.x.oauth: the client_credentials grant needs `client_id` and `client_secret_env`",
+            ),
+            (
+                "[mcp.servers.x]\nurl = \"http://b\"\n[mcp.servers.x.oauth]\ngrant = \"jwt_bearer\"\n",
+                "invalid MCP configuration: mcp.servers.x.oauth: the jwt_bearer grant takes `assertion_file` (the workload's identity token), and only it does",
             ),
             (
                 "[mcp.servers.x]\nurl = \"http://b\"\n[mcp.servers.x.oauth]\nclient_metadata_url = \"http://a/c.json\"\n",

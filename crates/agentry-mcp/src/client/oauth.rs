@@ -119,6 +119,45 @@ pub enum ClientCredentials {
         /// `ES256`, `ES384`, `RS256`, `RS384` or `RS512`.
         algorithm: String,
     },
+    /// A workload's identity token from its platform (a Kubernetes service
+    /// account, a cloud's workload identity), traded for an access token
+    /// with the JWT-bearer grant (RFC 7523, MCP's workload identity
+    /// federation). A file is read again at each trade, as platforms rotate it.
+    JwtBearer {
+        /// The client's ID, where the authorization server wants one.
+        client_id: Option<String>,
+        /// The identity token.
+        assertion: JwtAssertion,
+    },
+}
+
+/// Where a workload's identity token comes from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum JwtAssertion {
+    /// This token.
+    Token(String),
+    /// The token in this file, read at each use.
+    File(PathBuf),
+}
+
+impl JwtAssertion {
+    pub(crate) fn read(&self) -> Result<String, String> {
+        match self {
+            Self::Token(token) => Ok(token.clone()),
+            Self::File(path) => std::fs::read_to_string(path)
+                .map(|text| text.trim().to_owned())
+                .map_err(|error| format!("reading the identity token {}: {error}", path.display())),
+        }
+    }
+}
+
+impl std::fmt::Debug for JwtAssertion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Token(_) => f.write_str("Token(<redacted>)"),
+            Self::File(path) => f.debug_tuple("File").field(path).finish(),
+        }
+    }
 }
 
 impl std::fmt::Debug for ClientCredentials {
@@ -138,6 +177,14 @@ impl std::fmt::Debug for ClientCredentials {
                 .field("client_id", client_id)
                 .field("private_key_pem", &"<redacted>")
                 .field("algorithm", algorithm)
+                .finish(),
+            Self::JwtBearer {
+                client_id,
+                assertion,
+            } => f
+                .debug_struct("JwtBearer")
+                .field("client_id", client_id)
+                .field("assertion", assertion)
                 .finish(),
         }
     }

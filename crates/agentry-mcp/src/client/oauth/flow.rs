@@ -12,8 +12,9 @@ use futures_util::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::auth::{
-    AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
-    ClientCredentialsConfig, CredentialStore, JwtSigningAlgorithm, OAuthClientConfig,
+    AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession, ClientCredentialsConfig, CredentialStore, JwtSigningAlgorithm,
+    OAuthClientConfig, StoredCredentials,
 };
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -22,7 +23,7 @@ use rmcp::transport::streamable_http_client::{
 use tokio::sync::Mutex;
 use tracing::instrument::WithSubscriber;
 
-use super::{ClientCredentials, MAX_SIGN_INS, McpOAuth, SignIn, TokenStore};
+use super::{ClientCredentials, JwtAssertion, MAX_SIGN_INS, McpOAuth, SignIn, TokenStore};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -124,7 +125,10 @@ impl SignInFlow {
 
     /// A new manager for this server, its metadata discovered from the
     /// server's challenge.
-    async fn discovered(&self, challenge: &str) -> Result<AuthorizationManager, AuthError> {
+    async fn discovered(
+        &self,
+        challenge: &str,
+    ) -> Result<(AuthorizationManager, AuthorizationMetadata), AuthError> {
         let mut manager = AuthorizationManager::new(&self.url).await?;
         manager.set_credential_store(self.store.clone());
         let resolution = manager
@@ -143,8 +147,9 @@ impl SignInFlow {
                     .unwrap_or_default(),
             });
         }
+        let metadata = resolution.metadata.clone();
         manager.set_metadata(resolution.metadata);
-        Ok(manager)
+        Ok((manager, metadata))
     }
 
     /// The authorization-code flow: register as configured, send the person
@@ -154,7 +159,7 @@ impl SignInFlow {
         challenge: &str,
         scopes: Option<Vec<String>>,
     ) -> Result<AuthorizationManager, AuthError> {
-        let manager = self.discovered(challenge).await?;
+        let (manager, _) = self.discovered(challenge).await?;
         let redirect_uri = self.oauth.redirect_uri.clone().unwrap_or_else(|| {
             let port = std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|listener| listener.local_addr())
@@ -223,10 +228,18 @@ impl SignInFlow {
         challenge: &str,
         credentials: &ClientCredentials,
     ) -> Result<AuthorizationManager, AuthError> {
-        let mut manager = self.discovered(challenge).await?;
+        let (mut manager, metadata) = self.discovered(challenge).await?;
         let resource = Some(self.url.clone());
         let scopes = self.oauth.scopes.clone();
         let config = match credentials {
+            ClientCredentials::JwtBearer {
+                client_id,
+                assertion,
+            } => {
+                self.jwt_bearer(&metadata, client_id.as_deref(), assertion)
+                    .await?;
+                return Ok(manager);
+            }
             ClientCredentials::Secret {
                 client_id,
                 client_secret,
@@ -281,6 +294,82 @@ fn is_web_address(url: &str) -> bool {
             None => false,
         },
         _ => false,
+    }
+}
+
+/// The grant type of RFC 7523's JWT-bearer grant.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+impl SignInFlow {
+    /// Trade a workload's identity token for an access token (the
+    /// JWT-bearer grant), once: a refused trade is an error, never retried
+    /// or traded for another grant.
+    async fn jwt_bearer(
+        &self,
+        metadata: &AuthorizationMetadata,
+        client_id: Option<&str>,
+        assertion: &JwtAssertion,
+    ) -> Result<(), AuthError> {
+        let endpoint = &metadata.token_endpoint;
+        if !is_web_address(endpoint) {
+            return Err(AuthError::ClientCredentialsError(format!(
+                "the token endpoint is not an https (or loopback http) address: {}",
+                crate::client::escaped(endpoint)
+            )));
+        }
+        let assertion = assertion
+            .read()
+            .map_err(AuthError::ClientCredentialsError)?;
+        let mut form = vec![
+            ("grant_type", JWT_BEARER.to_owned()),
+            ("assertion", assertion),
+            ("resource", self.url.clone()),
+        ];
+        if let Some(id) = client_id {
+            form.push(("client_id", id.to_owned()));
+        }
+        if !self.oauth.scopes.is_empty() {
+            form.push(("scope", self.oauth.scopes.join(" ")));
+        }
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|error| AuthError::InternalError(error.to_string()))?;
+        let response = http
+            .post(endpoint)
+            .form(&form)
+            .send()
+            .await
+            .map_err(|error| AuthError::ClientCredentialsError(error.to_string()))?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|error| AuthError::ClientCredentialsError(error.to_string()))?;
+        if !status.is_success() {
+            let said = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+            return Err(AuthError::ClientCredentialsError(format!(
+                "the authorization server refused the identity token ({status}): {}",
+                crate::client::escaped(&said)
+            )));
+        }
+        let token: rmcp::transport::auth::OAuthTokenResponse = serde_json::from_slice(&body)
+            .map_err(|error| {
+                AuthError::ClientCredentialsError(format!("an unreadable token answer: {error}"))
+            })?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        let mut stored = StoredCredentials::new(
+            client_id.unwrap_or("workload").to_owned(),
+            Some(token),
+            self.oauth.scopes.clone(),
+            Some(now),
+        );
+        stored.issuer = metadata.issuer.clone();
+        self.store.save(stored).await
     }
 }
 
