@@ -35,21 +35,10 @@ impl Denied {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let patterns = words
-            .into_iter()
-            .map(|word| {
-                let word: String = word.into();
-                let pattern = format!(r"\b{}\b", regex::escape(&word));
-                RegexBuilder::new(&pattern)
-                    .case_insensitive(true)
-                    .build()
-                    .map(|regex| (word.to_lowercase(), regex))
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Self {
-            name: name.into(),
-            patterns,
-            replacement: None,
+        Self::compiled(name, words, |word| {
+            let pattern = format!(r"\b{}\b", regex::escape(word));
+            let regex = RegexBuilder::new(&pattern).case_insensitive(true).build()?;
+            Ok((word.to_lowercase(), regex))
         })
     }
 
@@ -59,12 +48,25 @@ impl Denied {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let patterns = patterns
+        Self::compiled(name, patterns, |pattern| {
+            Ok((pattern.to_owned(), Regex::new(pattern)?))
+        })
+    }
+
+    /// Each of `items` compiled by `compile` into what a trip names and its
+    /// regular expression.
+    fn compiled<I, S>(
+        name: impl Into<String>,
+        items: I,
+        compile: impl Fn(&str) -> Result<(String, Regex), regex::Error>,
+    ) -> Result<Self, regex::Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let patterns = items
             .into_iter()
-            .map(|pattern| {
-                let pattern: String = pattern.into();
-                Regex::new(&pattern).map(|regex| (pattern, regex))
-            })
+            .map(|item| compile(&item.into()))
             .collect::<Result<_, _>>()?;
         Ok(Self {
             name: name.into(),

@@ -101,10 +101,7 @@ impl Prompt {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.completions.insert(
-            argument.to_owned(),
-            values.into_iter().map(Into::into).collect(),
-        );
+        add_completions(&mut self.completions, argument, values);
         self
     }
 
@@ -335,10 +332,7 @@ impl ResourceTemplate {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.completions.insert(
-            variable.to_owned(),
-            values.into_iter().map(Into::into).collect(),
-        );
+        add_completions(&mut self.completions, variable, values);
         self
     }
 
@@ -384,6 +378,18 @@ impl ResourceTemplate {
     ) -> Result<Vec<ResourceContents>, String> {
         (self.read)(uri, variables).await
     }
+}
+
+/// Set the values that complete `name`.
+fn add_completions<I, S>(completions: &mut HashMap<String, Vec<String>>, name: &str, values: I)
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    completions.insert(
+        name.to_owned(),
+        values.into_iter().map(Into::into).collect(),
+    );
 }
 
 /// The values of `candidates` that start with `typed` (ignoring case), at
