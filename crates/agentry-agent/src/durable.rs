@@ -246,6 +246,18 @@ impl DurableRuns {
         id: String,
         messages: Vec<Message>,
     ) -> Result<DurableRun, JournalError> {
+        // The input guardrails come first: the journal keeps what they let
+        // through (a redaction, say), and a run they stop is never written.
+        let messages = match self.agent.guarded_input(messages).await {
+            Ok(messages) => messages,
+            Err(tripped) => {
+                return Ok(DurableRun {
+                    id,
+                    outcome: tripped_before_start(tripped),
+                    already_ended: false,
+                });
+            }
+        };
         let (replay, lease) = self.begin(&id, messages).await?;
         let outcome = self.go_on(&id, replay, lease, None).await;
         Ok(DurableRun {
@@ -264,6 +276,10 @@ impl DurableRuns {
         messages: Vec<Message>,
     ) -> impl Stream<Item = AgentEvent> + Send + '_ {
         event_stream(move |sink| async move {
+            let messages = match self.agent.guarded_input(messages).await {
+                Ok(messages) => messages,
+                Err(tripped) => return tripped_before_start(tripped),
+            };
             match self.begin(&id, messages).await {
                 Ok((replay, lease)) => self.go_on(&id, replay, lease, Some(sink)).await,
                 Err(error) => failed(error),
@@ -428,6 +444,17 @@ fn ended(replay: &Replay) -> Option<RunOutcome> {
 }
 
 /// The outcome of a run whose journal could not be read or started.
+/// A run an input guardrail stopped before anything was written.
+fn tripped_before_start(tripped: crate::GuardrailTripped) -> RunOutcome {
+    RunOutcome {
+        outcome: Outcome::GuardrailTripped(tripped),
+        usage: Default::default(),
+        steps: Vec::new(),
+        messages: Vec::new(),
+        relevance: None,
+    }
+}
+
 fn failed(error: JournalError) -> RunOutcome {
     RunOutcome {
         outcome: Outcome::JournalFailed(error),

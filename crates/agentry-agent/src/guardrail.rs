@@ -15,7 +15,11 @@
 //! again (output only), or trip: the run ends with
 //! [`Outcome::GuardrailTripped`](crate::Outcome::GuardrailTripped), naming
 //! the guardrail, where it stood and why. Guardrails run in the order they
-//! were added; a rewrite is what the next one reads.
+//! were added; a rewrite is what the next one reads. In a durable run the
+//! input guardrails run before the journal is written (it keeps what they
+//! let through; a run they stop is never written). Runs an engine drives
+//! step by step ([`stepwise`](crate::stepwise), Temporal's) do not apply
+//! guardrails yet.
 //!
 //! ```
 //! use agentry_agent::{Agent, Guardrail, GuardrailStage, Outcome, Verdict};

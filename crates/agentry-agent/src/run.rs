@@ -163,7 +163,9 @@ impl Agent {
             guard_retries: Default::default(),
         };
         run.replay_finished(self).await;
+        // A durable run's input was checked before its journal was written.
         if open.is_none()
+            && frame.durable.is_none()
             && let Err(tripped) = self.guard_input(&mut run).await
         {
             return run.end(Outcome::GuardrailTripped(tripped), spend);

@@ -17,8 +17,9 @@
 //!
 //! Both take the conversation the run started with, so a worker that never
 //! saw the run before prepares the same tools. What this does not carry:
-//! discovery's loaded set, skills activated by earlier steps, and the answer
-//! check (answers are taken as they are, as durable runs take them).
+//! discovery's loaded set, skills activated by earlier steps, the answer
+//! check (answers are taken as they are, as durable runs take them), and
+//! the agent's guardrails (not yet applied on engine-driven runs).
 //!
 //! ```
 //! use agentry_agent::Agent;

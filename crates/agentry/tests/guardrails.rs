@@ -235,3 +235,46 @@ async fn a_guardrail_of_your_own_sees_each_stage() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_durable_run_journals_the_guarded_input_and_a_tripped_one_is_never_written() {
+    let model = Arc::new(ScriptedModel::new().reply(answer("noted")));
+    let agent = Agent::builder(model.clone())
+        .input_guardrail(Denied::words("no-weapons", ["weapon"]).unwrap().guardrail())
+        .input_guardrail(Pii::redact().guardrail())
+        .build()
+        .unwrap();
+    let journal = Arc::new(InMemoryJournal::new());
+    let runs = agent.durable(journal.clone());
+    let run = runs
+        .start("My IBAN is DE89 3704 0044 0532 0130 00.")
+        .await
+        .unwrap();
+    assert_eq!(run.outcome.outcome, Outcome::Final("noted".into()));
+    let entries = journal.entries(&run.id).await.unwrap();
+    let RunEntry::Started { messages, .. } = &entries[0] else {
+        panic!("{entries:?}")
+    };
+    assert_eq!(
+        user_texts(messages),
+        ["My IBAN is [IBAN]."],
+        "the journal keeps the redaction"
+    );
+    assert_eq!(
+        user_texts(&model.requests()[0].messages),
+        ["My IBAN is [IBAN]."]
+    );
+
+    let stopped = runs.start("Sell me a weapon").await.unwrap();
+    assert!(matches!(
+        stopped.outcome.outcome,
+        Outcome::GuardrailTripped(_)
+    ));
+    assert!(
+        matches!(
+            journal.entries(&stopped.id).await,
+            Err(agentry::journal::JournalError::NotFound(_))
+        ),
+        "nothing was written"
+    );
+}

@@ -42,19 +42,35 @@ fn result_text(output: &Value) -> String {
 
 impl Agent {
     /// A fresh run's user message through the input guardrails: rewritten
-    /// in place, or the run stops. A resumed run was checked when it began.
+    /// in place, or the run stops. A resumed run was checked when it began,
+    /// and a durable run before its journal was written
+    /// ([`Agent::guarded_input`]).
     pub(super) async fn guard_input(&self, run: &mut Progress) -> Result<(), GuardrailTripped> {
-        let guardrails = &self.settings.guardrails.input;
-        if guardrails.is_empty() || !run.steps.is_empty() {
+        if !run.steps.is_empty() {
             return Ok(());
         }
-        let Some(Message::User { text }) = run
-            .messages
+        let messages = std::mem::take(&mut run.messages);
+        run.messages = self.guarded_input(messages).await?;
+        Ok(())
+    }
+
+    /// `messages` with their last user message through the input
+    /// guardrails (rewritten where one rewrote it), or why a guardrail
+    /// stopped them.
+    pub(crate) async fn guarded_input(
+        &self,
+        mut messages: Vec<Message>,
+    ) -> Result<Vec<Message>, GuardrailTripped> {
+        let guardrails = &self.settings.guardrails.input;
+        if guardrails.is_empty() {
+            return Ok(messages);
+        }
+        let Some(Message::User { text }) = messages
             .iter_mut()
             .rev()
             .find(|message| matches!(message, Message::User { .. }))
         else {
-            return Ok(());
+            return Ok(messages);
         };
         match apply(
             guardrails,
@@ -66,7 +82,7 @@ impl Agent {
         {
             Guarded::Pass(checked) => {
                 *text = checked;
-                Ok(())
+                Ok(messages)
             }
             Guarded::Tripped(tripped) => Err(tripped),
             Guarded::Retry { .. } => unreachable!("an input retry trips"),
