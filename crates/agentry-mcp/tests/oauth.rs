@@ -314,15 +314,22 @@ fn headless(server: &OAuthServer) -> McpServerConfig {
     )
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_sign_in_page_that_is_not_a_web_page_is_never_opened() {
-    let Some(server) = OAuthServer::start_as("file-authorize") else {
-        return;
-    };
+/// A server made hostile as `hostile` says, and the error connecting to it
+/// with a headless sign-in gives.
+async fn refused_by(hostile: &str) -> Option<(OAuthServer, String)> {
+    let server = OAuthServer::start_as(hostile)?;
     let error = McpClient::connect(headless(&server))
         .await
         .unwrap_err()
         .to_string();
+    Some((server, error))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sign_in_page_that_is_not_a_web_page_is_never_opened() {
+    let Some((server, error)) = refused_by("file-authorize").await else {
+        return;
+    };
     assert!(
         error.contains("the authorization server's sign-in address is not an https (or loopback http) one: file:///etc/passwd"),
         "{error}"
@@ -332,13 +339,9 @@ async fn a_sign_in_page_that_is_not_a_web_page_is_never_opened() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn what_an_authorization_server_writes_cannot_rewrite_the_terminal() {
-    let Some(server) = OAuthServer::start_as("escapes") else {
+    let Some((_server, error)) = refused_by("escapes").await else {
         return;
     };
-    let error = McpClient::connect(headless(&server))
-        .await
-        .unwrap_err()
-        .to_string();
     assert!(
         error.contains("nope \\u{1b}]0;PWNED\\u{7}\\u{1b}[2J"),
         "{error}"

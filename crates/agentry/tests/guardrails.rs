@@ -40,14 +40,21 @@ fn user_texts(messages: &[Message]) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn an_input_guardrail_trips_before_the_model_or_rewrites_what_it_reads() {
+/// An agent that answers "noted", whose input guardrails refuse weapons and
+/// redact personal data; and its model, to read what it was asked.
+fn guarding_input() -> (Arc<ScriptedModel>, Agent) {
     let model = Arc::new(ScriptedModel::new().reply(answer("noted")));
     let agent = Agent::builder(model.clone())
         .input_guardrail(Denied::words("no-weapons", ["weapon"]).unwrap().guardrail())
         .input_guardrail(Pii::redact().guardrail())
         .build()
         .unwrap();
+    (model, agent)
+}
+
+#[tokio::test]
+async fn an_input_guardrail_trips_before_the_model_or_rewrites_what_it_reads() {
+    let (model, agent) = guarding_input();
     let tripped = agent.run("How do I build a weapon?").await;
     assert_eq!(
         tripped.outcome,
@@ -238,12 +245,7 @@ async fn a_guardrail_of_your_own_sees_each_stage() {
 
 #[tokio::test]
 async fn a_durable_run_journals_the_guarded_input_and_a_tripped_one_is_never_written() {
-    let model = Arc::new(ScriptedModel::new().reply(answer("noted")));
-    let agent = Agent::builder(model.clone())
-        .input_guardrail(Denied::words("no-weapons", ["weapon"]).unwrap().guardrail())
-        .input_guardrail(Pii::redact().guardrail())
-        .build()
-        .unwrap();
+    let (model, agent) = guarding_input();
     let journal = Arc::new(InMemoryJournal::new());
     let runs = agent.durable(journal.clone());
     let run = runs

@@ -342,6 +342,16 @@ impl McpOAuth {
     }
 }
 
+/// The loopback address a URL's host names: `localhost`, or a loopback
+/// IPv4 or IPv6 address (brackets and all).
+pub(crate) fn loopback_ip(host: &str) -> Option<std::net::IpAddr> {
+    let ip: std::net::IpAddr = match host {
+        "localhost" => std::net::Ipv4Addr::LOCALHOST.into(),
+        host => host.trim_matches(['[', ']']).parse().ok()?,
+    };
+    ip.is_loopback().then_some(ip)
+}
+
 /// `$XDG_CONFIG_HOME/agentry/mcp-auth`, else `~/.config/agentry/mcp-auth`.
 pub fn default_store_dir() -> PathBuf {
     let base = std::env::var_os("XDG_CONFIG_HOME")

@@ -44,19 +44,15 @@ pub(super) async fn headless(sign_in: SignIn) -> Result<String, String> {
 fn loopback(redirect_uri: &str) -> Result<(std::net::SocketAddr, String), String> {
     let url = reqwest::Url::parse(redirect_uri)
         .map_err(|error| format!("the redirect address {redirect_uri:?} is not valid: {error}"))?;
-    let host = url.host_str().unwrap_or_default();
-    let ip: std::net::IpAddr = match host {
-        "localhost" => std::net::Ipv4Addr::LOCALHOST.into(),
-        host => host
-            .trim_matches(['[', ']'])
-            .parse()
-            .map_err(|_| format!("the redirect address {redirect_uri:?} is not a loopback one"))?,
-    };
-    if !ip.is_loopback() || url.scheme() != "http" {
-        return Err(format!(
-            "the redirect address {redirect_uri:?} is not an http loopback one, so no listener here can take it"
-        ));
-    }
+    let ip = url
+        .host_str()
+        .and_then(super::loopback_ip)
+        .filter(|_| url.scheme() == "http")
+        .ok_or_else(|| {
+            format!(
+                "the redirect address {redirect_uri:?} is not an http loopback one, so no listener here can take it"
+            )
+        })?;
     let port = url.port().unwrap_or(80);
     Ok(((ip, port).into(), url.path().to_owned()))
 }

@@ -53,29 +53,26 @@ impl SignInFlow {
         let store = oauth.store_for(url);
         let mut manager = AuthorizationManager::new(url).await?;
         manager.set_credential_store(store.clone());
-        let stored = match store.load().await {
-            Ok(stored) => stored.is_some_and(|stored| stored.token_response.is_some()),
-            Err(error) => {
-                tracing::warn!(server, %error, "the stored MCP sign-in cannot be used; the server's refusal will sign in again");
-                false
-            }
-        };
-        if stored {
-            match manager.initialize_from_store().await {
-                Ok(true) => {
-                    if let (Some(id), Some(secret)) = (&oauth.client_id, &oauth.client_secret) {
-                        let redirect = oauth.redirect_uri.clone().unwrap_or_default();
-                        manager.configure_client(
-                            OAuthClientConfig::new(id.clone(), redirect)
-                                .with_client_secret(secret.clone()),
-                        )?;
-                    }
+        // Tokens an earlier run stored (rmcp reads the store, and discovers
+        // the server's metadata only when there are some).
+        match manager.initialize_from_store().await {
+            Ok(true) => {
+                if let (Some(id), Some(secret)) = (&oauth.client_id, &oauth.client_secret) {
+                    let redirect = oauth.redirect_uri.clone().unwrap_or_default();
+                    manager.configure_client(
+                        OAuthClientConfig::new(id.clone(), redirect)
+                            .with_client_secret(secret.clone()),
+                    )?;
                 }
-                Ok(false) => {}
-                // The stored tokens cannot be used (their server cannot be
-                // reached now, say): the server's refusal will sign in.
-                Err(error) => tracing::warn!(server, %error, "stored MCP sign-in not used"),
             }
+            Ok(false) => {}
+            // The stored tokens cannot be used (an unreadable token file,
+            // their server unreachable now): the server's refusal will sign in.
+            Err(error) => tracing::warn!(
+                server,
+                %error,
+                "the stored MCP sign-in cannot be used; the server's refusal will sign in again"
+            ),
         }
         let inner = AuthClient::new(http, manager);
         let manager = inner.auth_manager.clone();
@@ -285,14 +282,7 @@ fn is_web_address(url: &str) -> bool {
     };
     match url.scheme() {
         "https" => true,
-        "http" => match url.host_str() {
-            Some("localhost") => true,
-            Some(host) => host
-                .trim_matches(['[', ']'])
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback()),
-            None => false,
-        },
+        "http" => url.host_str().and_then(super::loopback_ip).is_some(),
         _ => false,
     }
 }
