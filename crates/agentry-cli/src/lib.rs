@@ -43,6 +43,7 @@ mod config;
 mod definition;
 mod demo_tools;
 mod elicit;
+mod eval;
 mod mcp;
 mod mcp_sign_in;
 mod memory;
@@ -158,6 +159,11 @@ enum Command {
     /// Carry out the agent's runs from a Temporal server's task queue (any
     /// number of workers, on any machines): `agentry run --temporal` starts them.
     Worker(temporal::WorkerArgs),
+    /// Evaluate the agent on a cases file, or on BFCL's questions.
+    Eval {
+        #[command(subcommand)]
+        command: eval::EvalCommand,
+    },
     /// Trust an `agentry.toml` found in the current directory to start its
     /// MCP servers and widen grants (recorded by path and content: an edit
     /// takes the trust back).
@@ -181,6 +187,7 @@ pub async fn main() -> ExitCode {
         Command::Init { path, force } => config::init(&path, force),
         Command::Tools { command } => tools::run(command),
         Command::Trust(args) => trust::run(args),
+        Command::Eval { command } => eval::run(command).await,
         Command::Worker(args) => temporal::worker(args).await,
     };
     // Whatever a command's spans left buffered goes out before the exit.

@@ -78,24 +78,41 @@ impl RunFlags {
     /// `--yes`, left to a person in a durable run, asked about on a
     /// terminal otherwise.
     pub async fn build(&self, durable: bool) -> Result<(Agent, Loaded), String> {
+        let approver = crate::mcp::CliApprover {
+            yes: self.yes,
+            durable,
+        };
+        let (agent, loaded, _) = self.build_with(approver, true).await?;
+        Ok((agent, loaded))
+    }
+
+    /// The agent, with `approver`, keeping local prompts on disk when
+    /// `prompt_store`; its definition file and its model come too.
+    pub async fn build_with(
+        &self,
+        approver: crate::mcp::CliApprover,
+        prompt_store: bool,
+    ) -> Result<(Agent, Loaded, std::sync::Arc<dyn agentry::model::ChatModel>), String> {
         let loaded = self.agent.load()?;
         crate::telemetry::start(&loaded)?;
         let choice = crate::definition::ModelChoice {
-            prompt_store: true, // the next run starts warm
+            prompt_store,
             ..self.model.choose(&loaded)
         };
         let chat_model = crate::providers::chat_model(&choice).await?;
         let built = self
             .agent
-            .builder(&loaded, chat_model, &choice)
+            .builder(&loaded, chat_model.clone(), &choice)
             .await?
-            .approver(crate::mcp::CliApprover {
-                yes: self.yes,
-                durable,
-            })
+            .approver(approver)
             .build()
             .map_err(|e| e.to_string())?;
-        Ok((built, loaded))
+        Ok((built, loaded, chat_model))
+    }
+
+    /// `--yes`: destructive calls are approved without asking.
+    pub fn yes(&self) -> bool {
+        self.yes
     }
 
     /// The agent's durable runs in the memory store (made when `create`).

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use agentry_cli::args::ModelArgs;
+pub use agentry_evals::bfcl::{call_matches, calls_match, json_schema};
 
 /// The BFCL categories shipped in the repository's `datasets/bfcl`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
@@ -399,43 +400,6 @@ fn conversation(turns: &[Turn]) -> (Option<String>, Vec<Message>) {
     ((!system.is_empty()).then(|| system.join("\n\n")), messages)
 }
 
-/// BFCL's parameter schemas in JSON Schema: `dict` → `object`, `float` →
-/// `number`, `tuple` → `array`, `any` → no constraint.
-pub fn json_schema(schema: &Value) -> Value {
-    match schema {
-        Value::Object(map) => {
-            let mut out = serde_json::Map::new();
-            for (key, value) in map {
-                match (key.as_str(), value.as_str()) {
-                    ("type", Some("dict")) => {
-                        out.insert(key.clone(), json!("object"));
-                    }
-                    ("type", Some("float")) => {
-                        out.insert(key.clone(), json!("number"));
-                    }
-                    ("type", Some("tuple")) => {
-                        out.insert(key.clone(), json!("array"));
-                    }
-                    ("type", Some("any")) => {}
-                    ("properties", _) => {
-                        let properties = value
-                            .as_object()
-                            .map(|p| p.iter().map(|(k, v)| (k.clone(), json_schema(v))).collect())
-                            .unwrap_or_default();
-                        out.insert(key.clone(), Value::Object(properties));
-                    }
-                    _ => {
-                        out.insert(key.clone(), json_schema(value));
-                    }
-                }
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(json_schema).collect()),
-        other => other.clone(),
-    }
-}
-
 fn schema_valid(call: &ToolCall, tools: &[ToolSchema]) -> bool {
     let Some(tool) = tools.iter().find(|t| t.name == call.name) else {
         return false;
@@ -444,143 +408,9 @@ fn schema_valid(call: &ToolCall, tools: &[ToolSchema]) -> bool {
         .is_ok_and(|validator| validator.is_valid(&call.input))
 }
 
-/// BFCL's string standardisation.
-fn standard(text: &str) -> String {
-    text.chars()
-        .filter(|c| !" ,./-_*^".contains(*c))
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-fn value_matches(got: &Value, accepted: &Value) -> bool {
-    match (got, accepted) {
-        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-        (Value::String(a), Value::String(b)) => standard(a) == standard(b),
-        (Value::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| value_matches(x, y))
-        }
-        (Value::Object(a), Value::Object(b)) => {
-            // Nested dicts: each key's accepted values are themselves lists in BFCL answers.
-            a.len() <= b.len()
-                && a.iter().all(|(k, v)| {
-                    b.get(k).is_some_and(|options| match options {
-                        Value::Array(list) => list.iter().any(|o| value_matches(v, o)),
-                        other => value_matches(v, other),
-                    })
-                })
-        }
-        (a, b) => a == b,
-    }
-}
-
-/// One call against one ground-truth entry `{function: {param: [accepted…]}}`.
-pub fn call_matches(call: &ToolCall, truth: &serde_json::Map<String, Value>) -> bool {
-    let Some((function, params)) = truth.iter().next() else {
-        return false;
-    };
-    if &call.name != function {
-        return false;
-    }
-    let (Some(args), Some(params)) = (call.input.as_object(), params.as_object()) else {
-        return false;
-    };
-    if args.keys().any(|name| !params.contains_key(name)) {
-        return false;
-    }
-    params.iter().all(|(name, accepted)| {
-        let accepted = accepted.as_array().cloned().unwrap_or_default();
-        let optional = accepted.iter().any(|v| v == &json!(""));
-        match args.get(name) {
-            None => optional,
-            Some(value) => accepted.iter().any(|option| value_matches(value, option)),
-        }
-    })
-}
-
-/// Every ground-truth entry matched by a distinct call, and no extra calls.
-pub fn calls_match(calls: &[ToolCall], truth: &[serde_json::Map<String, Value>]) -> bool {
-    if calls.len() != truth.len() {
-        return false;
-    }
-    fn assign(
-        calls: &[ToolCall],
-        truth: &[serde_json::Map<String, Value>],
-        used: &mut Vec<bool>,
-    ) -> bool {
-        let Some((first, rest)) = truth.split_first() else {
-            return true;
-        };
-        for (i, call) in calls.iter().enumerate() {
-            if !used[i] && call_matches(call, first) {
-                used[i] = true;
-                if assign(calls, rest, used) {
-                    return true;
-                }
-                used[i] = false;
-            }
-        }
-        false
-    }
-    assign(calls, truth, &mut vec![false; calls.len()])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn truth(value: Value) -> Vec<serde_json::Map<String, Value>> {
-        serde_json::from_value(value).unwrap()
-    }
-
-    #[test]
-    fn scores_by_the_bfcl_rule() {
-        let gt = truth(
-            json!([{"calculate_triangle_area": {"base": [10], "height": [5], "unit": ["units", ""]}}]),
-        );
-        let call = |input| ToolCall::new("c", "calculate_triangle_area", input);
-        assert!(calls_match(&[call(json!({"base": 10, "height": 5}))], &gt));
-        assert!(calls_match(
-            &[call(json!({"base": 10.0, "height": 5, "unit": "Units"}))],
-            &gt
-        ));
-        assert!(
-            !calls_match(&[call(json!({"base": 10}))], &gt),
-            "a required argument is missing"
-        );
-        assert!(
-            !calls_match(
-                &[call(json!({"base": 10, "height": 5, "color": "red"}))],
-                &gt
-            ),
-            "unknown argument"
-        );
-        assert!(!calls_match(&[call(json!({"base": 11, "height": 5}))], &gt));
-        assert!(!calls_match(&[], &gt));
-    }
-
-    #[test]
-    fn parallel_calls_match_in_any_order() {
-        let gt = truth(
-            json!([{"spotify.play": {"artist": ["Taylor Swift"], "duration": [20]}},
-                              {"spotify.play": {"artist": ["Maroon 5"], "duration": [15]}}]),
-        );
-        let play = |artist: &str, duration| {
-            ToolCall::new(
-                "c",
-                "spotify.play",
-                json!({"artist": artist, "duration": duration}),
-            )
-        };
-        assert!(calls_match(
-            &[play("maroon 5", 15), play("Taylor Swift", 20)],
-            &gt
-        ));
-        assert!(!calls_match(&[play("Taylor Swift", 20)], &gt));
-        assert!(!calls_match(
-            &[play("Taylor Swift", 20), play("Taylor Swift", 20)],
-            &gt
-        ));
-    }
 
     #[test]
     fn the_table_has_a_row_per_report() {
@@ -615,14 +445,5 @@ mod tests {
         assert_eq!(messages, [Message::user("Hi"), Message::assistant("Hello")]);
         let (system, _) = conversation(&turns[1..2]);
         assert_eq!(system, None);
-    }
-
-    #[test]
-    fn converts_bfcl_types() {
-        let schema = json!({"type": "dict", "properties": {"w": {"type": "float"}, "t": {"type": "tuple", "items": {"type": "any"}}}});
-        assert_eq!(
-            json_schema(&schema),
-            json!({"type": "object", "properties": {"w": {"type": "number"}, "t": {"type": "array", "items": {}}}})
-        );
     }
 }

@@ -154,6 +154,13 @@ pub use agentry_temporal as temporal;
 #[cfg(feature = "a2a")]
 #[cfg_attr(docsrs, doc(cfg(feature = "a2a")))]
 pub use agentry_a2a as a2a;
+/// Evals for your own agent: cases, expectations, a harness, and reports
+/// as a table, JSON and JUnit XML (feature `evals`).
+#[cfg(feature = "evals")]
+#[cfg_attr(docsrs, doc(cfg(feature = "evals")))]
+pub use agentry_evals as evals;
+/// Ready guardrails: PII redaction, denied topics and patterns, JSON-Schema
+/// answers with retries, a model as judge (feature `guardrails`).
 #[cfg(feature = "guardrails")]
 #[cfg_attr(docsrs, doc(cfg(feature = "guardrails")))]
 pub use agentry_guardrails as guardrails;
