@@ -64,6 +64,8 @@ pub(super) struct Settings {
     pub check_answers: super::AnswerCheck,
     /// Guardrails on the user's message, the answer, and untrusted tools' results.
     pub guardrails: super::run::Guardrails,
+    /// The agents this one may hand the conversation to.
+    pub handoffs: Vec<super::Handoff>,
 }
 
 impl Default for Settings {
@@ -97,6 +99,7 @@ impl Default for Settings {
             relevance_gate: None,
             check_answers: super::AnswerCheck::Off,
             guardrails: Default::default(),
+            handoffs: Vec::new(),
         }
     }
 }
@@ -238,6 +241,28 @@ impl Agent {
     /// The sources whose tools join the toolbox at each step (MCP servers).
     pub fn sources(&self) -> &[Arc<dyn ToolSource>] {
         &self.settings.sources
+    }
+
+    /// The agent's name, if it has one.
+    pub fn name(&self) -> Option<&str> {
+        self.settings.name.as_deref()
+    }
+
+    /// The agents this one may hand the conversation to.
+    pub fn handoffs(&self) -> &[super::Handoff] {
+        &self.settings.handoffs
+    }
+
+    /// The agent called `name` among this one and every agent it may hand
+    /// to, directly or through others (a durable run resumes with it).
+    pub fn find_agent(&self, name: &str) -> Option<&Agent> {
+        if self.settings.name.as_deref() == Some(name) {
+            return Some(self);
+        }
+        self.settings
+            .handoffs
+            .iter()
+            .find_map(|handoff| handoff.target.find_agent(name))
     }
 
     /// The resolver runs use ([`effective_resolver`] of the resolver and skills).

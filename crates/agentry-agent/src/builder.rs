@@ -31,6 +31,9 @@ pub enum AgentError {
     /// A group's namespace is not an identifier, or is reserved.
     #[error("tool group: {0}")]
     Group(#[from] BuildError),
+    /// A handoff's agent has no name, or two handoffs share one.
+    #[error("handoff: {0}")]
+    Handoff(String),
     /// Flat tools beside groups: functions are either all flat or all grouped.
     #[error(
         "functions are either all flat or all grouped: the flat tools {} sit beside the groups {}; put them in a group",
@@ -108,6 +111,17 @@ impl AgentBuilder {
             max_result_bytes: None,
             settings: agent.settings.clone(),
         }
+    }
+
+    /// Let the agent hand the conversation to another agent: the model is
+    /// offered `transfer_to_<name>` with a reason, and a call to it gives
+    /// the run to that agent, which carries on with its own tools, grants,
+    /// budget and model and answers the user (see [`Handoff`](super::Handoff)).
+    /// The agent handed to must have a [`name`](Self::name).
+    pub fn handoff(mut self, handoff: super::Handoff) -> Self {
+        self.tools.push(handoff.tool());
+        self.settings.handoffs.push(handoff);
+        self
     }
 
     /// Add one tool: a `#[tool]` function's `f::tool()`, a built
@@ -456,6 +470,20 @@ impl AgentBuilder {
     /// Check the tools (unique names, valid schemas, wire names) and the
     /// skills (unique names), and make the agent.
     pub fn build(self) -> Result<Agent, AgentError> {
+        let mut targets = HashSet::new();
+        for handoff in &self.settings.handoffs {
+            if handoff.name.trim().is_empty() {
+                return Err(AgentError::Handoff(
+                    "the agent handed to has no name (AgentBuilder::name)".into(),
+                ));
+            }
+            if !targets.insert(handoff.tool_name()) {
+                return Err(AgentError::Handoff(format!(
+                    "two handoffs are to `{}`",
+                    handoff.name
+                )));
+            }
+        }
         if let Some(skills) = &self.settings.skills {
             agentry_core::skill::for_agent(skills.iter().cloned())?;
         }

@@ -41,6 +41,16 @@ impl CallScope {
         }
     }
 
+    /// How deep the run making the call is (0 for the program's).
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// How deep agents may nest or hand off.
+    pub(crate) fn max_depth(&self) -> usize {
+        self.max_depth
+    }
+
     /// The run of the child agent this call started, if any.
     pub(crate) fn take_child(&self) -> Option<ChildRun> {
         self.child

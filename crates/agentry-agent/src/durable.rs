@@ -397,13 +397,33 @@ impl DurableRuns {
             decisions: std::sync::Mutex::new(std::mem::take(&mut replay.decisions)),
             remembered: std::mem::take(&mut replay.remembered),
         };
-        // The run goes on with the system prompt it started with.
+        // The run goes on with the agent that had the floor, and the first
+        // agent with the system prompt it started with.
         let mut agent = self.agent.clone();
         if replay.system.is_some() {
             agent.settings.system = replay.system.clone();
         }
         let mut frame = Frame::root(&agent);
         frame.spend.charge(replay.usage);
+        if let Some(name) = replay.floor.clone() {
+            let Some(found) = self.agent.find_agent(&name) else {
+                keeper.finish().await;
+                let error = JournalError::Store(format!(
+                    "the run was handed to agent `{name}`, which is not among this agent's handoffs"
+                ));
+                return RunOutcome {
+                    outcome: Outcome::JournalFailed(error),
+                    ..ended_as_read(&replay)
+                };
+            };
+            agent = found.clone();
+            let whole = frame.spend.clone();
+            frame = Frame {
+                depth: replay.handoffs.len(),
+                spend: crate::spend::Spend::child_of(&whole, agent.settings.token_budget),
+                ..Frame::root(&agent)
+            };
+        }
         frame.durable = Some(Arc::new(durable));
         let outcome = agent
             .resume_frame(agent.model.as_ref(), &frame, replay, sink)
@@ -423,6 +443,19 @@ enum Taken {
     Leased(Box<Replay>, Lease),
 }
 
+/// A run's record as read from its journal, its outcome aside.
+fn ended_as_read(replay: &Replay) -> RunOutcome {
+    RunOutcome {
+        outcome: Outcome::OutOfSteps,
+        usage: replay.usage,
+        steps: replay.steps.clone(),
+        messages: replay.messages.clone(),
+        relevance: None,
+        agent: replay.floor.clone(),
+        handoffs: replay.handoffs.clone(),
+    }
+}
+
 /// The outcome of a run that has ended, read from its journal.
 fn ended(replay: &Replay) -> Option<RunOutcome> {
     let (outcome, detail) = replay.ended.as_ref()?;
@@ -436,10 +469,7 @@ fn ended(replay: &Replay) -> Option<RunOutcome> {
     };
     Some(RunOutcome {
         outcome,
-        usage: replay.usage,
-        steps: replay.steps.clone(),
-        messages: replay.messages.clone(),
-        relevance: None,
+        ..ended_as_read(replay)
     })
 }
 
@@ -452,6 +482,8 @@ fn tripped_before_start(tripped: crate::GuardrailTripped) -> RunOutcome {
         steps: Vec::new(),
         messages: Vec::new(),
         relevance: None,
+        agent: None,
+        handoffs: Vec::new(),
     }
 }
 
@@ -462,6 +494,8 @@ fn failed(error: JournalError) -> RunOutcome {
         steps: Vec::new(),
         messages: Vec::new(),
         relevance: None,
+        agent: None,
+        handoffs: Vec::new(),
     }
 }
 

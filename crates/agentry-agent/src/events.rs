@@ -42,6 +42,17 @@ pub enum AgentEvent {
         /// The step's record.
         step: StepRecord,
     },
+    /// An agent handed the conversation to another, which carries on.
+    Handoff {
+        /// The step whose call handed off.
+        step: usize,
+        /// The agent that handed off (`None` when it has no name).
+        from: Option<String>,
+        /// The agent handed to.
+        to: String,
+        /// Why, as the model said.
+        reason: String,
+    },
     /// The run ended: the same record [`Agent::run`](super::Agent::run) returns.
     Final {
         /// The run.

@@ -54,6 +54,7 @@ mod discovery;
 pub mod durable;
 mod events;
 pub mod guardrail;
+pub mod handoff;
 mod outcome;
 mod policy;
 mod prompt_schema;
@@ -78,6 +79,7 @@ pub use discovery::{DISCOVER, SEARCH_BUDGET_BYTES, SEARCH_LIMIT, SEARCH_TOOLS};
 pub use durable::{DurableRun, DurableRuns};
 pub use events::AgentEvent;
 pub use guardrail::{Guardrail, GuardrailStage, GuardrailTripped, Verdict};
+pub use handoff::{HANDOFF_PREFIX, Handoff, HandoffRecord};
 pub use outcome::{
     CallRecord, ChildRun, OUT_OF_STEPS_TEXT, Outcome, RunError, RunOutcome, StepRecord,
 };

@@ -128,6 +128,13 @@ pub struct RunOutcome {
     /// without a gate, when it stood aside, or for a resumed run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relevance: Option<super::relevance::Relevance>,
+    /// The agent that had the floor at the end: the one that answered
+    /// (its name; `None` when it has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Each time one agent handed the conversation to another, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub handoffs: Vec<super::HandoffRecord>,
 }
 
 impl RunOutcome {

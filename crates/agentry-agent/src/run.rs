@@ -23,8 +23,10 @@ use agentry_core::tool::{Capabilities, ToolCall, ToolContext};
 mod calls;
 mod check;
 mod guard;
+mod handoff;
 
 pub(crate) use guard::Guardrails;
+pub(crate) use handoff::Segment;
 
 use check::Checked;
 
@@ -80,7 +82,8 @@ impl Agent {
     }
 
     /// Run the loop from where `start` stands: a fresh conversation, or a
-    /// durable run read back from its journal.
+    /// durable run read back from its journal; then, for each handoff, the
+    /// agent handed to.
     pub(crate) async fn resume_frame(
         &self,
         model: &dyn ChatModel,
@@ -88,6 +91,19 @@ impl Agent {
         start: Replay,
         sink: Option<EventSink>,
     ) -> RunOutcome {
+        let segment = self.segment(model, frame, start, sink.as_ref()).await;
+        self.follow_handoffs(frame, segment, sink.as_ref()).await
+    }
+
+    /// This agent's part of a run: its loop, under its `invoke_agent` span,
+    /// until it answers, stops, or hands off.
+    pub(crate) async fn segment(
+        &self,
+        model: &dyn ChatModel,
+        frame: &Frame,
+        start: Replay,
+        sink: Option<&EventSink>,
+    ) -> Segment {
         let span = tracing::info_span!(
             "invoke_agent",
             otel.name = match &frame.name {
@@ -106,10 +122,12 @@ impl Agent {
             error.type = field::Empty,
             otel.status_code = field::Empty,
         );
-        let outcome = self
-            .run_loop(model, frame, start, sink.as_ref())
+        let mut segment = self
+            .run_loop(model, frame, start, sink)
             .instrument(span.clone())
             .await;
+        segment.run.agent = self.settings.name.clone();
+        let outcome = &segment.run;
         span.record(
             "gen_ai.usage.input_tokens",
             crate::telemetry::int(outcome.usage.input_tokens),
@@ -118,6 +136,10 @@ impl Agent {
             "gen_ai.usage.output_tokens",
             crate::telemetry::int(outcome.usage.output_tokens),
         );
+        if segment.handoff.is_some() {
+            span.record("agentry.outcome", "handed_off");
+            return segment;
+        }
         let kind = outcome.outcome.kind();
         span.record("agentry.outcome", kind);
         if !matches!(
@@ -127,7 +149,7 @@ impl Agent {
             span.record("error.type", kind)
                 .record("otel.status_code", "error");
         }
-        outcome
+        segment
     }
 
     /// Step until the model answers, the step limit or the budget is
@@ -138,12 +160,14 @@ impl Agent {
         frame: &Frame,
         start: Replay,
         sink: Option<&EventSink>,
-    ) -> RunOutcome {
+    ) -> Segment {
         let Replay {
             messages,
             steps,
             mut open,
             started,
+            before,
+            handoffs,
             ..
         } = start;
         // The run's tools come from the conversation it started with, also
@@ -155,7 +179,10 @@ impl Agent {
             messages,
             steps,
             run_tools,
-            index: 0,
+            index: before,
+            first: before,
+            handoffs,
+            handoff: None,
             tool_rounds: 0,
             discovered: false,
             rechecked: None,
@@ -176,7 +203,11 @@ impl Agent {
             {
                 return run.end(outcome, spend);
             }
-            if run.index >= self.settings.max_steps || !spend.within_budget() {
+            if run.handoff.is_some() {
+                // The agent handed to gives the run its outcome.
+                return run.end(Outcome::Final(String::new()), spend);
+            }
+            if run.index - run.first >= self.settings.max_steps || !spend.within_budget() {
                 break;
             }
             run.index += 1;
@@ -249,6 +280,9 @@ impl Agent {
         emit(sink, || AgentEvent::StepEnd {
             step: record.clone(),
         });
+        if run.handoff.is_none() {
+            run.handoff = handoff::called(self, &record);
+        }
         run.steps.push(record);
         Ok(())
     }
@@ -261,7 +295,9 @@ impl Agent {
                 &run.run_tools,
                 &run.messages,
                 StepState {
-                    index: run.index,
+                    // Counted from this agent's first step: an agent handed
+                    // to starts as a run does.
+                    index: run.index - run.first,
                     tool_rounds: run.tool_rounds,
                     discovered: run.discovered,
                     rechecked: run.rechecked.is_some(),
@@ -362,8 +398,15 @@ struct Progress {
     messages: Vec<Message>,
     steps: Vec<StepRecord>,
     run_tools: RunTools,
-    /// The step under way (0 before the first).
+    /// The step under way (`first` before this agent's first).
     index: usize,
+    /// Steps taken before this agent had the floor (by agents that handed
+    /// off to it): its step limit counts from here.
+    first: usize,
+    /// The run's handoffs so far.
+    handoffs: Vec<crate::HandoffRecord>,
+    /// A handoff this agent's last step made: the run goes on with its agent.
+    handoff: Option<handoff::Pending>,
     /// The steps whose calls count against the limit on tool rounds.
     tool_rounds: usize,
     /// The step before only loaded functions (discovery): now call one.
@@ -380,7 +423,7 @@ struct Progress {
 impl Progress {
     /// A resumed run: what its finished steps made available, as they did.
     async fn replay_finished(&mut self, agent: &Agent) {
-        for step in &self.steps {
+        for step in self.steps.iter().filter(|step| step.index > self.first) {
             self.index = step.index;
             if !step.calls.is_empty() {
                 (self.discovered, self.tool_rounds) =
@@ -389,14 +432,20 @@ impl Progress {
         }
     }
 
-    /// The run's end: `outcome`, what was spent, the steps and the conversation.
-    fn end(self, outcome: Outcome, spend: &Spend) -> RunOutcome {
-        RunOutcome {
-            outcome,
-            usage: spend.usage(),
-            steps: self.steps,
-            messages: self.messages,
-            relevance: self.relevance,
+    /// This agent's end: `outcome` (or a handoff), what was spent, the
+    /// steps and the conversation.
+    fn end(self, outcome: Outcome, spend: &Spend) -> Segment {
+        Segment {
+            run: RunOutcome {
+                outcome,
+                usage: spend.usage(),
+                steps: self.steps,
+                messages: self.messages,
+                relevance: self.relevance,
+                agent: None,
+                handoffs: self.handoffs,
+            },
+            handoff: self.handoff,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! and JUnit XML, compare with a baseline, and exit non-zero below the
 //! threshold or on a regression.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,7 +76,7 @@ struct ReportFlags {
     concurrency: Option<usize>,
     /// The share of trials that must pass, 0 to 1 [default: the file's
     /// `threshold`, else 1].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     threshold: Option<f64>,
     /// Only the cases with this tag (repeatable).
     #[arg(long = "tag")]
@@ -98,8 +98,17 @@ struct ReportFlags {
     #[arg(long)]
     trajectories: bool,
     /// Seconds one trial may take before it fails as timed out.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
+}
+
+/// Whether two paths name one file (as written, or once resolved).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (a.canonicalize(), b.canonicalize()),
+            (Ok(x), Ok(y)) if x == y
+        )
 }
 
 /// Run `agentry eval …`.
@@ -108,6 +117,7 @@ pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
         EvalCommand::Run(args) => {
             let suite = Suite::load(&args.cases).map_err(|e| e.to_string())?;
             let suite = args.report.select(suite)?;
+            let baseline = args.report.before_running(Some(&args.cases))?;
             // Nobody is asked in an eval: destructive calls run with --yes, and
             // are refused otherwise.
             let approver = CliApprover {
@@ -117,7 +127,7 @@ pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
             let (agent, _, model) = args.run.build_with(approver, false).await?;
             let harness = args.report.harness(Harness::new(agent), model);
             args.report
-                .finish(&harness.run(&suite).await, args.run.json)
+                .finish(&harness.run(&suite).await, baseline, args.run.json)
         }
         EvalCommand::Bfcl(args) => {
             let mut suite = bfcl::suite(&args.data, &args.category).map_err(|e| e.to_string())?;
@@ -125,6 +135,7 @@ pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
                 suite.cases.truncate(limit.max(1));
             }
             let suite = args.report.select(suite)?;
+            let baseline = args.report.before_running(None)?;
             let choice = args.model.choose_from_flags();
             let model = crate::providers::chat_model(&choice).await?;
             let base = crate::run_agent(
@@ -138,7 +149,8 @@ pub async fn run(command: EvalCommand) -> Result<ExitCode, String> {
             .map_err(|e| e.to_string())?;
             let harness = Harness::per_case(move |case: &Case| bfcl::agent(&base, case));
             let harness = args.report.harness(harness, model);
-            args.report.finish(&harness.run(&suite).await, args.json)
+            args.report
+                .finish(&harness.run(&suite).await, baseline, args.json)
         }
     }
 }
@@ -156,20 +168,30 @@ impl ReportFlags {
         if let Some(concurrency) = self.concurrency {
             suite.concurrency = concurrency;
         }
+        if let Some(missing) = self
+            .names
+            .iter()
+            .find(|name| !suite.cases.iter().any(|case| &case.name == *name))
+        {
+            return Err(format!("no case is named `{missing}`"));
+        }
+        if let Some(missing) = self
+            .tags
+            .iter()
+            .find(|tag| !suite.cases.iter().any(|case| case.tags.contains(tag)))
+        {
+            return Err(format!("no case has the tag `{missing}`"));
+        }
         if !self.tags.is_empty() {
             suite
                 .cases
                 .retain(|case| case.tags.iter().any(|tag| self.tags.contains(tag)));
         }
         if !self.names.is_empty() {
-            if let Some(missing) = self
-                .names
-                .iter()
-                .find(|name| !suite.cases.iter().any(|case| &case.name == *name))
-            {
-                return Err(format!("no case is named `{missing}`"));
-            }
             suite.cases.retain(|case| self.names.contains(&case.name));
+            if suite.cases.is_empty() {
+                return Err("no case has both a name and a tag given".into());
+            }
         }
         suite.validate().map_err(|e| e.to_string())?;
         Ok(suite)
@@ -191,8 +213,47 @@ impl ReportFlags {
             })
     }
 
+    /// What can fail after the run, found before it: the baseline is read
+    /// (and checked), and the reports' paths are ones that can be written
+    /// and do not clash with the cases file or each other.
+    fn before_running(&self, cases: Option<&Path>) -> Result<Option<Report>, String> {
+        let outputs: Vec<&PathBuf> = self.out.iter().chain(&self.junit).collect();
+        for path in &outputs {
+            if path.is_dir() {
+                return Err(format!("{}: is a directory", path.display()));
+            }
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            if parent.is_some_and(|parent| !parent.is_dir()) {
+                return Err(format!("{}: its folder does not exist", path.display()));
+            }
+            if cases.is_some_and(|cases| same_file(cases, path)) {
+                return Err(format!(
+                    "{}: that is the cases file; write the report elsewhere",
+                    path.display()
+                ));
+            }
+        }
+        if let [out, junit] = outputs[..]
+            && same_file(out, junit)
+        {
+            return Err(format!(
+                "--out and --junit are both {}: give each its own file",
+                out.display()
+            ));
+        }
+        self.baseline
+            .as_deref()
+            .map(|path| Report::read_baseline(path).map_err(|e| e.to_string()))
+            .transpose()
+    }
+
     /// Print and write the report; compare with the baseline; the exit code.
-    fn finish(&self, report: &Report, json: bool) -> Result<ExitCode, String> {
+    fn finish(
+        &self,
+        report: &Report,
+        baseline: Option<Report>,
+        json: bool,
+    ) -> Result<ExitCode, String> {
         let text = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
         if json {
             println!("{text}");
@@ -208,11 +269,7 @@ impl ReportFlags {
             std::fs::write(path, xml).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         let mut ok = report.meets_threshold();
-        if let Some(path) = &self.baseline {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("the baseline {}: {e}", path.display()))?;
-            let baseline: Report = serde_json::from_str(&text)
-                .map_err(|e| format!("the baseline {} is not a report: {e}", path.display()))?;
+        if let (Some(baseline), Some(path)) = (baseline, &self.baseline) {
             let comparison = report.compare(&baseline);
             eprintln!("against {}:\n{comparison}", path.display());
             ok &= comparison.regressions.is_empty();

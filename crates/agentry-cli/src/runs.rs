@@ -269,6 +269,11 @@ fn entry_line(entry: &RunEntry) -> Option<String> {
             call_id, decision, ..
         } => format!("  {call_id} decided: {}", decision_text(decision)),
         RunEntry::Answer { step, text, .. } => format!("step {step}: answer: {text}"),
+        RunEntry::HandedOff {
+            step, to, reason, ..
+        } => {
+            format!("step {step}: handed off to {to}: {reason}")
+        }
         RunEntry::Ended { .. } => return None,
     })
 }

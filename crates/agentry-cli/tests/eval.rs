@@ -56,6 +56,70 @@ fn mistakes_in_a_cases_file_are_named_before_any_model_loads() {
 }
 
 #[test]
+fn mistakes_outside_the_cases_file_are_found_before_any_trial_runs() {
+    let dir = Dir::new("eval-outputs");
+    let cases = dir.0.join("cases.toml");
+    let text = "[[case]]\nname = \"x\"\ninput = \"hi\"\ntags = [\"a\"]\n";
+    std::fs::write(&cases, text).unwrap();
+    let path = |name: &str| dir.0.join(name).to_str().unwrap().to_owned();
+    let (cases_path, report) = (path("cases.toml"), path("r.json"));
+    let bad_baseline = path("baseline.json");
+    std::fs::write(
+        &bad_baseline,
+        r#"{"suite":"s","model":"m","threshold":1,"repeats":1,"trials":1,"passed":1,"pass_rate":1,"tokens":0,"seconds":0,
+            "cases":[{"name":"x","passed":1,"pass_rate":5.0,"trials":[]}]}"#,
+    )
+    .unwrap();
+    for (args, expected) in [
+        (
+            vec!["--out", cases_path.as_str()],
+            format!("error: {cases_path}: that is the cases file; write the report elsewhere\n"),
+        ),
+        (
+            vec!["--out", report.as_str(), "--junit", report.as_str()],
+            format!("error: --out and --junit are both {report}: give each its own file\n"),
+        ),
+        (
+            vec!["--junit", dir.0.to_str().unwrap()],
+            format!("error: {}: is a directory\n", dir.0.display()),
+        ),
+        (
+            vec!["--out", "/no/such/folder/r.json"],
+            "error: /no/such/folder/r.json: its folder does not exist\n".to_owned(),
+        ),
+        (
+            vec!["--baseline", bad_baseline.as_str()],
+            format!(
+                "error: the baseline {bad_baseline} is not a report: case `x` has a pass rate of 5 for 1 of 0 trials passed\n"
+            ),
+        ),
+        (
+            vec!["--tag", "b"],
+            "error: no case has the tag `b`\n".to_owned(),
+        ),
+        (
+            vec!["--threshold", "-1"],
+            "error: threshold -1 is not between 0 and 1\n".to_owned(),
+        ),
+        (
+            vec!["--concurrency", "100"],
+            "error: concurrency is 100: from 1 to 64\n".to_owned(),
+        ),
+    ] {
+        let mut all = vec!["run", cases_path.as_str(), "--provider", "offline"];
+        all.extend(args.iter().copied());
+        let output = eval(&all);
+        assert!(!output.status.success(), "{args:?}");
+        assert_eq!(stderr(&output), expected, "{args:?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&cases).unwrap(),
+        text,
+        "the cases file is untouched"
+    );
+}
+
+#[test]
 fn the_offline_model_fails_a_suite_and_says_so_in_every_report() {
     let dir = Dir::new("eval-offline");
     let (json, junit) = (dir.0.join("r.json"), dir.0.join("r.xml"));
@@ -89,7 +153,7 @@ fn the_offline_model_fails_a_suite_and_says_so_in_every_report() {
     assert!(xml.contains(r#"tests="2" failures="2""#), "{xml}");
     let table = String::from_utf8_lossy(&output.stdout);
     assert!(
-        table.contains("demo-agent: 0/2 trials passed (0.0%), threshold 80.0%: NOT met"),
+        table.contains("demo-agent: 0/2 trials passed (0.00%), threshold 80.00%: NOT met"),
         "{table}"
     );
 }

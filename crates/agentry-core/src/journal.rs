@@ -95,6 +95,21 @@ pub enum RunEntry {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         remember: bool,
     },
+    /// An agent handed the conversation to another (a handoff): the run
+    /// goes on with `to`, which was given `messages`.
+    HandedOff {
+        /// The step whose call handed off.
+        step: usize,
+        /// The agent that handed off (`None` when it has no name).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<String>,
+        /// The agent handed to, by name.
+        to: String,
+        /// Why, as the model said.
+        reason: String,
+        /// The conversation as the agent handed to got it.
+        messages: Vec<Message>,
+    },
     /// The run ended without an answer (out of steps, over budget).
     Ended {
         /// `out_of_steps` or `over_budget`.

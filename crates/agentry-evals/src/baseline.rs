@@ -87,6 +87,44 @@ impl Report {
     }
 }
 
+impl Report {
+    /// Read a saved report (the JSON `agentry eval run --out` writes) to
+    /// compare with, checking that it reads as one: rates from 0 to 1,
+    /// counts that agree with them, one entry per case.
+    pub fn read_baseline(path: &std::path::Path) -> Result<Report, crate::SuiteError> {
+        let invalid = |why: String| {
+            crate::SuiteError::Invalid(format!(
+                "the baseline {} is not a report: {why}",
+                path.display()
+            ))
+        };
+        let text = crate::suite::read_bounded(path)?;
+        let report: Report = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        let mut names = std::collections::HashSet::new();
+        for case in &report.cases {
+            if !names.insert(case.name.as_str()) {
+                return Err(invalid(format!("case `{}` is there twice", case.name)));
+            }
+            let counted = case.passed as f64 / case.trials.len().max(1) as f64;
+            if !(0.0..=1.0).contains(&case.pass_rate)
+                || (!case.trials.is_empty() && (counted - case.pass_rate).abs() > 1e-9)
+            {
+                return Err(invalid(format!(
+                    "case `{}` has a pass rate of {} for {} of {} trials passed",
+                    case.name,
+                    case.pass_rate,
+                    case.passed,
+                    case.trials.len()
+                )));
+            }
+        }
+        if !(0.0..=1.0).contains(&report.pass_rate) {
+            return Err(invalid(format!("a pass rate of {}", report.pass_rate)));
+        }
+        Ok(report)
+    }
+}
+
 impl fmt::Display for Comparison {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let rate = |r: f64| format!("{:.0}%", 100.0 * r);

@@ -41,7 +41,11 @@ pub(crate) fn failures(case: &Case, run: &RunOutcome) -> Vec<Failure> {
     {
         failures.push(Failure::new(
             "outcome",
-            format!("ended `{}`: {}", run.outcome.kind(), clip(&run.text())),
+            format!(
+                "ended `{}`, not `{kind}`: {}",
+                run.outcome.kind(),
+                clip(&run.text())
+            ),
         ));
     }
     if case.no_call && !calls.is_empty() {

@@ -128,16 +128,18 @@ impl Harness {
             .collect()
             .await;
         done.sort_by_key(|(n, trial)| (*n, trial.repeat));
+        let trials = done.len();
+        let passed = done.iter().filter(|(_, t)| t.passed).count();
+        let tokens = done.iter().map(|(_, t)| t.tokens).sum();
+        let mut by_case: Vec<Vec<Trial>> = vec![Vec::new(); suite.cases.len()];
+        for (n, trial) in done {
+            by_case[n].push(trial);
+        }
         let cases: Vec<CaseReport> = suite
             .cases
             .iter()
-            .enumerate()
-            .map(|(n, case)| {
-                let trials: Vec<Trial> = done
-                    .iter()
-                    .filter(|(m, _)| *m == n)
-                    .map(|(_, trial)| trial.clone())
-                    .collect();
+            .zip(by_case)
+            .map(|(case, trials)| {
                 let passed = trials.iter().filter(|t| t.passed).count();
                 CaseReport {
                     name: case.name.clone(),
@@ -148,8 +150,6 @@ impl Harness {
                 }
             })
             .collect();
-        let trials = done.len();
-        let passed = done.iter().filter(|(_, t)| t.passed).count();
         Report {
             suite: suite.name.clone(),
             model: model.into_inner().ok().flatten().unwrap_or_default(),
@@ -158,7 +158,7 @@ impl Harness {
             trials,
             passed,
             pass_rate: rate(passed, trials),
-            tokens: done.iter().map(|(_, t)| t.tokens).sum(),
+            tokens,
             seconds: started.elapsed().as_secs_f64(),
             cases,
         }

@@ -78,4 +78,4 @@ pub use case::{AnswerCheck, Case, Check, ExpectedCall, Role, Turn};
 pub use check::Failure;
 pub use harness::{DEFAULT_TRIAL_TIMEOUT, Harness};
 pub use report::{CaseReport, Report, TrajectoryCall, TrajectoryStep, Trial};
-pub use suite::{Suite, SuiteError};
+pub use suite::{MAX_CONCURRENCY, MAX_FILE_BYTES, MAX_REPEATS, Suite, SuiteError};

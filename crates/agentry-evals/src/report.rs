@@ -207,7 +207,7 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "\n{}: {}/{} trials passed ({:.1}%), threshold {:.1}%: {}; {} tokens, {:.1} s",
+            "\n{}: {}/{} trials passed ({:.2}%), threshold {:.2}%: {}; {} tokens, {:.1} s",
             self.suite,
             self.passed,
             self.trials,
@@ -241,7 +241,8 @@ impl Report {
     /// its message and its trajectory in `system-out`.
     pub fn junit(&self) -> Result<String, quick_junit::SerializeError> {
         use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
-        let mut suite = TestSuite::new(self.suite.as_str());
+        let suite_name = xml_safe(&self.suite);
+        let mut suite = TestSuite::new(suite_name.as_str());
         for case in &self.cases {
             for trial in &case.trials {
                 let name = if self.repeats > 1 {
@@ -259,22 +260,30 @@ impl Report {
                         .map(|f| format!("{}: {}", f.check, f.why))
                         .collect::<Vec<_>>()
                         .join("; ");
-                    status.set_message(message).set_type(trial.outcome.as_str());
+                    status
+                        .set_message(xml_safe(&message))
+                        .set_type(trial.outcome.as_str());
                     status
                 };
-                let mut test = TestCase::new(name, status);
-                test.set_classname(self.suite.as_str())
+                let mut test = TestCase::new(xml_safe(&name), status);
+                test.set_classname(suite_name.as_str())
                     .set_time(std::time::Duration::from_secs_f64(trial.seconds.max(0.0)));
                 let mut trajectory = String::new();
                 write_trial(&mut trajectory, &case.name, trial);
-                test.set_system_out(trajectory);
+                test.set_system_out(xml_safe(&trajectory));
                 suite.add_test_case(test);
             }
         }
-        let mut report = quick_junit::Report::new(format!("agentry eval: {}", self.suite));
+        let mut report = quick_junit::Report::new(format!("agentry eval: {suite_name}"));
         report.add_test_suite(suite);
         report.to_string()
     }
+}
+
+/// `text` without the two characters XML 1.0 cannot hold that quick-junit
+/// lets through (U+FFFE, U+FFFF), each made U+FFFD.
+fn xml_safe(text: &str) -> String {
+    text.replace(['\u{FFFE}', '\u{FFFF}'], "\u{FFFD}")
 }
 
 /// A trial's failures and trajectory, as text.

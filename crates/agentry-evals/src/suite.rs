@@ -106,10 +106,7 @@ impl Suite {
     /// Read a cases file; a suite without a `name` takes the file's stem.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, SuiteError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| SuiteError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let text = read_bounded(path)?;
         let mut suite = Self::from_toml(&text)?;
         if suite.name.is_empty() {
             suite.name = path
@@ -121,8 +118,12 @@ impl Suite {
     }
 
     /// Read a cases file's text, and [`validate`](Self::validate) it.
+    /// Values JSON has no way to write (NaN, infinities, dates and times)
+    /// are refused wherever they are.
     pub fn from_toml(text: &str) -> Result<Self, SuiteError> {
-        let suite: Suite = toml::from_str(text)?;
+        let table: toml::Table = toml::from_str(text)?;
+        json_only(&toml::Value::Table(table.clone()), "")?;
+        let suite: Suite = table.try_into()?;
         suite.validate()?;
         Ok(suite)
     }
@@ -143,13 +144,32 @@ impl Suite {
                 self.threshold
             ));
         }
-        if self.repeats == 0 || self.concurrency == 0 {
-            return invalid("repeats and concurrency are at least 1".into());
+        if !(1..=MAX_REPEATS).contains(&self.repeats) {
+            return invalid(format!(
+                "repeats is {}: from 1 to {MAX_REPEATS}",
+                self.repeats
+            ));
+        }
+        if !(1..=MAX_CONCURRENCY).contains(&self.concurrency) {
+            return invalid(format!(
+                "concurrency is {}: from 1 to {MAX_CONCURRENCY}",
+                self.concurrency
+            ));
         }
         let mut names = HashSet::new();
         for case in &self.cases {
             if case.name.trim().is_empty() {
                 return invalid(format!("a case has no name (input: {:?})", case.input));
+            }
+            if case
+                .name
+                .chars()
+                .any(|c| c.is_control() || c == '\u{FFFE}' || c == '\u{FFFF}')
+            {
+                return invalid(format!(
+                    "case {:?}: a name has no control characters",
+                    case.name
+                ));
             }
             if !names.insert(case.name.as_str()) {
                 return invalid(format!("two cases are named `{}`", case.name));
@@ -161,7 +181,88 @@ impl Suite {
     }
 }
 
+/// The most a cases file (or a saved report) may hold: 64 MiB.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+/// The most runs of each case.
+pub const MAX_REPEATS: usize = 1000;
+/// The most trials at once.
+pub const MAX_CONCURRENCY: usize = 64;
+
+/// A text file of at most [`MAX_FILE_BYTES`].
+pub fn read_bounded(path: &Path) -> Result<String, SuiteError> {
+    use std::io::Read;
+    let error = |source| SuiteError::Read {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(error)?;
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(error)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(SuiteError::Invalid(format!(
+            "{} is over {} MiB",
+            path.display(),
+            MAX_FILE_BYTES >> 20
+        )));
+    }
+    Ok(text)
+}
+
+/// Refuse what JSON cannot hold: NaN, infinities, dates and times.
+fn json_only(value: &toml::Value, at: &str) -> Result<(), SuiteError> {
+    let here = |key: &str| {
+        if at.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{at}.{key}")
+        }
+    };
+    match value {
+        toml::Value::Float(number) if !number.is_finite() => Err(SuiteError::Invalid(format!(
+            "{at}: {number} is not a number JSON can hold"
+        ))),
+        toml::Value::Datetime(datetime) => Err(SuiteError::Invalid(format!(
+            "{at}: {datetime} is a TOML date; write it as a string"
+        ))),
+        toml::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(n, item)| json_only(item, &format!("{at}[{n}]"))),
+        toml::Value::Table(table) => table
+            .iter()
+            .try_for_each(|(key, item)| json_only(item, &here(key))),
+        _ => Ok(()),
+    }
+}
+
+/// What [`Outcome::kind`](agentry_agent::Outcome::kind) may say.
+const OUTCOMES: [&str; 7] = [
+    "final",
+    "out_of_steps",
+    "over_budget",
+    "model_error",
+    "awaiting_decision",
+    "journal_failed",
+    "guardrail_tripped",
+];
+
 fn validate_case(case: &Case) -> Result<(), String> {
+    if let Some(outcome) = &case.outcome
+        && !OUTCOMES.contains(&outcome.as_str())
+    {
+        return Err(format!(
+            "outcome `{outcome}` is none of {}",
+            OUTCOMES.join(", ")
+        ));
+    }
+    if case.never.iter().any(|name| name.trim().is_empty()) {
+        return Err("never names an empty tool".into());
+    }
+    if case.max_steps == Some(0) {
+        return Err("max_steps is at least 1".into());
+    }
     if case.no_call && !case.calls.is_empty() {
         return Err("no_call and calls: a run cannot do both".into());
     }
@@ -179,6 +280,9 @@ fn validate_case(case: &Case) -> Result<(), String> {
     for (n, check) in case.answer.iter().enumerate() {
         let at = format!("answer check {}", n + 1);
         match check {
+            AnswerCheck::Regex(pattern) if pattern.is_empty() => {
+                return Err(format!("{at}: an empty regex always passes"));
+            }
             AnswerCheck::Regex(pattern) => {
                 regex::Regex::new(pattern).map_err(|error| format!("{at}: regex: {error}"))?;
             }
@@ -191,6 +295,9 @@ fn validate_case(case: &Case) -> Result<(), String> {
             }
             AnswerCheck::Judge(rubric) if rubric.trim().is_empty() => {
                 return Err(format!("{at}: judge has an empty rubric"));
+            }
+            AnswerCheck::Contains { text, .. } if text.is_empty() => {
+                return Err(format!("{at}: an empty contains always passes"));
             }
             _ => {}
         }
@@ -216,7 +323,45 @@ mod tests {
         );
         assert_eq!(
             error(&format!("repeats = 0\n{case}")),
-            "repeats and concurrency are at least 1"
+            "repeats is 0: from 1 to 1000"
+        );
+        assert_eq!(
+            error(&format!("concurrency = 1000000000000000000\n{case}")),
+            "concurrency is 1000000000000000000: from 1 to 64"
+        );
+        assert_eq!(
+            error("[[case]]\nname = \"a\\u001b[31m\"\ninput = \"hi\""),
+            "case \"a\\u{1b}[31m\": a name has no control characters"
+        );
+        assert_eq!(
+            error(&format!("{case}outcome = \"fianl\"")),
+            "case `a`, outcome `fianl` is none of final, out_of_steps, over_budget, model_error, awaiting_decision, journal_failed, guardrail_tripped"
+        );
+        assert_eq!(
+            error(&format!("{case}max_steps = 0")),
+            "case `a`, max_steps is at least 1"
+        );
+        assert_eq!(
+            error(&format!("{case}answer = [{{ contains = \"\" }}]")),
+            "case `a`, answer check 1: an empty contains always passes"
+        );
+        assert_eq!(
+            error(&format!(
+                "{case}calls = [{{ tool = \"t\", args = {{ x = nan }} }}]"
+            )),
+            "case[0].calls[0].args.x: NaN is not a number JSON can hold"
+        );
+        assert_eq!(
+            error(&format!(
+                "{case}answer = [{{ schema = {{ maximum = inf }} }}]"
+            )),
+            "case[0].answer[0].schema.maximum: inf is not a number JSON can hold"
+        );
+        assert_eq!(
+            error(&format!(
+                "{case}metadata = {{ when = 1979-05-27T07:32:00Z }}"
+            )),
+            "case[0].metadata.when: 1979-05-27T07:32:00Z is a TOML date; write it as a string"
         );
         assert_eq!(error(&format!("{case}{case}")), "two cases are named `a`");
         assert_eq!(

@@ -77,7 +77,8 @@ async fn the_conversation_and_the_context_reach_the_model() {
 async fn repeats_run_concurrently_and_report_in_order() {
     let agent = Agent::new(model(6, |request| {
         let input = said(request.messages.last().unwrap());
-        Ok(text(if input == "a" { "yes" } else { "no" }))
+        // U+FFFF: a model may write what XML cannot hold.
+        Ok(text(if input == "a" { "yes" } else { "no \u{FFFF}" }))
     }));
     let suite = suite(
         r#"
@@ -105,10 +106,14 @@ async fn repeats_run_concurrently_and_report_in_order() {
     assert_eq!(report.cases[1].pass_rate, 0.0);
     assert_eq!(
         report.cases[1].trials[0].failures[0].why,
-        r#""yes" not in "no""#
+        r#""yes" not in "no \u{ffff}""#
     );
     let xml = report.junit().unwrap();
     assert_eq!(xml.matches("<testcase ").count(), 6);
+    assert!(
+        !xml.contains('\u{FFFF}'),
+        "not a character XML 1.0 can hold"
+    );
     assert!(xml.contains(r#"<testcase name="b #3""#), "{xml}");
     assert!(xml.contains(r#"tests="6" failures="3""#), "{xml}");
 }
@@ -181,7 +186,7 @@ async fn a_failing_model_fails_the_trial_with_its_error() {
     assert!(
         trial.failures[0]
             .why
-            .starts_with("ended `model_error`: model error:")
+            .starts_with("ended `model_error`, not `final`: model error:")
     );
 }
 

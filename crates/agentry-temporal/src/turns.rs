@@ -283,6 +283,8 @@ fn failed(message: String) -> AgentEvent {
             steps: Vec::new(),
             messages: Vec::new(),
             relevance: None,
+            agent: None,
+            handoffs: Vec::new(),
         }),
     }
 }

@@ -323,6 +323,8 @@ impl RunRecord {
             steps: self.steps.iter().map(StepEntry::record).collect(),
             messages: self.messages.clone(),
             relevance: None,
+            agent: None,
+            handoffs: Vec::new(),
         }
     }
 }

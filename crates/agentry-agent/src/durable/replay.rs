@@ -99,6 +99,14 @@ pub(crate) struct Replay {
     pub ended: Option<(String, String)>,
     /// How many entries the journal holds: the next entry's number.
     pub entries: u64,
+    /// Steps taken before the agent with the floor had it (by agents that
+    /// handed off to it).
+    pub before: usize,
+    /// The run's handoffs.
+    pub handoffs: Vec<crate::HandoffRecord>,
+    /// The agent with the floor, when a handoff gave it to another than the
+    /// run's first agent.
+    pub floor: Option<String>,
 }
 
 impl Replay {
@@ -204,6 +212,29 @@ impl Replay {
                         replay.remembered.insert(tool.clone(), repeated);
                     }
                     replay.decisions.insert(call_id, decision);
+                }
+                RunEntry::HandedOff {
+                    step,
+                    from,
+                    to,
+                    reason,
+                    messages,
+                } => {
+                    replay.close_open();
+                    replay.handoffs.push(crate::HandoffRecord {
+                        from,
+                        to: to.clone(),
+                        reason,
+                        step,
+                    });
+                    replay.before = replay.steps.len();
+                    replay.floor = Some(to);
+                    // The agent handed to starts from what it was given,
+                    // with its own system prompt and tools.
+                    replay.started = Some(messages.clone());
+                    replay.messages = messages;
+                    replay.system = None;
+                    replay.decisions.clear();
                 }
                 RunEntry::Ended { outcome, detail } => replay.ended = Some((outcome, detail)),
             }

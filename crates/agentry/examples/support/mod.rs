@@ -39,7 +39,17 @@ pub fn print_calls(steps: &[agentry::agent::StepRecord]) {
 
 /// Qwen2.5-Coder-0.5B from the cache, or the offline model when it is not pulled.
 pub async fn local_or_offline() -> Arc<dyn ChatModel> {
-    match fetch::installed(&fetch::QWEN) {
+    load_or_offline(&fetch::QWEN).await
+}
+
+/// The `agentry` program's default model (Qwen2.5-Coder-1.5B) from the
+/// cache, or the offline model when it is not pulled.
+pub async fn default_or_offline() -> Arc<dyn ChatModel> {
+    load_or_offline(&fetch::QWEN_1_5B).await
+}
+
+async fn load_or_offline(spec: &fetch::ModelSpec) -> Arc<dyn ChatModel> {
+    match fetch::installed(spec) {
         Some(path) => Arc::new(
             tokio::task::spawn_blocking(move || LocalModel::load(&path))
                 .await
@@ -57,14 +67,27 @@ pub async fn local_or_offline() -> Arc<dyn ChatModel> {
 /// test says so loudly and skips, unless `AGENTRY_REQUIRE_MODEL=1` (set by
 /// CI), which makes a missing model a failure.
 pub fn local_model_present() -> bool {
-    if fetch::installed(&fetch::QWEN).is_some() {
+    model_present(&fetch::QWEN)
+}
+
+/// [`local_model_present`] for the default model (Qwen2.5-Coder-1.5B).
+pub fn default_model_present() -> bool {
+    model_present(&fetch::QWEN_1_5B)
+}
+
+fn model_present(spec: &fetch::ModelSpec) -> bool {
+    if fetch::installed(spec).is_some() {
         return true;
     }
     if std::env::var("AGENTRY_REQUIRE_MODEL").as_deref() == Ok("1") {
-        panic!("the local model is missing and AGENTRY_REQUIRE_MODEL=1");
+        panic!(
+            "the local model {} is missing and AGENTRY_REQUIRE_MODEL=1",
+            spec.id
+        );
     }
     eprintln!(
-        "\n*** SKIPPED: the local model is not pulled; run `agentry model pull qwen2.5-coder-0.5b` ***\n"
+        "\n*** SKIPPED: the local model is not pulled; run `agentry model pull {}` ***\n",
+        spec.id
     );
     false
 }
