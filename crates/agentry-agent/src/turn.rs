@@ -9,4 +9,4 @@ mod run;
 pub use events::{TurnEvent, TurnEvents};
 pub use input::{Attachment, Replier, TurnConfig, TurnInput};
 pub use remote::{RemoteRunError, TurnContext, TurnRun, TurnRunner};
-pub use run::{Reply, TurnError, turn_run_id};
+pub use run::{FLOOR_KEY, Reply, TurnError, turn_run_id};

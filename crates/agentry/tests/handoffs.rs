@@ -314,3 +314,47 @@ async fn a_durable_run_resumes_with_the_agent_that_had_the_floor() {
     let last = billing_model.requests().pop().unwrap();
     assert_eq!(last.system.as_deref(), Some("You handle billing."));
 }
+
+#[tokio::test]
+async fn a_chat_session_goes_on_with_the_agent_handed_to() {
+    use agentry::embed::KeywordEmbedder;
+    use agentry::memory::{InMemoryStore, Memory};
+    use agentry::tool::{Identity, Session};
+    use agentry::turn::{FLOOR_KEY, TurnConfig, TurnInput};
+
+    let billing_model = Arc::new(
+        ScriptedModel::new()
+            .reply(answer("Which invoice?", 5))
+            .reply(answer("Refund on its way for A-7.", 5)),
+    );
+    let triage_model = Arc::new(ScriptedModel::new().reply(transfer("billing", "money")));
+    let triage = Agent::builder(triage_model.clone())
+        .name("triage")
+        .system("Route the request.")
+        .handoff(Handoff::to(billing(billing_model.clone())))
+        .build()
+        .unwrap();
+    let store = Arc::new(InMemoryStore::new());
+    let memory = Memory::new(store.clone(), KeywordEmbedder::new(["invoice"]));
+    let config = TurnConfig::for_agent("desk", triage, memory);
+    let turn = |text: &str| TurnInput::new(Session::new("s-1"), Identity::new("ana"), text);
+
+    let first = config.run(turn("I want a refund")).await.unwrap();
+    assert_eq!(first.text, "Which invoice?");
+    let second = config.run(turn("Invoice A-7")).await.unwrap();
+    assert_eq!(second.text, "Refund on its way for A-7.");
+    assert_eq!(triage_model.requests().len(), 1, "the second turn went to billing");
+    let asked = billing_model.requests().pop().unwrap();
+    assert!(
+        asked.system.as_deref().unwrap().starts_with("You handle billing."),
+        "billing's own prompt (with the session's memory): {:?}",
+        asked.system
+    );
+    let answered: Vec<Option<Value>> = store
+        .records()
+        .iter()
+        .filter(|record| record.role == "assistant")
+        .map(|record| record.metadata.get(FLOOR_KEY).cloned())
+        .collect();
+    assert_eq!(answered, [Some(json!("billing")), Some(json!("billing"))]);
+}

@@ -12,7 +12,7 @@ use super::input::{Replier, TurnConfig, TurnInput};
 use super::remote::{TurnContext, TurnRun, TurnRunner};
 use crate::durable::{JournalError, RunJournal, WaitingCall};
 use crate::{Agent, AgentError, AgentEvent, Outcome};
-use agentry_core::memory::{DEFAULT_MEMORY_HEADING, Remember, with_memory_block};
+use agentry_core::memory::{DEFAULT_MEMORY_HEADING, RecentOpts, Remember, with_memory_block};
 use agentry_core::model::{ChatRequest, Message, ModelError, Step, StepAssembler, StreamEvent};
 use agentry_core::tool::ToolContext;
 
@@ -128,7 +128,13 @@ impl TurnConfig {
     ) -> Result<Reply, TurnError> {
         let config = self;
         let events = &config.events;
-        let system = system_prompt(config, &input).await;
+        // A session an agent handed to goes on with that agent.
+        let floor = session_floor(config, &input).await;
+        let base = match &floor {
+            Some(agent) => agent.system().unwrap_or_default(),
+            None => config.system_base.as_str(),
+        };
+        let system = system_prompt(config, &input, base).await;
         events.emit(TurnEvent::SystemBuilt {
             system: system.clone(),
         });
@@ -168,6 +174,7 @@ impl TurnConfig {
             }
         };
         let prompt = input.prompt();
+        let answered_by = std::sync::Mutex::new(None::<String>);
         let reply = async {
             match (&input.fallback_text, &config.replier) {
                 (Some(fallback), _) => {
@@ -175,6 +182,7 @@ impl TurnConfig {
                     Ok(fallback.clone())
                 }
                 (None, Replier::Agent(agent)) => {
+                    let agent = floor.as_ref().unwrap_or(agent);
                     let tools = |event: AgentEvent| {
                         let (session_id, message_id) = (session_id.clone(), message_id.clone());
                         match event {
@@ -213,6 +221,7 @@ impl TurnConfig {
                         tools: &tools,
                         place,
                         waiting: &waiting,
+                        answered_by: &answered_by,
                     };
                     run_agent(agent, system, context, prompt, how).await
                 }
@@ -248,7 +257,8 @@ impl TurnConfig {
         });
 
         if input.persist_assistant.unwrap_or(true) {
-            let outcome = store_assistant_turn(config, &input, &text).await;
+            let by = answered_by.into_inner().ok().flatten();
+            let outcome = store_assistant_turn(config, &input, &text, by).await;
             events.emit(TurnEvent::AssistantPersisted {
                 ok: outcome == Some(true),
                 skipped: outcome.is_none(),
@@ -258,9 +268,42 @@ impl TurnConfig {
     }
 }
 
+/// The metadata key of an assistant turn that names the agent that
+/// answered it, when a handoff gave the session to it.
+pub const FLOOR_KEY: &str = "agent";
+
+/// The agent a handoff gave the session to, as its last assistant turn
+/// says, when it is another than the turn's own agent (and one it may hand
+/// to). Runs handed to a runner start with the turn's own agent.
+async fn session_floor(config: &TurnConfig, input: &TurnInput) -> Option<Agent> {
+    let Replier::Agent(agent) = &config.replier else {
+        return None;
+    };
+    if agent.handoffs().is_empty() || config.remote.is_some() {
+        return None;
+    }
+    let last = RecentOpts {
+        include_roles: vec!["assistant".into()],
+        limit: Some(1),
+        ..RecentOpts::default()
+    };
+    let recent = match config.memory.store().recent(&input.session.id, &last).await {
+        Ok(recent) => recent,
+        Err(error) => {
+            tracing::warn!(%error, "could not read who has the session; the turn's agent answers");
+            return None;
+        }
+    };
+    let name = recent.last()?.metadata.get(FLOOR_KEY)?.as_str()?.to_owned();
+    if agent.name() == Some(name.as_str()) {
+        return None;
+    }
+    agent.find_agent(&name).cloned()
+}
+
 /// Step 1: `system_override` when set; otherwise the base prompt with the
 /// memory recalled for the user's prompt appended under the heading.
-async fn system_prompt(config: &TurnConfig, input: &TurnInput) -> String {
+async fn system_prompt(config: &TurnConfig, input: &TurnInput, base: &str) -> String {
     if let Some(system) = &input.system_override {
         return system.clone();
     }
@@ -276,7 +319,7 @@ async fn system_prompt(config: &TurnConfig, input: &TurnInput) -> String {
         .memory_heading
         .as_deref()
         .unwrap_or(DEFAULT_MEMORY_HEADING);
-    with_memory_block(&config.system_base, heading, &context)
+    with_memory_block(base, heading, &context)
 }
 
 /// Step 2: store the user turn. Its role (and metadata `role`) is always
@@ -305,14 +348,25 @@ async fn store_user_turn(config: &TurnConfig, input: &TurnInput) -> bool {
     }
 }
 
-/// Step 5: store the assistant turn; `None` when skipped because `text` is
+/// Step 5: store the assistant turn (with the agent that answered, when
+/// the turn's agent can hand off); `None` when skipped because `text` is
 /// empty, else whether the write succeeded (failures are logged).
-async fn store_assistant_turn(config: &TurnConfig, input: &TurnInput, text: &str) -> Option<bool> {
+async fn store_assistant_turn(
+    config: &TurnConfig,
+    input: &TurnInput,
+    text: &str,
+    answered_by: Option<String>,
+) -> Option<bool> {
     if text.is_empty() {
         return None;
     }
     let mut metadata = input.assistant_metadata.clone().unwrap_or_default();
     metadata.insert("role".into(), "assistant".into());
+    if let (Replier::Agent(agent), Some(name)) = (&config.replier, answered_by)
+        && !agent.handoffs().is_empty()
+    {
+        metadata.insert(FLOOR_KEY.into(), name.into());
+    }
     let what = Remember {
         role: "assistant".into(),
         source: input
@@ -345,6 +399,8 @@ struct AgentTurn<'a> {
     place: Place<'a>,
     /// A durable run stopped for these calls.
     waiting: &'a (dyn Fn(String, Vec<WaitingCall>) + Sync),
+    /// Where the name of the agent that answered goes.
+    answered_by: &'a std::sync::Mutex<Option<String>>,
 }
 
 /// Where an agent turn's loop runs: here, here durably (the journal and the
@@ -405,6 +461,9 @@ async fn run_agent(
                 (how.tools)(event)
             }
             AgentEvent::Final { run } => {
+                if let Ok(mut answered_by) = how.answered_by.lock() {
+                    *answered_by = run.agent.clone();
+                }
                 return match run.outcome {
                     Outcome::ModelError(error) => Err(error.into()),
                     Outcome::JournalFailed(error) => Err(error.into()),
