@@ -164,6 +164,12 @@ pub use agentry_evals as evals;
 #[cfg(feature = "guardrails")]
 #[cfg_attr(docsrs, doc(cfg(feature = "guardrails")))]
 pub use agentry_guardrails as guardrails;
+/// Workflows of agents and programs: a router, a pipeline, a parallel
+/// fan-out, a loop until a check passes, approvals as interrupts (feature
+/// `workflow`).
+#[cfg(feature = "workflow")]
+#[cfg_attr(docsrs, doc(cfg(feature = "workflow")))]
+pub use agentry_workflow as workflow;
 
 /// AG-UI 1.0: a run streamed to a frontend as AG-UI events, destructive
 /// calls as interrupts (feature `agui`).

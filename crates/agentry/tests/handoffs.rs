@@ -343,10 +343,18 @@ async fn a_chat_session_goes_on_with_the_agent_handed_to() {
     assert_eq!(first.text, "Which invoice?");
     let second = config.run(turn("Invoice A-7")).await.unwrap();
     assert_eq!(second.text, "Refund on its way for A-7.");
-    assert_eq!(triage_model.requests().len(), 1, "the second turn went to billing");
+    assert_eq!(
+        triage_model.requests().len(),
+        1,
+        "the second turn went to billing"
+    );
     let asked = billing_model.requests().pop().unwrap();
     assert!(
-        asked.system.as_deref().unwrap().starts_with("You handle billing."),
+        asked
+            .system
+            .as_deref()
+            .unwrap()
+            .starts_with("You handle billing."),
         "billing's own prompt (with the session's memory): {:?}",
         asked.system
     );

@@ -296,7 +296,7 @@ impl Replay {
 }
 
 /// A call that waits for a person, and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct WaitingCall {
     /// The call as the model made it.
     pub call: ToolCall,

@@ -1,0 +1,673 @@
+//! Running a workflow: each step on its input, each finished step's output
+//! kept in a [`Checkpoint`] by its place in the workflow, and an interrupt
+//! (a person's approval, or an agent's destructive call) ending the run
+//! with the checkpoint that [`Workflow::resume`] carries on from.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use agentry_agent::durable::{Decision, JournalError, RunJournal, WaitingCall, decide};
+use agentry_agent::{Agent, Outcome, RunOutcome};
+use agentry_core::BoxFuture;
+use agentry_core::model::{ChatRequest, Message, ResponseFormat, Step as ModelStep, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::step::{Loop, Parallel, Route, Router, Step, Until};
+
+/// A workflow: a named tree of steps.
+#[derive(Clone)]
+pub struct Workflow {
+    name: String,
+    root: Step,
+    journal: Option<Arc<dyn RunJournal>>,
+}
+
+/// Where a workflow run stands: the input, every finished step's output
+/// (by its place: `2`, `2/billing`, `3/round-1`…), a person's answers to
+/// approvals, and the interrupt it stopped at. It serialises, to be kept
+/// until someone answers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The run's id (agent steps' durable runs are `ID/PLACE`).
+    pub id: String,
+    /// The workflow's input.
+    pub input: String,
+    /// Finished steps' outputs, by place.
+    pub outputs: BTreeMap<String, String>,
+    /// A person's answers to approval steps, by place.
+    pub answers: BTreeMap<String, Answer>,
+    /// Where the run stopped for a person, if it did.
+    pub interrupt: Option<Interrupt>,
+}
+
+/// A person's answer to an approval step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum Answer {
+    /// Go on with the text as it is.
+    Approve,
+    /// Go on with this text instead.
+    Edit {
+        /// The text.
+        text: String,
+    },
+    /// Stop the workflow.
+    Reject {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Where a run stopped for a person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interrupt {
+    /// The step's place.
+    pub step: String,
+    /// What the person is asked.
+    #[serde(flatten)]
+    pub kind: InterruptKind,
+}
+
+/// What an interrupt asks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum InterruptKind {
+    /// An approval step: approve, edit or reject `text`.
+    Approval {
+        /// The step's question.
+        question: String,
+        /// The text to approve.
+        text: String,
+    },
+    /// An agent step's durable run waits for decisions on these calls
+    /// ([`Workflow::decide`]).
+    Calls {
+        /// The durable run's id.
+        run: String,
+        /// The waiting calls.
+        calls: Vec<WaitingCall>,
+    },
+}
+
+/// How a workflow run ended.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkflowOutcome {
+    /// Every step finished: the last one's output.
+    Done {
+        /// The output.
+        output: String,
+    },
+    /// A person is asked; [`Workflow::resume`] the checkpoint once answered.
+    Interrupted(Interrupt),
+    /// A person rejected an approval step.
+    Rejected {
+        /// The step's place.
+        step: String,
+        /// Why.
+        reason: String,
+    },
+    /// A step failed: an agent did not answer, a program or router failed,
+    /// a loop's check never passed.
+    Failed {
+        /// The step's place.
+        step: String,
+        /// Why.
+        error: String,
+    },
+}
+
+/// A step that finished in a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepTrace {
+    /// Its place.
+    pub step: String,
+    /// `agent`, `program`, `route`, `check`, `approval` or `join`.
+    pub kind: &'static str,
+    /// What it gave.
+    pub output: String,
+    /// The agent that answered, for an agent step (after handoffs, the last one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Tokens it spent.
+    pub usage: Usage,
+    /// Its output came from the checkpoint (an earlier run did the work).
+    pub cached: bool,
+}
+
+/// A workflow run's end: the outcome, the checkpoint to resume from, and
+/// what each step did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkflowRun {
+    /// How it ended.
+    pub outcome: WorkflowOutcome,
+    /// Where it stands.
+    pub checkpoint: Checkpoint,
+    /// The steps that finished, in the order they did.
+    pub trace: Vec<StepTrace>,
+    /// Tokens spent by this run's steps (not the checkpoint's).
+    pub usage: Usage,
+}
+
+/// Why a step did not give an output.
+enum Stop {
+    Interrupted(Interrupt),
+    Rejected { step: String, reason: String },
+    Failed { step: String, error: String },
+}
+
+fn failed(step: &str, error: impl Into<String>) -> Stop {
+    Stop::Failed {
+        step: shown(step),
+        error: error.into(),
+    }
+}
+
+/// A place as reports show it: the whole workflow is `workflow`.
+fn shown(place: &str) -> String {
+    if place.is_empty() {
+        "workflow".into()
+    } else {
+        place.to_owned()
+    }
+}
+
+fn child(place: &str, segment: &str) -> String {
+    if place.is_empty() {
+        segment.to_owned()
+    } else {
+        format!("{place}/{segment}")
+    }
+}
+
+/// What a run keeps as it goes.
+struct State {
+    checkpoint: Mutex<Checkpoint>,
+    trace: Mutex<Vec<StepTrace>>,
+    usage: Mutex<Usage>,
+}
+
+impl State {
+    fn cached(&self, place: &str) -> Option<String> {
+        self.checkpoint.lock().ok()?.outputs.get(place).cloned()
+    }
+
+    fn finished(
+        &self,
+        place: &str,
+        kind: &'static str,
+        output: &str,
+        agent: Option<String>,
+        usage: Usage,
+        cached: bool,
+    ) {
+        if let Ok(mut checkpoint) = self.checkpoint.lock() {
+            checkpoint
+                .outputs
+                .insert(place.to_owned(), output.to_owned());
+        }
+        if let Ok(mut total) = self.usage.lock() {
+            *total += usage;
+        }
+        if let Ok(mut trace) = self.trace.lock() {
+            trace.push(StepTrace {
+                step: shown(place),
+                kind,
+                output: output.to_owned(),
+                agent,
+                usage,
+                cached,
+            });
+        }
+    }
+}
+
+impl Workflow {
+    /// A workflow named `name` whose steps are `root`.
+    pub fn new(name: impl Into<String>, root: impl Into<Step>) -> Self {
+        Self {
+            name: name.into(),
+            root: root.into(),
+            journal: None,
+        }
+    }
+
+    /// Run agent steps as durable runs in `journal`: a destructive call
+    /// interrupts the workflow (instead of going to the agent's approver)
+    /// until [`decide`](Self::decide) and [`resume`](Self::resume).
+    pub fn journal(mut self, journal: impl RunJournal + 'static) -> Self {
+        self.journal = Some(Arc::new(journal));
+        self
+    }
+
+    /// The workflow's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Run the workflow on `input`, as run `id` (agent steps' durable runs
+    /// are `ID/PLACE`: give each run its own id).
+    pub async fn run(&self, id: impl Into<String>, input: impl Into<String>) -> WorkflowRun {
+        self.resume(Checkpoint {
+            id: id.into(),
+            input: input.into(),
+            ..Checkpoint::default()
+        })
+        .await
+    }
+
+    /// Carry a run on from its checkpoint: finished steps are not run
+    /// again; the step it stopped at runs with the answers given since
+    /// ([`Checkpoint::answer`], [`decide`](Self::decide)).
+    pub async fn resume(&self, mut checkpoint: Checkpoint) -> WorkflowRun {
+        checkpoint.interrupt = None;
+        let input = checkpoint.input.clone();
+        let state = State {
+            checkpoint: Mutex::new(checkpoint),
+            trace: Mutex::new(Vec::new()),
+            usage: Mutex::new(Usage::default()),
+        };
+        let result = self.exec(&self.root, String::new(), input, &state).await;
+        let mut checkpoint = state.checkpoint.into_inner().unwrap_or_default();
+        let outcome = match result {
+            Ok(output) => WorkflowOutcome::Done { output },
+            Err(Stop::Interrupted(interrupt)) => {
+                checkpoint.interrupt = Some(interrupt.clone());
+                WorkflowOutcome::Interrupted(interrupt)
+            }
+            Err(Stop::Rejected { step, reason }) => WorkflowOutcome::Rejected { step, reason },
+            Err(Stop::Failed { step, error }) => WorkflowOutcome::Failed { step, error },
+        };
+        WorkflowRun {
+            outcome,
+            checkpoint,
+            trace: state.trace.into_inner().unwrap_or_default(),
+            usage: state.usage.into_inner().unwrap_or_default(),
+        }
+    }
+
+    /// Decide on a call an agent step waits on (the checkpoint's
+    /// [`InterruptKind::Calls`]), in the workflow's journal; then
+    /// [`resume`](Self::resume).
+    pub async fn decide(
+        &self,
+        checkpoint: &Checkpoint,
+        call_id: &str,
+        decision: Decision,
+    ) -> Result<(), String> {
+        let Some(Interrupt {
+            kind: InterruptKind::Calls { run, .. },
+            ..
+        }) = &checkpoint.interrupt
+        else {
+            return Err("the run does not wait on an agent's calls".into());
+        };
+        let journal = self
+            .journal
+            .as_deref()
+            .ok_or("the workflow has no journal")?;
+        decide(journal, run, call_id, decision, false)
+            .await
+            .map_err(|error| error.to_string())
+    }
+
+    fn exec<'a>(
+        &'a self,
+        step: &'a Step,
+        place: String,
+        input: String,
+        state: &'a State,
+    ) -> BoxFuture<'a, Result<String, Stop>> {
+        Box::pin(async move {
+            let kind = match step {
+                Step::Agent(_) => "agent",
+                Step::Program(_) => "program",
+                Step::Approval(_) => "approval",
+                _ => "",
+            };
+            if !kind.is_empty()
+                && let Some(output) = state.cached(&place)
+            {
+                state.finished(&place, kind, &output, None, Usage::default(), true);
+                return Ok(output);
+            }
+            match step {
+                Step::Agent(agent) => self.agent_step(agent, &place, input, state).await,
+                Step::Program(program) => {
+                    let output = (program.run)(input)
+                        .await
+                        .map_err(|error| failed(&place, format!("{}: {error}", program.name)))?;
+                    state.finished(&place, "program", &output, None, Usage::default(), false);
+                    Ok(output)
+                }
+                Step::Sequence(steps) => {
+                    let mut text = input;
+                    for (n, step) in steps.iter().enumerate() {
+                        text = self
+                            .exec(step, child(&place, &(n + 1).to_string()), text, state)
+                            .await?;
+                    }
+                    Ok(text)
+                }
+                Step::Parallel(parallel) => self.parallel(parallel, &place, input, state).await,
+                Step::Route(route) => self.route(route, &place, input, state).await,
+                Step::Loop(body) => self.repeat(body, &place, input, state).await,
+                Step::Approval(question) => approval(question, &place, input, state),
+            }
+        })
+    }
+
+    async fn agent_step(
+        &self,
+        agent: &Agent,
+        place: &str,
+        input: String,
+        state: &State,
+    ) -> Result<String, Stop> {
+        let run: RunOutcome = match &self.journal {
+            None => agent.run(input).await,
+            Some(journal) => {
+                let id = {
+                    let checkpoint = state
+                        .checkpoint
+                        .lock()
+                        .map_err(|_| failed(place, "poisoned"))?;
+                    format!("{}/{}", checkpoint.id, shown(place))
+                };
+                let runs = agent.durable(journal.clone());
+                let fresh = match journal.entries(&id).await {
+                    Ok(entries) => entries.is_empty(),
+                    Err(JournalError::NotFound(_)) => true,
+                    Err(error) => return Err(failed(place, error.to_string())),
+                };
+                let run = if fresh {
+                    runs.start_messages(id.clone(), vec![Message::user(input)])
+                        .await
+                } else {
+                    runs.resume(&id).await
+                };
+                let run = run.map_err(|error| failed(place, error.to_string()))?;
+                if let Outcome::AwaitingDecision(calls) = &run.outcome.outcome {
+                    return Err(Stop::Interrupted(Interrupt {
+                        step: shown(place),
+                        kind: InterruptKind::Calls {
+                            run: id,
+                            calls: calls.clone(),
+                        },
+                    }));
+                }
+                run.outcome
+            }
+        };
+        match &run.outcome {
+            Outcome::Final(text) => {
+                state.finished(place, "agent", text, run.agent.clone(), run.usage, false);
+                Ok(text.clone())
+            }
+            _ => {
+                if let Ok(mut total) = state.usage.lock() {
+                    *total += run.usage;
+                }
+                Err(failed(
+                    place,
+                    format!(
+                        "agent {} did not answer: {}",
+                        agent.name().unwrap_or("(unnamed)"),
+                        run.text()
+                    ),
+                ))
+            }
+        }
+    }
+
+    async fn parallel(
+        &self,
+        parallel: &Parallel,
+        place: &str,
+        input: String,
+        state: &State,
+    ) -> Result<String, Stop> {
+        let branches = parallel
+            .branches
+            .iter()
+            .map(|(name, step)| self.exec(step, child(place, name), input.clone(), state));
+        let outputs = futures_util::future::join_all(branches).await;
+        let mut sections = Vec::new();
+        for ((name, _), output) in parallel.branches.iter().zip(outputs) {
+            sections.push(format!("## {name}\n{}", output?));
+        }
+        let joined = sections.join("\n\n");
+        match &parallel.join {
+            Some(join) => self.exec(join, child(place, "join"), joined, state).await,
+            None => {
+                state.finished(
+                    &child(place, "join"),
+                    "join",
+                    &joined,
+                    None,
+                    Usage::default(),
+                    false,
+                );
+                Ok(joined)
+            }
+        }
+    }
+
+    async fn route(
+        &self,
+        route: &Route,
+        place: &str,
+        input: String,
+        state: &State,
+    ) -> Result<String, Stop> {
+        let at = child(place, "route");
+        let name = match state.cached(&at) {
+            Some(name) => name,
+            None => {
+                let (name, usage) = choose(route, &input)
+                    .await
+                    .map_err(|error| failed(&at, error))?;
+                state.finished(&at, "route", &name, None, usage, false);
+                name
+            }
+        };
+        let Some(to) = route.routes.iter().find(|to| to.name == name) else {
+            return Err(failed(&at, format!("no route is named `{name}`")));
+        };
+        self.exec(&to.step, child(place, &name), input, state).await
+    }
+
+    async fn repeat(
+        &self,
+        body: &Loop,
+        place: &str,
+        input: String,
+        state: &State,
+    ) -> Result<String, Stop> {
+        let mut text = input.clone();
+        let mut why = String::new();
+        for round in 1..=body.max_rounds {
+            let at = child(place, &format!("round-{round}"));
+            let output = self
+                .exec(&body.body, at.clone(), text.clone(), state)
+                .await?;
+            let check_at = child(&at, "check");
+            let verdict = match state.cached(&check_at) {
+                Some(verdict) => verdict,
+                None => {
+                    let (verdict, usage) = check(&body.until, &output).await;
+                    state.finished(&check_at, "check", &verdict, None, usage, false);
+                    verdict
+                }
+            };
+            if verdict == PASS {
+                return Ok(output);
+            }
+            why = verdict.strip_prefix(FAIL).unwrap_or(&verdict).to_owned();
+            text = format!(
+                "{input}\n\nYour last answer:\n{output}\n\nIt did not pass the check: {why}\nAnswer again."
+            );
+        }
+        Err(failed(
+            place,
+            format!(
+                "the check did not pass in {} rounds: {why}",
+                body.max_rounds
+            ),
+        ))
+    }
+}
+
+fn approval(question: &str, place: &str, input: String, state: &State) -> Result<String, Stop> {
+    let answer = state
+        .checkpoint
+        .lock()
+        .ok()
+        .and_then(|checkpoint| checkpoint.answers.get(place).cloned());
+    let output = match answer {
+        None => {
+            return Err(Stop::Interrupted(Interrupt {
+                step: shown(place),
+                kind: InterruptKind::Approval {
+                    question: question.to_owned(),
+                    text: input,
+                },
+            }));
+        }
+        Some(Answer::Approve) => input,
+        Some(Answer::Edit { text }) => text,
+        Some(Answer::Reject { reason }) => {
+            return Err(Stop::Rejected {
+                step: shown(place),
+                reason,
+            });
+        }
+    };
+    state.finished(place, "approval", &output, None, Usage::default(), false);
+    Ok(output)
+}
+
+impl Checkpoint {
+    /// Answer the approval the run stopped at; then resume it.
+    pub fn answer(&mut self, answer: Answer) -> Result<(), String> {
+        match &self.interrupt {
+            Some(Interrupt {
+                step,
+                kind: InterruptKind::Approval { .. },
+            }) => {
+                let place = if step == "workflow" {
+                    String::new()
+                } else {
+                    step.clone()
+                };
+                self.answers.insert(place, answer);
+                Ok(())
+            }
+            _ => Err("the run does not wait for an approval".into()),
+        }
+    }
+}
+
+const PASS: &str = "pass";
+const FAIL: &str = "fail: ";
+
+/// A loop's check on `output`: `pass`, or `fail: why`.
+async fn check(until: &Until, output: &str) -> (String, Usage) {
+    match until {
+        Until::Program(check) => match check(output) {
+            Ok(()) => (PASS.into(), Usage::default()),
+            Err(why) => (format!("{FAIL}{why}"), Usage::default()),
+        },
+        Until::Judge { model, rubric } => {
+            let request = ChatRequest {
+                system: Some(
+                    "You check a text against a rubric. Answer with JSON: pass is true when the \
+                     text meets every point of the rubric; reason says what is missing, in a few words."
+                        .into(),
+                ),
+                messages: vec![Message::user(format!("Rubric: {rubric}\n\nThe text:\n{output}"))],
+                response_format: Some(ResponseFormat::new(
+                    "verdict",
+                    json!({
+                        "type": "object",
+                        "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string", "maxLength": 200}},
+                        "required": ["pass", "reason"],
+                        "additionalProperties": false
+                    }),
+                )),
+                max_tokens: Some(120),
+                temperature: Some(0.0),
+                ..ChatRequest::default()
+            };
+            match model.step(&request).await {
+                Ok(ModelStep::Final { text, tokens }) => {
+                    let verdict: Option<(bool, String)> =
+                        serde_json::from_str::<Value>(text.trim())
+                            .ok()
+                            .and_then(|v| {
+                                Some((v["pass"].as_bool()?, v["reason"].as_str()?.to_owned()))
+                            });
+                    match verdict {
+                        Some((true, _)) => (PASS.into(), tokens),
+                        Some((false, why)) => (format!("{FAIL}{why}"), tokens),
+                        None => (
+                            format!("{FAIL}the judge's verdict was not readable"),
+                            tokens,
+                        ),
+                    }
+                }
+                Ok(ModelStep::Tool { tokens, .. }) => {
+                    (format!("{FAIL}the judge called a tool"), tokens)
+                }
+                Err(error) => (format!("{FAIL}the judge failed: {error}"), Usage::default()),
+            }
+        }
+    }
+}
+
+/// The route for `input`, and what choosing it cost.
+async fn choose(route: &Route, input: &str) -> Result<(String, Usage), String> {
+    match &route.router {
+        Router::Program(choose) => choose(input)
+            .map(|name| (name, Usage::default()))
+            .ok_or_else(|| "no route fits the input".into()),
+        Router::Model(model) => {
+            let names: Vec<&str> = route.routes.iter().map(|to| to.name.as_str()).collect();
+            let menu: Vec<String> = route
+                .routes
+                .iter()
+                .map(|to| format!("- {}: {}", to.name, to.description))
+                .collect();
+            let request = ChatRequest {
+                system: Some(format!(
+                    "Choose the route for the user's request. The routes:\n{}\nAnswer with JSON naming one route.",
+                    menu.join("\n")
+                )),
+                messages: vec![Message::user(input)],
+                response_format: Some(ResponseFormat::new(
+                    "route",
+                    json!({
+                        "type": "object",
+                        "properties": {"route": {"type": "string", "enum": names}},
+                        "required": ["route"],
+                        "additionalProperties": false
+                    }),
+                )),
+                max_tokens: Some(40),
+                temperature: Some(0.0),
+                ..ChatRequest::default()
+            };
+            match model.step(&request).await {
+                Ok(ModelStep::Final { text, tokens }) => serde_json::from_str::<Value>(text.trim())
+                    .ok()
+                    .and_then(|v| v["route"].as_str().map(str::to_owned))
+                    .filter(|name| names.contains(&name.as_str()))
+                    .map(|name| (name, tokens))
+                    .ok_or_else(|| format!("the router named no route: {text:?}")),
+                Ok(ModelStep::Tool { .. }) => Err("the router called a tool".into()),
+                Err(error) => Err(format!("the router failed: {error}")),
+            }
+        }
+    }
+}
