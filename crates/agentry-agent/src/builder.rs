@@ -117,7 +117,8 @@ impl AgentBuilder {
     /// offered `transfer_to_<name>` with a reason, and a call to it gives
     /// the run to that agent, which carries on with its own tools, grants,
     /// budget and model and answers the user (see [`Handoff`](super::Handoff)).
-    /// The agent handed to must have a [`name`](Self::name).
+    /// The agent handed to must have a [`name`](Self::name); without an
+    /// [`approver`](Self::approver) of its own it asks this agent's.
     pub fn handoff(mut self, handoff: super::Handoff) -> Self {
         self.tools.push(handoff.tool());
         self.settings.handoffs.push(handoff);
@@ -469,8 +470,18 @@ impl AgentBuilder {
 
     /// Check the tools (unique names, valid schemas, wire names) and the
     /// skills (unique names), and make the agent.
-    pub fn build(self) -> Result<Agent, AgentError> {
+    pub fn build(mut self) -> Result<Agent, AgentError> {
         let mut targets = HashSet::new();
+        if let Some(approver) = &self.settings.approver {
+            // An agent handed to without an approver of its own asks this one's.
+            for handoff in &mut self.settings.handoffs {
+                if handoff.target.settings.approver.is_none() {
+                    let mut target = (*handoff.target).clone();
+                    target.settings.approver = Some(approver.clone());
+                    handoff.target = std::sync::Arc::new(target);
+                }
+            }
+        }
         for handoff in &self.settings.handoffs {
             if handoff.name.trim().is_empty() {
                 return Err(AgentError::Handoff(

@@ -78,6 +78,11 @@ impl Handoff {
         self
     }
 
+    /// The agent handed to.
+    pub fn agent(&self) -> &Agent {
+        &self.target
+    }
+
     /// The agent handed to's name.
     pub fn target_name(&self) -> &str {
         &self.name

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::config::Loaded;
 
 /// `[a2a]`: remote agents.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct A2aSection {
     /// `[a2a.agents.NAME]`: each a tool named NAME.
@@ -21,7 +21,7 @@ pub struct A2aSection {
 }
 
 /// `[a2a.agents.NAME]`.
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct A2aAgentTable {
     /// The agent's base URL (its card at `/.well-known/agent-card.json`).

@@ -23,7 +23,7 @@ pub const DEFAULT_FILE: &str = "agentry.toml";
 pub const STARTER: &str = include_str!("starter.toml");
 
 /// A parsed `agentry.toml`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentFile {
     /// The agent's name (its model name on `/v1/models`).
@@ -48,10 +48,17 @@ pub struct AgentFile {
     /// environment fills in what it leaves out).
     #[serde(default)]
     pub telemetry: agentry_telemetry::TelemetryConfig,
+    /// `[agents.NAME]`: more agents, each with the keys of `[agent]`, for
+    /// handoffs and workflows.
+    #[serde(default)]
+    pub agents: std::collections::BTreeMap<String, AgentSection>,
+    /// `[workflow]`: steps over the agents (`agentry workflow run`).
+    #[serde(default)]
+    pub workflow: Option<agentry::workflow::StepSpec>,
 }
 
 /// `[model]`: which model answers.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSection {
     /// `local` (default), `openai`, `anthropic` or `offline`.
@@ -105,7 +112,7 @@ pub struct ModelSection {
 }
 
 /// `[agent]`: prompt, tools and limits.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSection {
     /// The system prompt (default: the demo's).
@@ -126,6 +133,39 @@ pub struct AgentSection {
     pub max_tokens: Option<u32>,
     /// Believe the MCP servers' tool annotations.
     pub mcp_trusted: Option<bool>,
+    /// What the agent is for, as an agent that hands off to it is told.
+    pub description: Option<String>,
+    /// Agents (`[agents.NAME]`) this one may hand the conversation to.
+    pub handoffs: Option<Vec<String>>,
+    /// Handed the conversation, what this agent sees of it: `all` (the
+    /// default), `text` (without tool calls and results) or `last` (the
+    /// user's last message).
+    pub history: Option<HistoryKind>,
+    /// The first step must call a tool (`"required"`), as a triage agent
+    /// that only hands off should; `"auto"` (the default) lets the model choose.
+    pub first_call: Option<FirstCall>,
+}
+
+/// What an agent handed to sees of the conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryKind {
+    /// Everything.
+    All,
+    /// What the user and the agents said, without tool calls and results.
+    Text,
+    /// The user's last message.
+    Last,
+}
+
+/// Whether the first step must call a tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FirstCall {
+    /// The model chooses.
+    Auto,
+    /// It must call one.
+    Required,
 }
 
 /// A built-in tool set.
@@ -137,7 +177,7 @@ pub enum ToolSet {
 }
 
 /// `[grants]`: capabilities given to the tools beyond the file reader's directory.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GrantsSection {
     /// Directories tools may read.
@@ -155,7 +195,7 @@ pub struct GrantsSection {
 }
 
 /// `[memory]`: where chat sessions are kept and how text is embedded.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemorySection {
     /// A SQLite file (default `agentry.db`) or a `postgres://` URL.
@@ -182,7 +222,7 @@ pub enum EmbedderKind {
 }
 
 /// `[server]`: `agentry serve`'s address, keys and limits.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSection {
     /// The address to listen on (default `127.0.0.1:8080`).
@@ -223,7 +263,7 @@ pub struct ServerSection {
 
 /// A loaded file: what it says, where it is, and its text (for messages
 /// and the MCP tables).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Loaded {
     /// The file, or `None` when there is none.
     pub path: Option<PathBuf>,
@@ -406,6 +446,14 @@ impl Loaded {
             }
         }
         Ok(())
+    }
+
+    /// How messages name the file: its path, or `agentry.toml`.
+    pub fn label(&self) -> String {
+        self.path.as_ref().map_or_else(
+            || DEFAULT_FILE.to_owned(),
+            |path| path.display().to_string(),
+        )
     }
 
     /// `path:line: key: message`, at the byte range `span` of the text.

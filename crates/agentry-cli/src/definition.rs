@@ -219,6 +219,7 @@ impl AgentArgs {
                 .map_err(|e| format!(".: {e}"))?,
         };
         let tools = section.tools.clone().unwrap_or(vec![ToolSet::Demo]);
+        let shared = model.clone();
         let mut agent =
             AgentBuilder::new(model)
                 .name(loaded.file.name.as_deref().unwrap_or("agentry"))
@@ -267,7 +268,14 @@ impl AgentArgs {
         if let Some(gate) = relevance_gate(choice).await? {
             agent = agent.relevance_gate(gate);
         }
-        Ok(agent.check_answers(choice.check_answers.into()))
+        let mut agent = agent.check_answers(choice.check_answers.into());
+        if section.first_call == Some(crate::config::FirstCall::Required) {
+            agent = agent.first_tool_choice(agentry::model::ToolChoice::Required);
+        }
+        Box::pin(crate::team::with_handoffs(
+            self, loaded, agent, shared, choice,
+        ))
+        .await
     }
 }
 

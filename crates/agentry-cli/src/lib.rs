@@ -53,10 +53,12 @@ mod run;
 mod runs;
 mod serve;
 pub mod skills;
+mod team;
 mod telemetry;
 mod temporal;
 mod tools;
 mod trust;
+mod workflow;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -159,6 +161,12 @@ enum Command {
     /// Carry out the agent's runs from a Temporal server's task queue (any
     /// number of workers, on any machines): `agentry run --temporal` starts them.
     Worker(temporal::WorkerArgs),
+    /// Run the `[workflow]` of `agentry.toml`, or go on with one that
+    /// stopped for a person.
+    Workflow {
+        #[command(subcommand)]
+        command: workflow::WorkflowCommand,
+    },
     /// Evaluate the agent on a cases file, or on BFCL's questions.
     Eval {
         #[command(subcommand)]
@@ -188,6 +196,7 @@ pub async fn main() -> ExitCode {
         Command::Tools { command } => tools::run(command),
         Command::Trust(args) => trust::run(args),
         Command::Eval { command } => eval::run(command).await,
+        Command::Workflow { command } => workflow::run(command).await,
         Command::Worker(args) => temporal::worker(args).await,
     };
     // Whatever a command's spans left buffered goes out before the exit.

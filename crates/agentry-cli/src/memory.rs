@@ -349,9 +349,14 @@ fn record_line(lead: &str, record: &MemoryRecord) -> String {
     )
 }
 
-/// A text on one line, cut at 100 characters.
-fn one_line(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+/// A text on one line, cut at 100 characters, control characters (a
+/// terminal's escape sequences among them) shown as `?`.
+pub(crate) fn one_line(text: &str) -> String {
+    let flat = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace(|c: char| c.is_control(), "?");
     match flat.char_indices().nth(100) {
         Some((cut, _)) => format!("{}…", &flat[..cut]),
         None => flat,

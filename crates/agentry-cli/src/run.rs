@@ -110,6 +110,25 @@ impl RunFlags {
         Ok((built, loaded, chat_model))
     }
 
+    /// The run journal in the memory store (made when missing).
+    pub async fn journal(
+        &self,
+        loaded: &Loaded,
+    ) -> Result<std::sync::Arc<dyn agentry::agent::durable::RunJournal>, String> {
+        let location = self.memory.location(loaded);
+        Ok(Store::open(&location, loaded, true).await?.journal())
+    }
+
+    /// The agent definition's flags.
+    pub fn agent_args(&self) -> &AgentArgs {
+        &self.agent
+    }
+
+    /// The model flags.
+    pub fn model_args(&self) -> &ModelArgs {
+        &self.model
+    }
+
     /// `--yes`: destructive calls are approved without asking.
     pub fn yes(&self) -> bool {
         self.yes
@@ -193,6 +212,10 @@ fn as_json(run: &RunOutcome) -> serde_json::Value {
     if let Outcome::AwaitingDecision(waiting) = &run.outcome {
         value["waiting"] = json!(waiting);
     }
+    if !run.handoffs.is_empty() {
+        value["handoffs"] = json!(run.handoffs);
+        value["agent"] = json!(run.agent);
+    }
     value
 }
 
@@ -214,6 +237,17 @@ pub fn print_step(step: &StepRecord) {
 
 /// Print a run's answer and what it spent.
 fn print_summary(run: &RunOutcome) {
+    for handoff in &run.handoffs {
+        println!(
+            "handed off: {} → {} ({})",
+            handoff.from.as_deref().unwrap_or("?"),
+            handoff.to,
+            crate::memory::one_line(&handoff.reason)
+        );
+    }
+    if let (false, Some(agent)) = (run.handoffs.is_empty(), &run.agent) {
+        println!("answered by: {agent}");
+    }
     println!("answer: {}", run.text());
     let cached = match run.usage.cached_input_tokens {
         0 => String::new(),
