@@ -66,6 +66,7 @@ mod sources;
 mod spend;
 pub mod stepwise;
 mod telemetry;
+pub mod verdict;
 
 pub mod program;
 pub mod turn;

@@ -141,20 +141,13 @@ fn a_routed_workflow_stops_for_approval_and_resumes_on_the_default_model() {
 #[test]
 fn an_approval_workflow_runs_offline_and_a_rejection_fails_it() {
     let dir = Dir::new("team-offline");
-    std::fs::write(
-        dir.0.join("agentry.toml"),
-        r#"
-[model]
-provider = "offline"
-
-[agents.writer]
-tools = []
-
-[workflow]
-sequence = [{ agent = "writer" }, { program = "nothing" }]
-"#,
-    )
-    .unwrap();
+    let write = |workflow: &str| {
+        let file = format!(
+            "[model]\nprovider = \"offline\"\n[agents.writer]\ntools = []\n[workflow]\n{workflow}\n"
+        );
+        std::fs::write(dir.0.join("agentry.toml"), file).unwrap();
+    };
+    write(r#"sequence = [{ agent = "writer" }, { program = "nothing" }]"#);
     let output = agentry(&dir, &["workflow", "run", "Write"]);
     assert!(!output.status.success());
     assert!(
@@ -163,20 +156,7 @@ sequence = [{ agent = "writer" }, { program = "nothing" }]
         "{}",
         stderr(&output)
     );
-    std::fs::write(
-        dir.0.join("agentry.toml"),
-        r#"
-[model]
-provider = "offline"
-
-[agents.writer]
-tools = []
-
-[workflow]
-sequence = [{ agent = "writer" }, { approval = "Send it?" }]
-"#,
-    )
-    .unwrap();
+    write(r#"sequence = [{ agent = "writer" }, { approval = "Send it?" }]"#);
     let output = agentry(
         &dir,
         &["workflow", "run", "Write", "--checkpoint", "cp.json"],

@@ -42,6 +42,10 @@ pub struct Case {
     /// Tools the run must not call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub never: Vec<String>,
+    /// The agent that must answer (after handoffs: the one with the floor
+    /// at the end; see [`RunOutcome::agent`](agentry_agent::RunOutcome::agent)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// How the run must end, as [`Outcome::kind`](agentry_agent::Outcome::kind)
     /// names it (`final`, `out_of_steps`, `guardrail_tripped`…). Left out,
     /// any ending passes (answer checks fail on a run with no answer).

@@ -12,7 +12,7 @@ use crate::case::{AnswerCheck, Case, ExpectedCall};
 /// One expectation a trial failed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
-    /// Which check: `calls`, `order`, `no_call`, `never`, `outcome`,
+    /// Which check: `agent`, `calls`, `order`, `no_call`, `never`, `outcome`,
     /// `answer[N] KIND`, `max_steps`, `max_tokens`, `run`, or a code
     /// check's name.
     pub check: String,
@@ -45,6 +45,17 @@ pub(crate) fn failures(case: &Case, run: &RunOutcome) -> Vec<Failure> {
                 "ended `{}`, not `{kind}`: {}",
                 run.outcome.kind(),
                 clip(&run.text())
+            ),
+        ));
+    }
+    if let Some(agent) = &case.agent
+        && run.agent.as_ref() != Some(agent)
+    {
+        failures.push(Failure::new(
+            "agent",
+            format!(
+                "answered by {}, not {agent}",
+                run.agent.as_deref().unwrap_or("an unnamed agent")
             ),
         ));
     }

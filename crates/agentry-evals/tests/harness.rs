@@ -366,3 +366,46 @@ async fn a_saved_report_reads_back_as_a_baseline() {
         "regressed: b (100% → 0%)\npass rate 100% → 50%; 1 regressed, 0 improved"
     );
 }
+
+#[tokio::test]
+async fn a_case_names_the_agent_that_must_answer() {
+    use agentry_agent::Handoff;
+    let billing = Agent::builder(model(2, |_| Ok(text("Refunded."))))
+        .name("billing")
+        .build()
+        .unwrap();
+    let triage = Agent::builder(model(2, |_| {
+        Ok(Step::Tool {
+            calls: vec![ToolCall::new(
+                "t1",
+                "transfer_to_billing",
+                json!({"reason": "money"}),
+            )],
+            text: String::new(),
+            tokens: Usage::new(1, 1),
+        })
+    }))
+    .name("triage")
+    .handoff(Handoff::to(billing))
+    .build()
+    .unwrap();
+    let suite = suite(
+        r#"
+        [[case]]
+        name = "to billing"
+        input = "refund"
+        agent = "billing"
+        calls = [{ tool = "transfer_to_billing" }]
+        [[case]]
+        name = "to support"
+        input = "crash"
+        agent = "support"
+        "#,
+    );
+    let report = Harness::new(triage).concurrency(1).run(&suite).await;
+    assert_eq!(report.cases[0].trials[0].failures, []);
+    assert_eq!(
+        report.cases[1].trials[0].failures[0].why,
+        "answered by billing, not support"
+    );
+}

@@ -580,48 +580,18 @@ async fn check(until: &Until, output: &str) -> (String, Usage) {
             Err(why) => (format!("{FAIL}{why}"), Usage::default()),
         },
         Until::Judge { model, rubric } => {
-            let request = ChatRequest {
-                system: Some(
-                    "You check a text against a rubric. Answer with JSON: pass is true when the \
-                     text meets every point of the rubric; reason says what is missing, in a few words."
-                        .into(),
-                ),
-                messages: vec![Message::user(format!("Rubric: {rubric}\n\nThe text:\n{output}"))],
-                response_format: Some(ResponseFormat::new(
-                    "verdict",
-                    json!({
-                        "type": "object",
-                        "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string", "maxLength": 200}},
-                        "required": ["pass", "reason"],
-                        "additionalProperties": false
-                    }),
-                )),
-                max_tokens: Some(120),
-                temperature: Some(0.0),
-                ..ChatRequest::default()
+            let verdict = agentry_agent::verdict::ask(
+                model.as_ref(),
+                "You check a text against a rubric.",
+                format!("Rubric: {rubric}\n\nThe text:\n{output}"),
+            )
+            .await;
+            let said = if verdict.pass {
+                PASS.to_owned()
+            } else {
+                format!("{FAIL}{}", verdict.reason)
             };
-            match model.step(&request).await {
-                Ok(ModelStep::Final { text, tokens }) => {
-                    let verdict: Option<(bool, String)> =
-                        serde_json::from_str::<Value>(text.trim())
-                            .ok()
-                            .and_then(|v| {
-                                Some((v["pass"].as_bool()?, v["reason"].as_str()?.to_owned()))
-                            });
-                    match verdict {
-                        Some((true, _)) => (PASS.into(), tokens),
-                        Some((false, why)) => (format!("{FAIL}{why}"), tokens),
-                        None => (
-                            format!("{FAIL}the judge's verdict was not readable"),
-                            tokens,
-                        ),
-                    }
-                }
-                Ok(ModelStep::Tool { tokens, .. }) => {
-                    (format!("{FAIL}the judge called a tool"), tokens)
-                }
-                Err(error) => (format!("{FAIL}the judge failed: {error}"), Usage::default()),
-            }
+            (said, verdict.usage)
         }
     }
 }

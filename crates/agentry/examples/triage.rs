@@ -12,9 +12,22 @@ use std::sync::Arc;
 
 use agentry::agent::{Agent, Handoff, RunOutcome};
 use agentry::model::{ChatModel, ToolChoice};
-use agentry::tool::function;
+use agentry::tool::{Tool, function};
 use serde_json::{Value, json};
 use support::{default_or_offline, print_calls};
+
+/// A specialist: its name, prompt and one lookup, which it calls first,
+/// then answers.
+fn specialist(model: Arc<dyn ChatModel>, name: &str, system: &str, lookup: Tool) -> Agent {
+    Agent::builder(model)
+        .name(name)
+        .system(system)
+        .tool(lookup)
+        .first_tool_choice(ToolChoice::Required)
+        .max_tool_rounds(1)
+        .build()
+        .expect("a valid agent")
+}
 
 /// The billing agent: it looks invoices up.
 fn billing(model: Arc<dyn ChatModel>) -> Agent {
@@ -31,17 +44,9 @@ fn billing(model: Arc<dyn ChatModel>) -> Agent {
         })
         .build()
         .expect("a valid function");
-    Agent::builder(model)
-        .name("billing")
-        .system(
-            "You are the billing agent. Look the invoice up, then tell the user briefly \
-             what you found and what happens next.",
-        )
-        .tool(invoice)
-        .first_tool_choice(ToolChoice::Required)
-        .max_tool_rounds(1)
-        .build()
-        .expect("a valid agent")
+    let system = "You are the billing agent. Look the invoice up, then tell the user briefly \
+                  what you found and what happens next.";
+    specialist(model, "billing", system, invoice)
 }
 
 /// The support agent: it checks known issues.
@@ -61,17 +66,9 @@ fn support_agent(model: Arc<dyn ChatModel>) -> Agent {
         })
         .build()
         .expect("a valid function");
-    Agent::builder(model)
-        .name("support")
-        .system(
-            "You are the technical support agent. Check the known issues, then tell the \
-             user briefly how to fix the problem.",
-        )
-        .tool(issues)
-        .first_tool_choice(ToolChoice::Required)
-        .max_tool_rounds(1)
-        .build()
-        .expect("a valid agent")
+    let system = "You are the technical support agent. Check the known issues, then tell the \
+                  user briefly how to fix the problem.";
+    specialist(model, "support", system, issues)
 }
 
 /// The triage agent: it answers nothing itself; it hands over.
