@@ -293,7 +293,7 @@ impl DurableRuns {
     /// process is carrying out is [`JournalError::Leased`].
     pub async fn resume(&self, id: &str) -> Result<DurableRun, JournalError> {
         let (outcome, already_ended) = match self.take(id).await? {
-            Taken::Ended(outcome) => (outcome, true),
+            Taken::Ended(outcome) => (*outcome, true),
             Taken::Leased(replay, lease) => (self.go_on(id, *replay, lease, None).await, false),
         };
         Ok(DurableRun {
@@ -307,7 +307,7 @@ impl DurableRuns {
     pub fn stream_resume(&self, id: String) -> impl Stream<Item = AgentEvent> + Send + '_ {
         event_stream(move |sink| async move {
             match self.take(&id).await {
-                Ok(Taken::Ended(outcome)) => outcome,
+                Ok(Taken::Ended(outcome)) => *outcome,
                 Ok(Taken::Leased(replay, lease)) => {
                     self.go_on(&id, *replay, lease, Some(sink)).await
                 }
@@ -321,7 +321,7 @@ impl DurableRuns {
     async fn take(&self, id: &str) -> Result<Taken, JournalError> {
         let replay = Replay::from_entries(self.journal.entries(id).await?);
         if let Some(outcome) = ended(&replay) {
-            return Ok(Taken::Ended(outcome));
+            return Ok(Taken::Ended(Box::new(outcome)));
         }
         let lease = self.leasing.acquire(self.journal.as_ref(), id).await?;
         // Read again under the lease: the last holder may have written more.
@@ -330,7 +330,7 @@ impl DurableRuns {
             Ok(replay) => match ended(&replay) {
                 Some(outcome) => {
                     self.journal.release(id, lease.token).await?;
-                    Ok(Taken::Ended(outcome))
+                    Ok(Taken::Ended(Box::new(outcome)))
                 }
                 None => Ok(Taken::Leased(Box::new(replay), lease)),
             },
@@ -438,7 +438,7 @@ impl DurableRuns {
 /// A run read back for going on.
 enum Taken {
     /// It had ended.
-    Ended(RunOutcome),
+    Ended(Box<RunOutcome>),
     /// It goes on under this lease.
     Leased(Box<Replay>, Lease),
 }

@@ -188,7 +188,7 @@ impl StepSpec {
                 .agents
                 .get(name)
                 .cloned()
-                .map(Step::Agent)
+                .map(Step::agent)
                 .ok_or_else(|| err(format!("no agent is named `{name}`")));
         }
         if let Some(name) = &self.program {

@@ -17,7 +17,7 @@ type RouteFn = dyn Fn(&str) -> Option<String> + Send + Sync;
 #[derive(Clone)]
 pub enum Step {
     /// An agent's run on the text; its answer is the output.
-    Agent(Agent),
+    Agent(Box<Agent>),
     /// Host code over the text ([`Step::program`]).
     Program(Program),
     /// Each step's output is the next one's input.
@@ -61,7 +61,7 @@ impl fmt::Debug for Step {
 impl Step {
     /// An agent step.
     pub fn agent(agent: Agent) -> Self {
-        Step::Agent(agent)
+        Step::Agent(Box::new(agent))
     }
 
     /// A program step named `name`: `run` turns the text into the output,
