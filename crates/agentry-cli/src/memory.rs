@@ -349,6 +349,12 @@ fn record_line(lead: &str, record: &MemoryRecord) -> String {
     )
 }
 
+/// A text for a terminal: control characters other than new lines and
+/// tabs (a terminal's escape sequences among them) shown as `?`.
+pub(crate) fn terminal_safe(text: &str) -> String {
+    text.replace(|c: char| c.is_control() && c != '\n' && c != '\t', "?")
+}
+
 /// A text on one line, cut at 100 characters, control characters (a
 /// terminal's escape sequences among them) shown as `?`.
 pub(crate) fn one_line(text: &str) -> String {

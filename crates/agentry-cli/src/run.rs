@@ -248,7 +248,7 @@ fn print_summary(run: &RunOutcome) {
     if let (false, Some(agent)) = (run.handoffs.is_empty(), &run.agent) {
         println!("answered by: {agent}");
     }
-    println!("answer: {}", run.text());
+    println!("answer: {}", crate::memory::terminal_safe(&run.text()));
     let cached = match run.usage.cached_input_tokens {
         0 => String::new(),
         cached => format!(" ({cached} from the prompt cache)"),

@@ -2,13 +2,14 @@
 //! the keys of `[agent]`): the ones an agent's `handoffs` name are built as
 //! `[agent]` is, from their own table, and offered as `transfer_to_NAME`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentry::agent::handoff::filters;
 use agentry::agent::{Agent, AgentBuilder, Handoff};
 use agentry::model::ChatModel;
 
-use crate::config::{HistoryKind, Loaded};
+use crate::config::{AgentSection, HistoryKind, Loaded};
 use crate::definition::{AgentArgs, ModelChoice};
 
 /// `builder` with a handoff to each agent its table's `handoffs` name.
@@ -20,9 +21,13 @@ pub async fn with_handoffs(
     choice: &ModelChoice,
 ) -> Result<AgentBuilder, String> {
     let me = loaded.file.name.clone().unwrap_or_else(|| "agentry".into());
-    let mut seen = vec![me];
-    for name in loaded.file.agent.handoffs.clone().unwrap_or_default() {
-        builder = builder.handoff(handoff(args, loaded, &name, &model, choice, &mut seen).await?);
+    let mut team = Team {
+        seen: vec![me],
+        built: HashMap::new(),
+    };
+    let names = listed(loaded, "agent", &loaded.file.agent)?;
+    for name in names {
+        builder = builder.handoff(handoff(args, loaded, &name, &model, choice, &mut team).await?);
     }
     Ok(builder)
 }
@@ -37,8 +42,11 @@ pub async fn named_agent(
     choice: &ModelChoice,
     approver: crate::mcp::CliApprover,
 ) -> Result<Agent, String> {
-    let mut seen = Vec::new();
-    let handoff = handoff(args, loaded, name, &model, choice, &mut seen).await?;
+    let mut team = Team {
+        seen: Vec::new(),
+        built: HashMap::new(),
+    };
+    let handoff = handoff(args, loaded, name, &model, choice, &mut team).await?;
     handoff
         .agent()
         .to_builder()
@@ -47,39 +55,73 @@ pub async fn named_agent(
         .map_err(|e| format!("[agents.{name}]: {e}"))
 }
 
+/// The most agents one agent may hand off to.
+const MAX_HANDOFFS: usize = 64;
+
+/// Agents being built: the chain of handoffs under way (a circle is a
+/// mistake), and each agent once built (an agent two others hand to is
+/// built once).
+struct Team {
+    seen: Vec<String>,
+    built: HashMap<String, Handoff>,
+}
+
+/// The names a table's `handoffs` lists, checked: at most [`MAX_HANDOFFS`],
+/// none empty.
+fn listed(loaded: &Loaded, table: &str, section: &AgentSection) -> Result<Vec<String>, String> {
+    let names = section.handoffs.clone().unwrap_or_default();
+    if names.len() > MAX_HANDOFFS {
+        return Err(format!(
+            "{}: [{table}] hands off to {} agents; at most {MAX_HANDOFFS}",
+            loaded.label(),
+            names.len()
+        ));
+    }
+    if names.iter().any(|name| name.trim().is_empty()) {
+        return Err(format!(
+            "{}: [{table}] handoffs: an empty name",
+            loaded.label()
+        ));
+    }
+    Ok(names)
+}
+
 fn handoff<'a>(
     args: &'a AgentArgs,
     loaded: &'a Loaded,
     name: &'a str,
     model: &'a Arc<dyn ChatModel>,
     choice: &'a ModelChoice,
-    seen: &'a mut Vec<String>,
+    team: &'a mut Team,
 ) -> agentry::BoxFuture<'a, Result<Handoff, String>> {
     Box::pin(async move {
+        if team.seen.iter().any(|s| s == name) {
+            return Err(format!(
+                "{}: handoffs go round in a circle: {} → {name}",
+                loaded.label(),
+                team.seen.join(" → ")
+            ));
+        }
+        if let Some(built) = team.built.get(name) {
+            return Ok(built.clone());
+        }
         let Some(section) = loaded.file.agents.get(name) else {
             return Err(format!(
                 "{}: no [agents.{name}] table for the handoff to `{name}`",
                 loaded.label()
             ));
         };
-        if seen.iter().any(|s| s == name) {
-            return Err(format!(
-                "{}: handoffs go round in a circle: {} → {name}",
-                loaded.label(),
-                seen.join(" → ")
-            ));
-        }
-        seen.push(name.to_owned());
+        team.seen.push(name.to_owned());
         let mut own = loaded.clone();
         own.file.name = Some(name.to_owned());
         own.file.agent = section.clone();
         // Handoffs are followed below, one table at a time.
         own.file.agent.handoffs = None;
         let mut builder = Box::pin(args.builder(&own, model.clone(), choice)).await?;
-        for next in section.handoffs.clone().unwrap_or_default() {
-            builder = builder.handoff(handoff(args, loaded, &next, model, choice, seen).await?);
+        for next in listed(loaded, &format!("agents.{name}"), section)? {
+            builder = builder.handoff(handoff(args, loaded, &next, model, choice, team).await?);
         }
-        seen.pop();
+        team.seen.pop();
         let agent = builder
             .build()
             .map_err(|e| format!("[agents.{name}]: {e}"))?;
@@ -88,10 +130,12 @@ fn handoff<'a>(
             .clone()
             .unwrap_or_else(|| format!("The {name} agent."));
         let handoff = Handoff::to(agent).description(description);
-        Ok(match section.history {
+        let handoff = match section.history {
             None | Some(HistoryKind::All) => handoff,
             Some(HistoryKind::Text) => handoff.input_filter(filters::without_tool_calls),
             Some(HistoryKind::Last) => handoff.input_filter(filters::last_user_message),
-        })
+        };
+        team.built.insert(name.to_owned(), handoff.clone());
+        Ok(handoff)
     })
 }

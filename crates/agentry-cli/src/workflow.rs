@@ -3,7 +3,7 @@
 //! routing and judging; an approval step or a destructive call stops the
 //! run with a checkpoint file that `resume` carries on from.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agentry::agent::durable::Decision;
@@ -70,12 +70,20 @@ pub async fn run(command: WorkflowCommand) -> Result<ExitCode, String> {
             let path = args
                 .checkpoint
                 .unwrap_or_else(|| PathBuf::from(format!("agentry-workflow-{id}.json")));
+            if path.exists() {
+                return Err(format!(
+                    "{} exists: a new run's checkpoint goes to a new file",
+                    path.display()
+                ));
+            }
             let run = flow.run(id, args.input).await;
+            if let WorkflowOutcome::Interrupted(_) = run.outcome {
+                save(&run.checkpoint, &path)?;
+            }
             report(&run, &path, args.run.json)
         }
         WorkflowCommand::Resume(args) => {
-            let text = std::fs::read_to_string(&args.checkpoint)
-                .map_err(|e| format!("{}: {e}", args.checkpoint.display()))?;
+            let text = read_checkpoint(&args.checkpoint)?;
             let mut checkpoint: Checkpoint = serde_json::from_str(&text)
                 .map_err(|e| format!("{} is not a checkpoint: {e}", args.checkpoint.display()))?;
             let flow = workflow(&args.run).await?;
@@ -97,6 +105,9 @@ pub async fn run(command: WorkflowCommand) -> Result<ExitCode, String> {
                     checkpoint.answer(answer)?;
                 }
                 InterruptKind::Calls { calls, .. } => {
+                    if calls.is_empty() {
+                        return Err("the checkpoint names no waiting calls".into());
+                    }
                     let decision = match (args.approve, args.reject) {
                         (true, _) => Decision::Approve,
                         (_, Some(reason)) => Decision::Deny { reason },
@@ -113,6 +124,9 @@ pub async fn run(command: WorkflowCommand) -> Result<ExitCode, String> {
                 }
             }
             let run = flow.resume(checkpoint).await;
+            // Rewritten whatever the end: a finished run's checkpoint waits
+            // for no one, and cannot be resumed again.
+            save(&run.checkpoint, &args.checkpoint)?;
             report(&run, &args.checkpoint, args.run.json)
         }
     }
@@ -131,6 +145,23 @@ async fn workflow(flags: &RunFlags) -> Result<Workflow, String> {
         return Err(format!("{} has no [workflow] table", loaded.label()));
     };
     let choice = flags.model_args().choose(&loaded);
+    if let Some(name) = loaded
+        .file
+        .agents
+        .keys()
+        .find(|name| name.trim().is_empty() || name.chars().any(char::is_control))
+    {
+        return Err(format!(
+            "{}: [agents.{name:?}]: an agent's name is not empty and has no control characters",
+            loaded.label()
+        ));
+    }
+    if loaded.file.agents.contains_key("main") {
+        return Err(format!(
+            "{}: [agents.main]: in a workflow `main` is [agent]; give the agent another name",
+            loaded.label()
+        ));
+    }
     let mut parts = Parts::default().agent("main", main).model(model.clone());
     for name in loaded.file.agents.keys() {
         let agent = crate::team::named_agent(
@@ -155,14 +186,49 @@ async fn workflow(flags: &RunFlags) -> Result<Workflow, String> {
     Ok(Workflow::new(name, step).journal(flags.journal(&loaded).await?))
 }
 
+/// The most a checkpoint file may hold: 64 MiB.
+const MAX_CHECKPOINT_BYTES: u64 = 64 << 20;
+
+/// A checkpoint file's text, of at most [`MAX_CHECKPOINT_BYTES`].
+fn read_checkpoint(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut text = String::new();
+    file.take(MAX_CHECKPOINT_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if text.len() as u64 > MAX_CHECKPOINT_BYTES {
+        return Err(format!(
+            "{} is over 64 MiB: not a checkpoint",
+            path.display()
+        ));
+    }
+    Ok(text)
+}
+
+/// Write a checkpoint to a fresh file beside `path`, then put it in
+/// `path`'s place: a failed write leaves the old checkpoint whole.
+fn save(checkpoint: &Checkpoint, path: &Path) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(checkpoint).map_err(|e| e.to_string())? + "\n";
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let fresh = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&fresh, text).map_err(|e| {
+        let _ = std::fs::remove_file(&fresh);
+        format!("{}: {e}", path.display())
+    })?;
+    std::fs::rename(&fresh, path).map_err(|e| {
+        let _ = std::fs::remove_file(&fresh);
+        format!("{}: {e}", path.display())
+    })
+}
+
 /// Print a run (its steps, then how it ended), keep its checkpoint when it
 /// stopped for a person; the exit code.
-fn report(run: &WorkflowRun, checkpoint: &std::path::Path, json: bool) -> Result<ExitCode, String> {
-    if let WorkflowOutcome::Interrupted(_) = run.outcome {
-        let text = serde_json::to_string_pretty(&run.checkpoint).map_err(|e| e.to_string())?;
-        std::fs::write(checkpoint, text + "\n")
-            .map_err(|e| format!("{}: {e}", checkpoint.display()))?;
-    }
+fn report(run: &WorkflowRun, checkpoint: &Path, json: bool) -> Result<ExitCode, String> {
+    let safe = crate::memory::terminal_safe;
     if json {
         println!(
             "{}",
@@ -182,7 +248,7 @@ fn report(run: &WorkflowRun, checkpoint: &std::path::Path, json: bool) -> Result
             };
             println!(
                 "{} ({}{by}{cached}): {}",
-                step.step,
+                crate::memory::one_line(&step.step),
                 step.kind,
                 crate::memory::one_line(&step.output)
             );
@@ -202,19 +268,25 @@ fn report(run: &WorkflowRun, checkpoint: &std::path::Path, json: bool) -> Result
     Ok(match &run.outcome {
         WorkflowOutcome::Done { output } => {
             if !json {
-                println!("{output}");
+                println!("{}", safe(output));
             }
             ExitCode::SUCCESS
         }
         WorkflowOutcome::Interrupted(interrupt) => {
             match &interrupt.kind {
                 InterruptKind::Approval { question, text } => {
-                    eprintln!("{question}\n{text}");
+                    eprintln!("{}\n{}", safe(question), safe(text));
                     resume(&format!("step {} (approval)", interrupt.step));
                 }
                 InterruptKind::Calls { calls, .. } => {
+                    if calls.is_empty() {
+                        return Err("the checkpoint names no waiting calls".into());
+                    }
                     for waiting in calls {
-                        eprintln!("{}({})", waiting.call.name, waiting.call.input);
+                        eprintln!(
+                            "{}",
+                            safe(&format!("{}({})", waiting.call.name, waiting.call.input))
+                        );
                     }
                     resume(&format!("step {} (destructive calls)", interrupt.step));
                 }
@@ -222,11 +294,11 @@ fn report(run: &WorkflowRun, checkpoint: &std::path::Path, json: bool) -> Result
             ExitCode::SUCCESS
         }
         WorkflowOutcome::Rejected { step, reason } => {
-            eprintln!("rejected at step {step}: {reason}");
+            eprintln!("{}", safe(&format!("rejected at step {step}: {reason}")));
             ExitCode::FAILURE
         }
         WorkflowOutcome::Failed { step, error } => {
-            eprintln!("failed at step {step}: {error}");
+            eprintln!("{}", safe(&format!("failed at step {step}: {error}")));
             ExitCode::FAILURE
         }
     })

@@ -107,7 +107,7 @@ fn a_routed_workflow_stops_for_approval_and_resumes_on_the_default_model() {
     );
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
-        stdout(&output).starts_with("1/route (route): billing\n1/billing (agent billing): "),
+        stdout(&output).starts_with("1/#route (route): billing\n1/billing (agent billing): "),
         "{}",
         stdout(&output)
     );
@@ -173,10 +173,48 @@ fn an_approval_workflow_runs_offline_and_a_rejection_fails_it() {
     );
     assert!(!output.status.success());
     assert_eq!(stderr(&output), "rejected at step 2: off-brand\n");
-    let output = agentry(&dir, &["workflow", "resume", "cp.json"]);
+    // A rejected run's checkpoint waits for no one: it cannot be resumed again.
+    let output = agentry(&dir, &["workflow", "resume", "cp.json", "--approve"]);
+    assert_eq!(
+        stderr(&output),
+        "error: the run does not wait for anyone: nothing to resume\n"
+    );
+
+    let output = agentry(
+        &dir,
+        &["workflow", "run", "Write", "--checkpoint", "agentry.toml"],
+    );
+    assert_eq!(
+        stderr(&output),
+        "error: agentry.toml exists: a new run's checkpoint goes to a new file\n"
+    );
+    let output = agentry(
+        &dir,
+        &["workflow", "run", "Write", "--checkpoint", "again.json"],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = agentry(&dir, &["workflow", "resume", "again.json"]);
     assert_eq!(
         stderr(&output),
         "error: answer with --approve, --edit TEXT or --reject REASON\n"
+    );
+    // What is shown on the terminal carries no escape sequences.
+    let output = agentry(
+        &dir,
+        &[
+            "workflow",
+            "resume",
+            "again.json",
+            "--edit",
+            "ok\u{1b}]0;owned\u{7}\u{1b}[31m",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!stdout(&output).contains('\u{1b}'), "{:?}", stdout(&output));
+    assert!(
+        stdout(&output).ends_with("ok?]0;owned??[31m\n"),
+        "{:?}",
+        stdout(&output)
     );
 }
 

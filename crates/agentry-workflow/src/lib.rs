@@ -61,4 +61,6 @@ pub use run::{
     Answer, Checkpoint, Interrupt, InterruptKind, StepTrace, Workflow, WorkflowOutcome, WorkflowRun,
 };
 pub use spec::{Parts, StepSpec, UntilSpec};
-pub use step::{DEFAULT_MAX_ROUNDS, Loop, Parallel, Program, Route, RouteTo, Router, Step, Until};
+pub use step::{
+    DEFAULT_MAX_ROUNDS, Loop, MAX_ROUNDS, Parallel, Program, Route, RouteTo, Router, Step, Until,
+};

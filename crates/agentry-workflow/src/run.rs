@@ -39,6 +39,14 @@ pub struct Checkpoint {
     pub answers: BTreeMap<String, Answer>,
     /// Where the run stopped for a person, if it did.
     pub interrupt: Option<Interrupt>,
+    /// The texts people were asked to approve, by place: an approval holds
+    /// only for the text that was shown.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub shown: BTreeMap<String, String>,
+    /// A digest of the workflow's steps: a checkpoint resumes only the
+    /// workflow it was made by.
+    #[serde(default)]
+    pub workflow: String,
 }
 
 /// A person's answer to an approval step.
@@ -173,6 +181,15 @@ fn shown(place: &str) -> String {
     }
 }
 
+/// What a branch's or route's name may be.
+pub(crate) const NAMES: &str = "names are not empty and have no `/`, `#` or control characters (`#` marks the workflow's own places)";
+
+/// Whether `name` can be a branch's or route's: its place must not be
+/// mistaken for another (the workflow's own places start with `#`).
+pub(crate) fn usable(name: &str) -> bool {
+    !name.trim().is_empty() && !name.contains(['/', '#']) && !name.chars().any(char::is_control)
+}
+
 fn child(place: &str, segment: &str) -> String {
     if place.is_empty() {
         segment.to_owned()
@@ -261,6 +278,23 @@ impl Workflow {
     /// again; the step it stopped at runs with the answers given since
     /// ([`Checkpoint::answer`], [`decide`](Self::decide)).
     pub async fn resume(&self, mut checkpoint: Checkpoint) -> WorkflowRun {
+        let digest = self.digest();
+        if checkpoint.workflow.is_empty() && checkpoint.outputs.is_empty() {
+            checkpoint.workflow = digest.clone();
+        }
+        if checkpoint.workflow != digest {
+            return WorkflowRun {
+                outcome: WorkflowOutcome::Failed {
+                    step: "workflow".into(),
+                    error:
+                        "the checkpoint was made by another workflow (its steps have changed since)"
+                            .into(),
+                },
+                checkpoint,
+                trace: Vec::new(),
+                usage: Usage::default(),
+            };
+        }
         checkpoint.interrupt = None;
         let input = checkpoint.input.clone();
         let state = State {
@@ -287,6 +321,13 @@ impl Workflow {
         }
     }
 
+    /// A digest of the steps: their kinds, names, agents and questions.
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("{}\n{:?}", self.name, self.root).as_bytes());
+        digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+    }
+
     /// Decide on a call an agent step waits on (the checkpoint's
     /// [`InterruptKind::Calls`]), in the workflow's journal; then
     /// [`resume`](Self::resume).
@@ -297,12 +338,17 @@ impl Workflow {
         decision: Decision,
     ) -> Result<(), String> {
         let Some(Interrupt {
+            step,
             kind: InterruptKind::Calls { run, .. },
-            ..
         }) = &checkpoint.interrupt
         else {
             return Err("the run does not wait on an agent's calls".into());
         };
+        if *run != format!("{}/{step}", checkpoint.id) {
+            return Err(format!(
+                "the checkpoint's waiting run `{run}` is not its step {step}'s"
+            ));
+        }
         let journal = self
             .journal
             .as_deref()
@@ -428,6 +474,14 @@ impl Workflow {
         input: String,
         state: &State,
     ) -> Result<String, Stop> {
+        if let Some(name) = parallel
+            .branches
+            .iter()
+            .map(|(name, _)| name)
+            .find(|name| !usable(name))
+        {
+            return Err(failed(place, format!("branch name `{name}`: {NAMES}")));
+        }
         let branches = parallel
             .branches
             .iter()
@@ -439,10 +493,10 @@ impl Workflow {
         }
         let joined = sections.join("\n\n");
         match &parallel.join {
-            Some(join) => self.exec(join, child(place, "join"), joined, state).await,
+            Some(join) => self.exec(join, child(place, "#join"), joined, state).await,
             None => {
                 state.finished(
-                    &child(place, "join"),
+                    &child(place, "#join"),
                     "join",
                     &joined,
                     None,
@@ -461,7 +515,7 @@ impl Workflow {
         input: String,
         state: &State,
     ) -> Result<String, Stop> {
-        let at = child(place, "route");
+        let at = child(place, "#route");
         let name = match state.cached(&at) {
             Some(name) => name,
             None => {
@@ -472,6 +526,9 @@ impl Workflow {
                 name
             }
         };
+        if let Some(bad) = route.routes.iter().find(|to| !usable(&to.name)) {
+            return Err(failed(place, format!("route name `{}`: {NAMES}", bad.name)));
+        }
         let Some(to) = route.routes.iter().find(|to| to.name == name) else {
             return Err(failed(&at, format!("no route is named `{name}`")));
         };
@@ -488,11 +545,11 @@ impl Workflow {
         let mut text = input.clone();
         let mut why = String::new();
         for round in 1..=body.max_rounds {
-            let at = child(place, &format!("round-{round}"));
+            let at = child(place, &format!("#round-{round}"));
             let output = self
                 .exec(&body.body, at.clone(), text.clone(), state)
                 .await?;
-            let check_at = child(&at, "check");
+            let check_at = child(&at, "#check");
             let verdict = match state.cached(&check_at) {
                 Some(verdict) => verdict,
                 None => {
@@ -535,7 +592,20 @@ fn approval(question: &str, place: &str, input: String, state: &State) -> Result
                 },
             }));
         }
-        Some(Answer::Approve) => input,
+        Some(Answer::Approve) => {
+            let shown = state
+                .checkpoint
+                .lock()
+                .ok()
+                .and_then(|checkpoint| checkpoint.shown.get(place).cloned());
+            if shown.is_some_and(|shown| shown != input) {
+                return Err(failed(
+                    place,
+                    "the text to approve is not the one that was shown; run the workflow again",
+                ));
+            }
+            input
+        }
         Some(Answer::Edit { text }) => text,
         Some(Answer::Reject { reason }) => {
             return Err(Stop::Rejected {
@@ -554,13 +624,14 @@ impl Checkpoint {
         match &self.interrupt {
             Some(Interrupt {
                 step,
-                kind: InterruptKind::Approval { .. },
+                kind: InterruptKind::Approval { text, .. },
             }) => {
                 let place = if step == "workflow" {
                     String::new()
                 } else {
                     step.clone()
                 };
+                self.shown.insert(place.clone(), text.clone());
                 self.answers.insert(place, answer);
                 Ok(())
             }

@@ -10,7 +10,7 @@ use agentry_agent::Agent;
 use agentry_core::model::ChatModel;
 use serde::{Deserialize, Serialize};
 
-use crate::step::{DEFAULT_MAX_ROUNDS, Loop, Route, Step};
+use crate::step::{DEFAULT_MAX_ROUNDS, Loop, MAX_ROUNDS, Route, Step};
 
 /// One step, as written.
 ///
@@ -141,10 +141,18 @@ impl StepSpec {
     /// The step this spec writes, its names found in `parts`; `Err` names
     /// where the spec is wrong (`sequence[2]/parallel[risks]: …`).
     pub fn build(&self, parts: &Parts) -> Result<Step, String> {
-        self.build_at("", parts)
+        self.build_step("", parts, false)
     }
 
     fn build_at(&self, at: &str, parts: &Parts) -> Result<Step, String> {
+        self.build_step(at, parts, false)
+    }
+
+    fn build_named(&self, at: &str, parts: &Parts) -> Result<Step, String> {
+        self.build_step(at, parts, true)
+    }
+
+    fn build_step(&self, at: &str, parts: &Parts, in_list: bool) -> Result<Step, String> {
         let here = |what: &str| {
             if at.is_empty() {
                 what.to_owned()
@@ -172,6 +180,11 @@ impl StepSpec {
             return Err(err(
                 "a step has exactly one of agent, program, sequence, parallel, route, repeat, approval"
                     .into(),
+            ));
+        }
+        if !in_list && (self.name.is_some() || self.description.is_some()) {
+            return Err(err(
+                "name and description go on the steps of a parallel or a route".into(),
             ));
         }
         if self.join.is_some() && self.parallel.is_none() {
@@ -217,7 +230,7 @@ impl StepSpec {
             let built = named
                 .iter()
                 .map(|(name, spec)| {
-                    spec.build_at(&here(&format!("parallel[{name}]")), parts)
+                    spec.build_named(&here(&format!("parallel[{name}]")), parts)
                         .map(|step| (name.clone(), step))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
@@ -248,7 +261,7 @@ impl StepSpec {
             };
             for (name, spec) in named {
                 let description = spec.description.clone().unwrap_or_default();
-                let step = spec.build_at(&here(&format!("route[{name}]")), parts)?;
+                let step = spec.build_named(&here(&format!("route[{name}]")), parts)?;
                 route = route.to(name, description, step);
             }
             return Ok(route.into());
@@ -256,8 +269,8 @@ impl StepSpec {
         let body = self.repeat.as_deref().expect("one kind is set");
         let body_step = body.build_at(&here("repeat"), parts)?;
         let rounds = self.max_rounds.unwrap_or(DEFAULT_MAX_ROUNDS);
-        if rounds == 0 {
-            return Err(err("max_rounds is at least 1".into()));
+        if !(1..=MAX_ROUNDS).contains(&rounds) {
+            return Err(err(format!("max_rounds is from 1 to {MAX_ROUNDS}")));
         }
         let repeat = match &self.until {
             None => return Err(err("repeat needs until".into())),
@@ -306,10 +319,14 @@ fn named<'a>(
                 .clone()
                 .filter(|name| !name.trim().is_empty())
                 .ok_or_else(|| format!("{prefix}each {what} step has a name"))?;
-            if name.contains('/') || !seen.insert(name.clone()) {
+            if !crate::run::usable(&name) {
                 return Err(format!(
-                    "{prefix}{what} step `{name}`: names are unique and have no `/`"
+                    "{prefix}{what} step `{name}`: {}",
+                    crate::run::NAMES
                 ));
+            }
+            if !seen.insert(name.clone()) {
+                return Err(format!("{prefix}two {what} steps are named `{name}`"));
             }
             Ok((name, spec))
         })

@@ -43,7 +43,8 @@ impl fmt::Debug for Step {
             Step::Parallel(parallel) => f
                 .debug_struct("Parallel")
                 .field("branches", &parallel.branches)
-                .finish_non_exhaustive(),
+                .field("join", &parallel.join)
+                .finish(),
             Step::Route(route) => f
                 .debug_struct("Route")
                 .field("routes", &route.routes)
@@ -244,10 +245,10 @@ impl Loop {
         }
     }
 
-    /// At most this many rounds (at least 1); past them the workflow fails
-    /// at this step with the check's last reason.
+    /// At most this many rounds (from 1 to [`MAX_ROUNDS`]); past them the
+    /// workflow fails at this step with the check's last reason.
     pub fn max_rounds(mut self, rounds: usize) -> Self {
-        self.max_rounds = rounds.max(1);
+        self.max_rounds = rounds.clamp(1, MAX_ROUNDS);
         self
     }
 }
@@ -260,3 +261,5 @@ impl From<Loop> for Step {
 
 /// Rounds a loop takes at most unless told otherwise.
 pub const DEFAULT_MAX_ROUNDS: usize = 3;
+/// The most rounds a loop may be given.
+pub const MAX_ROUNDS: usize = 100;

@@ -67,7 +67,7 @@ async fn a_model_routes_among_named_routes_under_a_schema() {
         .iter()
         .map(|t| (t.step.as_str(), t.kind))
         .collect();
-    assert_eq!(steps, [("route", "route"), ("billing", "agent")]);
+    assert_eq!(steps, [("#route", "route"), ("billing", "agent")]);
     assert_eq!(run.trace[1].agent.as_deref(), Some("billing"));
     assert!(support_model.requests().is_empty());
 
@@ -80,7 +80,7 @@ async fn a_model_routes_among_named_routes_under_a_schema() {
     assert_eq!(
         run.outcome,
         WorkflowOutcome::Failed {
-            step: "route".into(),
+            step: "#route".into(),
             error: r#"the router named no route: "{\"route\": \"sales\"}""#.into()
         }
     );
@@ -148,7 +148,7 @@ async fn a_loop_goes_round_with_the_checks_feedback_until_it_passes() {
     let again = said(&writer_model, 1);
     assert!(again.starts_with("Write one claim\n\nYour last answer:\nA claim.\n\nIt did not pass the check: cite a source"), "{again}");
     assert_eq!(
-        run.checkpoint.outputs["round-1/check"],
+        run.checkpoint.outputs["#round-1/#check"],
         "fail: cite a source"
     );
 
@@ -406,5 +406,74 @@ async fn a_workflow_written_in_toml_runs_as_written() {
     assert!(
         unknown.to_string().contains("unknown field `agnet`"),
         "{unknown}"
+    );
+}
+
+#[tokio::test]
+async fn a_checkpoint_resumes_only_its_own_workflow_and_the_text_it_showed() {
+    let (writer, _) = agent("writer", &["Draft."]);
+    let flow = Workflow::new(
+        "send",
+        Step::sequence([Step::agent(writer), Step::approval("Send it?")]),
+    );
+    let mut checkpoint = flow.run("r", "Write").await.checkpoint;
+    checkpoint.answer(Answer::Approve).unwrap();
+
+    // Another workflow (here: another question) does not take it.
+    let (writer, _) = agent("writer", &[]);
+    let other = Workflow::new(
+        "send",
+        Step::sequence([Step::agent(writer), Step::approval("Publish it?")]),
+    );
+    assert_eq!(
+        other.resume(checkpoint.clone()).await.outcome,
+        WorkflowOutcome::Failed {
+            step: "workflow".into(),
+            error: "the checkpoint was made by another workflow (its steps have changed since)"
+                .into()
+        }
+    );
+
+    // An approval holds only for the text that was shown.
+    let mut forged = checkpoint.clone();
+    forged.outputs.insert("1".into(), "Something else.".into());
+    assert_eq!(
+        flow.resume(forged).await.outcome,
+        WorkflowOutcome::Failed {
+            step: "2".into(),
+            error: "the text to approve is not the one that was shown; run the workflow again"
+                .into()
+        }
+    );
+    assert_eq!(flow.resume(checkpoint).await.outcome, done("Draft."));
+}
+
+#[tokio::test]
+async fn a_checkpoint_decides_only_on_its_own_waiting_run() {
+    let flow = Workflow::new("w", Step::approval("ok?")).journal(InMemoryJournal::new());
+    let mut checkpoint = flow.run("w-1", "x").await.checkpoint;
+    checkpoint.interrupt = Some(agentry_workflow::Interrupt {
+        step: "1".into(),
+        kind: InterruptKind::Calls {
+            run: "someone-elses-run".into(),
+            calls: Vec::new(),
+        },
+    });
+    assert_eq!(
+        flow.decide(&checkpoint, "call_1", Decision::Approve).await,
+        Err("the checkpoint's waiting run `someone-elses-run` is not its step 1's".into())
+    );
+}
+
+#[tokio::test]
+async fn names_the_workflow_uses_for_its_own_places_are_refused_in_code_too() {
+    let (a, _) = agent("a", &["x"]);
+    let flow = Workflow::new("w", Step::parallel([("#join", Step::agent(a))]));
+    let WorkflowOutcome::Failed { error, .. } = flow.run("r", "x").await.outcome else {
+        panic!()
+    };
+    assert!(
+        error.starts_with("branch name `#join`: names are not empty"),
+        "{error}"
     );
 }
