@@ -188,14 +188,21 @@ fn skills_list_search_and_show() {
 }
 
 #[test]
-fn the_program_has_no_evaluations_and_no_path_into_its_build_tree() {
-    // The evaluations are `agentry-eval`'s (crates/agentry-eval).
-    let output = agentry(&["eval", "bfcl"]);
+fn the_programs_evaluations_read_only_where_they_are_told() {
+    // `agentry eval bfcl` reads BFCL's files from `--data`, by default
+    // `datasets/bfcl` under the current directory: never the build tree.
+    let empty = std::env::temp_dir().join(format!("agentry-no-data-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_agentry"))
+        .current_dir(&empty)
+        .args(["eval", "bfcl", "--provider", "offline"])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&empty);
     assert!(!output.status.success());
-    assert!(
-        text(&output.stderr).contains("unrecognized subcommand 'eval'"),
-        "{}",
-        text(&output.stderr)
+    assert_eq!(
+        text(&output.stderr),
+        "error: datasets/bfcl/simple_python.jsonl: No such file or directory (os error 2)\n"
     );
     // No default reaches into the repository it was built from (it once
     // read `CARGO_MANIFEST_DIR` joined with `../../datasets`).

@@ -261,6 +261,7 @@ answer = [{ judge = "The answer is written in French and is about giraffes." }]
     // A baseline in which the giraffe case passed: now it is a regression.
     let mut baseline = report.clone();
     baseline["cases"][1]["pass_rate"] = 1.0.into();
+    baseline["cases"][1]["passed"] = 1.into();
     let saved = dir.0.join("baseline.json");
     std::fs::write(&saved, baseline.to_string()).unwrap();
     let output = eval(&[
