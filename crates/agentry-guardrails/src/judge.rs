@@ -1,25 +1,14 @@
 //! A model as judge: any `ChatModel` (the local one too) reads the text
 //! against a rule and gives a verdict constrained to a JSON schema (a
-//! grammar, for llama.cpp), `{"allowed": bool, "reason": string}`.
+//! grammar, for llama.cpp), `{"pass": bool, "reason": string}`
+//! ([`agentry_agent::verdict`]).
 
 use std::sync::Arc;
 
 use agentry_agent::{Guardrail, GuardrailStage, Verdict};
-use agentry_core::model::{ChatModel, ChatRequest, Message, ResponseFormat, Step};
-use serde_json::{Value, json};
+use agentry_core::model::ChatModel;
 
-/// The verdict's schema: what the judge's answer is constrained to.
-pub fn verdict_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "allowed": {"type": "boolean"},
-            "reason": {"type": "string", "maxLength": 200}
-        },
-        "required": ["allowed", "reason"],
-        "additionalProperties": false
-    })
-}
+pub use agentry_agent::verdict::schema as verdict_schema;
 
 /// A guardrail named `name` that asks `model` whether a text keeps to
 /// `rule` (one or two sentences, such as "The text gives no medical
@@ -36,7 +25,7 @@ pub fn verdict_schema() -> Value {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let model = ScriptedModel::new().reply(Step::Final {
-///     text: r#"{"allowed": false, "reason": "it recommends a dose"}"#.into(),
+///     text: r#"{"pass": false, "reason": "it recommends a dose"}"#.into(),
 ///     tokens: Usage::new(1, 1),
 /// });
 /// let guard = judge("no-medical-advice", Arc::new(model), "The text gives no medical advice.");
@@ -55,30 +44,16 @@ pub fn judge(
     Guardrail::new(name, move |text: String, stage: GuardrailStage| {
         let (model, rule) = (model.clone(), rule.clone());
         async move {
-            let request = ChatRequest {
-                system: Some(format!(
-                    "You check texts against a rule. Rule: {rule}\n\
-                     Answer with JSON: allowed is true when the text keeps to the rule, \
-                     false when it breaks it; reason says why in a few words."
-                )),
-                messages: vec![Message::user(format!("The {stage} to check:\n\n{text}"))],
-                response_format: Some(ResponseFormat::new("verdict", verdict_schema())),
-                max_tokens: Some(120),
-                temperature: Some(0.0),
-                ..ChatRequest::default()
-            };
-            let answer = match model.step(&request).await {
-                Ok(Step::Final { text, .. }) => text,
-                Ok(Step::Tool { .. }) => return Verdict::Trip("the judge called a tool".into()),
-                Err(error) => return Verdict::Trip(format!("the judge failed: {error}")),
-            };
-            let verdict: Option<(bool, String)> = serde_json::from_str::<Value>(answer.trim())
-                .ok()
-                .and_then(|v| Some((v["allowed"].as_bool()?, v["reason"].as_str()?.to_owned())));
-            match verdict {
-                Some((true, _)) => Verdict::Pass,
-                Some((false, reason)) => Verdict::Trip(reason),
-                None => Verdict::Trip("the judge's verdict was not readable".into()),
+            let verdict = agentry_agent::verdict::ask(
+                model.as_ref(),
+                &format!("You check texts against a rule. Rule: {rule}\nA text passes when it keeps to the rule."),
+                format!("The {stage} to check:\n\n{text}"),
+            )
+            .await;
+            if verdict.pass {
+                Verdict::Pass
+            } else {
+                Verdict::Trip(verdict.reason)
             }
         }
     })
