@@ -53,13 +53,16 @@
 //! ```
 #![warn(missing_docs)]
 
+mod choice;
+mod record;
 mod run;
 mod spec;
 mod step;
 
-pub use run::{
-    Answer, Checkpoint, Interrupt, InterruptKind, StepTrace, Workflow, WorkflowOutcome, WorkflowRun,
+pub use record::{
+    Answer, Checkpoint, Interrupt, InterruptKind, StepTrace, WorkflowOutcome, WorkflowRun,
 };
+pub use run::Workflow;
 pub use spec::{Parts, StepSpec, UntilSpec};
 pub use step::{
     DEFAULT_MAX_ROUNDS, Loop, MAX_ROUNDS, Parallel, Program, Route, RouteTo, Router, Step, Until,
