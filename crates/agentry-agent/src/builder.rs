@@ -231,8 +231,8 @@ impl AgentBuilder {
     /// gate stands aside with discovery or skills on (step 1 then offers
     /// built-ins whose descriptions say nothing about the request), when the
     /// first tool choice is not `Auto`, and when the embedder fails.
-    pub fn relevance_gate(mut self, gate: super::RelevanceGate) -> Self {
-        self.settings.relevance_gate = Some(Arc::new(gate));
+    pub fn relevance_gate(mut self, gate: impl Into<Arc<super::RelevanceGate>>) -> Self {
+        self.settings.relevance_gate = Some(gate.into());
         self
     }
 

@@ -207,6 +207,19 @@ impl AgentArgs {
         model: Arc<dyn ChatModel>,
         choice: &ModelChoice,
     ) -> Result<AgentBuilder, String> {
+        let gate = relevance_gate(choice).await?.map(Arc::new);
+        self.builder_with_gate(loaded, model, choice, gate).await
+    }
+
+    /// [`builder`](Self::builder) with a relevance gate already made (the
+    /// agents of a team share one: its embedder is loaded once).
+    pub async fn builder_with_gate(
+        &self,
+        loaded: &Loaded,
+        model: Arc<dyn ChatModel>,
+        choice: &ModelChoice,
+        gate: Option<Arc<RelevanceGate>>,
+    ) -> Result<AgentBuilder, String> {
         let provider = choice.provider;
         let section = &loaded.file.agent;
         let dir = match (&self.dir, &section.dir) {
@@ -265,15 +278,15 @@ impl AgentArgs {
         }
         let remote = crate::a2a::remote_agents(&self.a2a, loaded)?;
         agent = agent.tools(crate::a2a::tools(remote).await?);
-        if let Some(gate) = relevance_gate(choice).await? {
-            agent = agent.relevance_gate(gate);
+        if let Some(gate) = &gate {
+            agent = agent.relevance_gate(gate.clone());
         }
         let mut agent = agent.check_answers(choice.check_answers.into());
         if section.first_call == Some(crate::config::FirstCall::Required) {
             agent = agent.first_tool_choice(agentry::model::ToolChoice::Required);
         }
         Box::pin(crate::team::with_handoffs(
-            self, loaded, agent, shared, choice,
+            self, loaded, agent, shared, choice, gate,
         ))
         .await
     }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentry::agent::handoff::filters;
-use agentry::agent::{Agent, AgentBuilder, Handoff};
+use agentry::agent::{Agent, AgentBuilder, Handoff, RelevanceGate};
 use agentry::model::ChatModel;
 
 use crate::config::{AgentSection, HistoryKind, Loaded};
@@ -19,11 +19,13 @@ pub async fn with_handoffs(
     mut builder: AgentBuilder,
     model: Arc<dyn ChatModel>,
     choice: &ModelChoice,
+    gate: Option<Arc<RelevanceGate>>,
 ) -> Result<AgentBuilder, String> {
     let me = loaded.file.name.clone().unwrap_or_else(|| "agentry".into());
     let mut team = Team {
         seen: vec![me],
         built: HashMap::new(),
+        gate,
     };
     let names = listed(loaded, "agent", &loaded.file.agent)?;
     for name in names {
@@ -33,7 +35,7 @@ pub async fn with_handoffs(
 }
 
 /// The agent `[agents.NAME]` defines, with its own handoffs and
-/// `approver`, or why not.
+/// `approver` and the relevance `gate` (shared), or why not.
 pub async fn named_agent(
     args: &AgentArgs,
     loaded: &Loaded,
@@ -41,10 +43,12 @@ pub async fn named_agent(
     model: Arc<dyn ChatModel>,
     choice: &ModelChoice,
     approver: crate::mcp::CliApprover,
+    gate: Option<Arc<RelevanceGate>>,
 ) -> Result<Agent, String> {
     let mut team = Team {
         seen: Vec::new(),
         built: HashMap::new(),
+        gate,
     };
     let handoff = handoff(args, loaded, name, &model, choice, &mut team).await?;
     handoff
@@ -59,11 +63,12 @@ pub async fn named_agent(
 const MAX_HANDOFFS: usize = 64;
 
 /// Agents being built: the chain of handoffs under way (a circle is a
-/// mistake), and each agent once built (an agent two others hand to is
-/// built once).
+/// mistake), each agent once built (an agent two others hand to is built
+/// once), and the relevance gate they all share.
 struct Team {
     seen: Vec<String>,
     built: HashMap<String, Handoff>,
+    gate: Option<Arc<RelevanceGate>>,
 }
 
 /// The names a table's `handoffs` lists, checked: at most [`MAX_HANDOFFS`],
@@ -117,7 +122,9 @@ fn handoff<'a>(
         own.file.agent = section.clone();
         // Handoffs are followed below, one table at a time.
         own.file.agent.handoffs = None;
-        let mut builder = Box::pin(args.builder(&own, model.clone(), choice)).await?;
+        let gate = team.gate.clone();
+        let mut builder =
+            Box::pin(args.builder_with_gate(&own, model.clone(), choice, gate)).await?;
         for next in listed(loaded, &format!("agents.{name}"), section)? {
             builder = builder.handoff(handoff(args, loaded, &next, model, choice, team).await?);
         }

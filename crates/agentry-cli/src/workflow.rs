@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use agentry::agent::durable::Decision;
 use agentry::workflow::{
@@ -163,6 +164,9 @@ async fn workflow(flags: &RunFlags) -> Result<Workflow, String> {
         ));
     }
     let mut parts = Parts::default().agent("main", main).model(model.clone());
+    let gate = crate::definition::relevance_gate(&choice)
+        .await?
+        .map(Arc::new);
     for name in loaded.file.agents.keys() {
         let agent = crate::team::named_agent(
             flags.agent_args(),
@@ -171,6 +175,7 @@ async fn workflow(flags: &RunFlags) -> Result<Workflow, String> {
             model.clone(),
             &choice,
             approver(),
+            gate.clone(),
         )
         .await?;
         parts = parts.agent(name.clone(), agent);
