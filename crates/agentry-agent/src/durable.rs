@@ -473,23 +473,20 @@ fn ended(replay: &Replay) -> Option<RunOutcome> {
     })
 }
 
-/// The outcome of a run whose journal could not be read or started.
 /// A run an input guardrail stopped before anything was written.
 fn tripped_before_start(tripped: crate::GuardrailTripped) -> RunOutcome {
-    RunOutcome {
-        outcome: Outcome::GuardrailTripped(tripped),
-        usage: Default::default(),
-        steps: Vec::new(),
-        messages: Vec::new(),
-        relevance: None,
-        agent: None,
-        handoffs: Vec::new(),
-    }
+    nothing_done(Outcome::GuardrailTripped(tripped))
 }
 
+/// The outcome of a run whose journal could not be read or started.
 fn failed(error: JournalError) -> RunOutcome {
+    nothing_done(Outcome::JournalFailed(error))
+}
+
+/// A run that ended as `outcome` before any step.
+fn nothing_done(outcome: Outcome) -> RunOutcome {
     RunOutcome {
-        outcome: Outcome::JournalFailed(error),
+        outcome,
         usage: Default::default(),
         steps: Vec::new(),
         messages: Vec::new(),

@@ -27,6 +27,10 @@ pub struct Verdict {
     pub reason: String,
     /// Tokens the judge spent.
     pub usage: Usage,
+    /// The verdict was read from the judge's answer (`false`: the judge
+    /// failed, called a tool or answered out of the schema, and `reason`
+    /// says which).
+    pub judged: bool,
 }
 
 /// Ask `model`, told `instructions`, about `text`. A judge that fails, calls
@@ -48,6 +52,7 @@ pub async fn ask(model: &dyn ChatModel, instructions: &str, text: String) -> Ver
         pass: false,
         reason,
         usage,
+        judged: false,
     };
     match model.step(&request).await {
         Ok(Step::Final { text, tokens }) => {
@@ -59,6 +64,7 @@ pub async fn ask(model: &dyn ChatModel, instructions: &str, text: String) -> Ver
                     pass,
                     reason,
                     usage: tokens,
+                    judged: true,
                 },
                 None => {
                     let shown: String = text.chars().take(200).collect();

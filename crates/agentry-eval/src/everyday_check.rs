@@ -41,26 +41,9 @@ pub(crate) fn calls_match(expected: &[ExpectedCall], made: &[ToolCall]) -> bool 
     if expected.is_empty() {
         return made.is_empty();
     }
-    let mut used = vec![false; made.len()];
-    assign(expected, made, &mut used)
-}
-
-/// Match expected calls in order to unused made calls, backtracking.
-fn assign(expected: &[ExpectedCall], made: &[ToolCall], used: &mut [bool]) -> bool {
-    let Some((first, rest)) = expected.split_first() else {
-        return true;
-    };
-    for (i, call) in made.iter().enumerate() {
-        if used[i] || !call_fits(first, call) {
-            continue;
-        }
-        used[i] = true;
-        if assign(rest, made, used) {
-            return true;
-        }
-        used[i] = false;
-    }
-    false
+    agentry_evals::distinct_match(expected.len(), made.len(), |want, have| {
+        call_fits(&expected[want], &made[have])
+    })
 }
 
 fn call_fits(expected: &ExpectedCall, call: &ToolCall) -> bool {

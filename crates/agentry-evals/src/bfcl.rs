@@ -309,25 +309,10 @@ pub fn call_matches(call: &ToolCall, truth: &Map<String, Value>) -> bool {
 
 /// Every ground-truth entry matched by a distinct call, and no extra calls.
 pub fn calls_match(calls: &[ToolCall], truth: &[Map<String, Value>]) -> bool {
-    if calls.len() != truth.len() {
-        return false;
-    }
-    fn assign(calls: &[ToolCall], truth: &[Map<String, Value>], used: &mut Vec<bool>) -> bool {
-        let Some((first, rest)) = truth.split_first() else {
-            return true;
-        };
-        for (i, call) in calls.iter().enumerate() {
-            if !used[i] && call_matches(call, first) {
-                used[i] = true;
-                if assign(calls, rest, used) {
-                    return true;
-                }
-                used[i] = false;
-            }
-        }
-        false
-    }
-    assign(calls, truth, &mut vec![false; calls.len()])
+    calls.len() == truth.len()
+        && crate::distinct_match(truth.len(), calls.len(), |want, have| {
+            call_matches(&calls[have], &truth[want])
+        })
 }
 
 #[cfg(test)]

@@ -122,34 +122,60 @@ pub(crate) fn failures(case: &Case, run: &RunOutcome) -> Vec<Failure> {
     failures
 }
 
-/// Each expected call matched by a distinct call, any order; `Err` names
-/// the first expected call left unmatched.
-fn assigned(expected: &[ExpectedCall], calls: &[&ToolCall]) -> Result<(), usize> {
-    fn assign(expected: &[ExpectedCall], calls: &[&ToolCall], used: &mut [bool]) -> bool {
-        let Some((first, rest)) = expected.split_first() else {
+/// Whether each of `wants` wanted things is matched by a distinct one of
+/// `haves` things, in any order: `fits(want, have)` says whether one can
+/// stand for the other (backtracking over the choices). Expected calls,
+/// BFCL's answers and the everyday requests' calls are all matched so.
+///
+/// ```
+/// use agentry_evals::distinct_match;
+///
+/// let (wants, haves) = (["a", "a"], ["a", "b"]);
+/// assert!(!distinct_match(2, 2, |w, h| wants[w] == haves[h]), "one `a` for two wants");
+/// assert!(distinct_match(1, 2, |w, h| wants[w] == haves[h]));
+/// ```
+pub fn distinct_match(wants: usize, haves: usize, fits: impl Fn(usize, usize) -> bool) -> bool {
+    fn assign(
+        want: usize,
+        wants: usize,
+        used: &mut [bool],
+        fits: &dyn Fn(usize, usize) -> bool,
+    ) -> bool {
+        if want == wants {
             return true;
-        };
-        for (i, call) in calls.iter().enumerate() {
-            if !used[i] && call_matches(first, call).is_ok() {
-                used[i] = true;
-                if assign(rest, calls, used) {
+        }
+        for have in 0..used.len() {
+            if !used[have] && fits(want, have) {
+                used[have] = true;
+                if assign(want + 1, wants, used, fits) {
                     return true;
                 }
-                used[i] = false;
+                used[have] = false;
             }
         }
         false
     }
-    if assign(expected, calls, &mut vec![false; calls.len()]) {
+    assign(0, wants, &mut vec![false; haves], &fits)
+}
+
+/// Each expected call matched by a distinct call, any order; `Err` names
+/// the first expected call left unmatched. Each pair is compared once.
+fn assigned(expected: &[ExpectedCall], calls: &[&ToolCall]) -> Result<(), usize> {
+    let fits: Vec<Vec<bool>> = expected
+        .iter()
+        .map(|want| {
+            calls
+                .iter()
+                .map(|call| call_matches(want, call).is_ok())
+                .collect()
+        })
+        .collect();
+    if distinct_match(expected.len(), calls.len(), |w, h| fits[w][h]) {
         return Ok(());
     }
     // Name one that cannot be matched even alone, else the last.
     Err((0..expected.len())
-        .find(|&n| {
-            !calls
-                .iter()
-                .any(|call| call_matches(&expected[n], call).is_ok())
-        })
+        .find(|&n| !fits[n].contains(&true))
         .unwrap_or(expected.len() - 1))
 }
 

@@ -3,6 +3,7 @@
 //! grammar, for llama.cpp): `{"pass": bool, "reason": string}`
 //! ([`agentry_agent::verdict`]).
 
+use agentry_agent::verdict::Verdict;
 use agentry_core::model::ChatModel;
 
 pub use agentry_agent::verdict::schema as verdict_schema;
@@ -24,11 +25,13 @@ pub async fn judge(
         ),
     )
     .await;
-    if verdict.pass {
-        Ok(())
-    } else if verdict.reason.starts_with("the judge") {
-        Err(verdict.reason)
-    } else {
-        Err(format!("the judge: {}", verdict.reason))
+    match verdict {
+        Verdict { pass: true, .. } => Ok(()),
+        Verdict {
+            judged: true,
+            reason,
+            ..
+        } => Err(format!("the judge: {reason}")),
+        Verdict { reason, .. } => Err(reason),
     }
 }

@@ -75,7 +75,7 @@ mod suite;
 
 pub use baseline::{Change, Comparison};
 pub use case::{AnswerCheck, Case, Check, ExpectedCall, Role, Turn};
-pub use check::Failure;
+pub use check::{Failure, distinct_match};
 pub use harness::{DEFAULT_TRIAL_TIMEOUT, Harness};
 pub use report::{CaseReport, Report, TrajectoryCall, TrajectoryStep, Trial};
 pub use suite::{MAX_CONCURRENCY, MAX_FILE_BYTES, MAX_REPEATS, Suite, SuiteError};
