@@ -89,6 +89,6 @@ pub use policy::{
 };
 pub use prompt_schema::{PROMPT_SCHEMA_BYTES, first_sentence};
 pub use relevance::{
-    DEFAULT_RELEVANCE_FLOOR, FirstStep, Relevance, RelevanceGate, SMALL_TALK, ToolText,
+    DEFAULT_RELEVANCE_FLOOR, FirstStep, Relevance, RelevanceGate, RequestPart, SMALL_TALK, ToolText,
 };
 pub(crate) use run::Frame;

@@ -25,7 +25,10 @@
 //! A request that asks several things at once ("convert 200 EUR to USD and
 //! tell me Tesla's share price") is split into its parts; when two or more
 //! different tools are each near a part, each is called before the answer
-//! ([`Relevance::part_tools`]): a small model calls the first and stops.
+//! ([`Relevance::part_tools`]): a small model calls the first and stops. A
+//! part that the tool called serves too but its call left out ("what time
+//! is it in Tokyo and in New York?") is asked of that tool again, the part
+//! named to the model ([`Relevance::parts`]).
 //!
 //! A short follow-up ("and in Paris?") is read with the user's turn before
 //! it. The price of a floor is paid where a tool does fit but is described
@@ -44,6 +47,7 @@ use agentry_core::tool::ToolSchema;
 
 mod named;
 pub(crate) mod parts;
+pub use parts::RequestPart;
 mod small_talk;
 mod vectors;
 
@@ -168,6 +172,14 @@ pub struct Relevance {
     /// a part: each is called before the answer.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub part_tools: Vec<String>,
+    /// The parts of a request that asks several things at once, each with
+    /// the tool nearest it (a part may be one word if it is a name: "the
+    /// weather in Lisbon and Berlin"): when the calls made answered one
+    /// and left out another that holds a value of its own ("in New York"
+    /// after the time in Tokyo), its tool is called for it before the
+    /// answer. Empty for a request in one part.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<RequestPart>,
 }
 
 impl Relevance {
@@ -345,9 +357,15 @@ impl RelevanceGate {
         if let Some(before) = before {
             queries.push(format!("{before}\n{request}"));
         }
-        let parts = parts::parts(request);
-        let parts = if parts.len() >= 2 { parts } else { Vec::new() };
-        queries.extend(parts.iter().cloned());
+        // Parts of one word (names) are compared too, but only those of
+        // two words or more can make the gate let a request through.
+        let named_parts = parts::named_parts(request);
+        let named_parts = if named_parts.len() >= 2 {
+            named_parts
+        } else {
+            Vec::new()
+        };
+        queries.extend(named_parts.iter().cloned());
         let asked = self.query_vectors(&queries).await?;
         let tool_vectors = self.tool_vectors(tools).await?;
         // Each query's nearest tool and its similarity.
@@ -360,8 +378,28 @@ impl RelevanceGate {
         let continues = with_before
             .filter(|&(_, with)| with > alone)
             .map(|(at, _)| tools[at].name.clone());
-        let near_parts = &near[near.len() - parts.len()..];
-        let part_tools = parts::part_tools(near_parts, tools, self.floor);
+        let near_named = &near[near.len() - named_parts.len()..];
+        let near_parts: Vec<(usize, f32)> = named_parts
+            .iter()
+            .zip(near_named)
+            .filter(|(part, _)| part.split_whitespace().count() >= 2)
+            .map(|(_, &near)| near)
+            .collect();
+        let near_parts = if near_parts.len() >= 2 {
+            near_parts
+        } else {
+            Vec::new()
+        };
+        let part_tools = parts::part_tools(&near_parts, tools, self.floor);
+        let parts: Vec<RequestPart> = named_parts
+            .into_iter()
+            .zip(near_named)
+            .map(|(text, &(at, similarity))| RequestPart {
+                text,
+                tool: tools[at].name.clone(),
+                similarity,
+            })
+            .collect();
         let mut tool = with_before.map_or(alone, |(_, with)| with.max(alone));
         if !part_tools.is_empty() {
             // Each part is a request of its own: the nearest part counts.
@@ -379,6 +417,7 @@ impl RelevanceGate {
             named_tool,
             continues,
             part_tools,
+            parts,
         };
         let margin = relevance.margin();
         let talk_margin = self

@@ -22,6 +22,7 @@ use agentry_core::tool::{Capabilities, ToolCall, ToolContext};
 
 mod calls;
 mod check;
+mod choice;
 mod guard;
 mod handoff;
 
@@ -29,6 +30,7 @@ pub(crate) use guard::Guardrails;
 pub(crate) use handoff::Segment;
 
 use check::Checked;
+pub(crate) use choice::{StepChoice, StepState};
 
 /// Where in a tree of agents a run stands, and what it may spend and touch.
 pub(crate) struct Frame {
@@ -290,7 +292,11 @@ impl Agent {
     /// The request for the step under way: the conversation so far, the
     /// tools on offer, and how the model may use them.
     async fn request(&self, run: &mut Progress) -> ChatRequest {
-        let (tool_choice, relevance) = self
+        let StepChoice {
+            tool_choice,
+            relevance,
+            note,
+        } = self
             .tool_choice(
                 &run.run_tools,
                 &run.messages,
@@ -308,7 +314,9 @@ impl Agent {
         if run.index == 1 {
             run.relevance = relevance;
         }
-        self.chat_request(&run.run_tools, run.messages.clone(), tool_choice)
+        let mut messages = run.messages.clone();
+        messages.extend(note);
+        self.chat_request(&run.run_tools, messages, tool_choice)
     }
 
     /// The request for one step: the run's system prompt and tools, the
@@ -331,65 +339,6 @@ impl Agent {
             ..ChatRequest::default()
         }
     }
-
-    /// How the model may use tools in the step `at` describes: a call to
-    /// the tool of a part of the request no call has answered yet (the
-    /// relevance gate's [`part_tools`](Relevance::part_tools)); not at all
-    /// past the limit on tool rounds or after an answer was re-asked; on the
-    /// first step as the agent is set to (`Auto` narrowed by the relevance
-    /// gate, whose reading comes back with it, and which later steps pass
-    /// back as `known`); right after a step that only
-    /// loaded functions, it must call one.
-    pub(crate) async fn tool_choice(
-        &self,
-        run_tools: &RunTools,
-        messages: &[Message],
-        at: StepState,
-        known: Option<&Relevance>,
-    ) -> (ToolChoice, Option<Relevance>) {
-        let settings = &self.settings;
-        if at.index > 1
-            && !at.rechecked
-            && let Some(tool) = super::relevance::parts::unserved_part(
-                settings,
-                &run_tools.toolbox,
-                &run_tools.advertised,
-                messages,
-                known,
-            )
-            .await
-        {
-            // A part of the request its tool has not answered yet: its call
-            // comes before the answer, past the limit on tool rounds.
-            return (ToolChoice::Tool(tool), None);
-        }
-        let tool_choice = match settings.max_tool_rounds {
-            _ if at.rechecked => ToolChoice::None,
-            Some(limit) if at.tool_rounds >= limit => ToolChoice::None,
-            _ if at.index <= 1 => settings.first_tool_choice.clone(),
-            _ if at.discovered => ToolChoice::Required,
-            _ => ToolChoice::Auto,
-        };
-        match tool_choice {
-            ToolChoice::Auto if at.index <= 1 => {
-                super::relevance::first_step_choice(settings, &run_tools.advertised, messages).await
-            }
-            other => (other, None),
-        }
-    }
-}
-
-/// Where a run stands before a step, as far as the tools on offer go.
-#[derive(Clone, Copy)]
-pub(crate) struct StepState {
-    /// The step about to be taken, from 1.
-    pub index: usize,
-    /// Steps whose calls counted against the limit on tool rounds.
-    pub tool_rounds: usize,
-    /// The step before only loaded functions (discovery).
-    pub discovered: bool,
-    /// An answer was re-asked: no tools now.
-    pub rechecked: bool,
 }
 
 /// A run under way: its conversation, its finished steps, its tools, and

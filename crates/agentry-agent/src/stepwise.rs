@@ -160,8 +160,10 @@ impl Agent {
         };
         // Each step is planned on its own (an activity): the gate reads the
         // request again rather than keeping step 1's reading.
-        let (tool_choice, _) = self.tool_choice(&run_tools, messages, at, None).await;
-        let request = self.chat_request(&run_tools, messages.to_vec(), tool_choice);
+        let choice = self.tool_choice(&run_tools, messages, at, None).await;
+        let mut messages = messages.to_vec();
+        messages.extend(choice.note);
+        let request = self.chat_request(&run_tools, messages, choice.tool_choice);
         let stream = self.model.stream(&request).inspect(|event| {
             if let Ok(StreamEvent::TextDelta { text }) = event
                 && !text.is_empty()

@@ -352,6 +352,110 @@ async fn a_part_whose_tool_changes_things_is_left_to_the_model() {
     assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::Auto]);
 }
 
+fn call_weather_in(id: &str, city: &str) -> Step {
+    Step::Tool {
+        calls: vec![ToolCall::new(id, "utils.weather", json!({ "city": city }))],
+        text: String::new(),
+        tokens: Usage::new(1, 1),
+    }
+}
+
+#[tokio::test]
+async fn a_part_the_call_left_out_is_asked_of_the_same_tool_by_name() {
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(call_weather_in("1", "Lima"))
+            .reply(call_weather_in("2", "Quito"))
+            .reply(done()),
+    );
+    let run = Agent::builder(model.clone())
+        .tool(read_only_weather())
+        .tool(price())
+        .relevance_gate(parts_gate())
+        .max_tool_rounds(1)
+        .build()
+        .unwrap()
+        .run("What is the weather in Lima and the weather in Quito?")
+        .await;
+    let relevance = run.relevance.as_ref().unwrap();
+    let parts: Vec<&str> = relevance.parts.iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(
+        parts,
+        ["What is the weather in Lima", "the weather in Quito"]
+    );
+    assert!(relevance.part_tools.is_empty(), "one tool for both parts");
+    // Step 1 took Lima; the weather is called again, the part it left out
+    // named to the model in that step's request only; then the answer.
+    assert_eq!(
+        choices(&model),
+        [
+            ToolChoice::Auto,
+            ToolChoice::Tool("utils.weather".into()),
+            ToolChoice::None
+        ]
+    );
+    let requests = model.requests();
+    assert_eq!(
+        requests[1].messages.last(),
+        Some(&Message::user(
+            "Now this part of my request: the weather in Quito"
+        ))
+    );
+    assert!(
+        !requests[2]
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::User { text } if text.starts_with("Now this part"))),
+        "the note is not kept in the conversation"
+    );
+    assert_eq!(run.steps[1].calls[0].call.input, json!({"city": "Quito"}));
+    assert_eq!(run.text(), "done");
+}
+
+#[tokio::test]
+async fn parts_one_call_took_or_none_did_are_not_asked_again() {
+    // One call took both cities: both parts are answered.
+    let both = Step::Tool {
+        calls: vec![ToolCall::new(
+            "1",
+            "utils.weather",
+            json!({"city": "Lima", "also": ["Quito"]}),
+        )],
+        text: String::new(),
+        tokens: Usage::new(1, 1),
+    };
+    // No call took either part's values: nothing tells the parts apart.
+    for first in [both, call_weather()] {
+        let model = Arc::new(ScriptedModel::new().reply(first).reply(done()));
+        let run = Agent::builder(model.clone())
+            .tool(read_only_weather())
+            .relevance_gate(parts_gate())
+            .max_tool_rounds(1)
+            .build()
+            .unwrap()
+            .run("What is the weather in Lima and the weather in Quito?")
+            .await;
+        assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::None]);
+        assert_eq!(run.text(), "done");
+    }
+    // A part without a value of its own ("show me the forecast") is no
+    // request the call left out.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(call_weather_in("1", "Lima"))
+            .reply(done()),
+    );
+    Agent::builder(model.clone())
+        .tool(read_only_weather())
+        .relevance_gate(parts_gate())
+        .max_tool_rounds(1)
+        .build()
+        .unwrap()
+        .run("What is the weather in Lima and the weather forecast?")
+        .await;
+    assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::None]);
+}
+
 #[tokio::test]
 async fn the_answer_to_a_request_in_parts_is_read_against_every_part() {
     let weather_21 = read_only("weather", "The weather in a city.", "21 C, sunny");
