@@ -219,6 +219,7 @@ pub(crate) async fn run(args: EverydayArgs) -> Result<ExitCode, String> {
                 "small_talk": relevance.as_ref().and_then(|r| r.small_talk),
                 "named_tool": relevance.as_ref().and_then(|r| r.named_tool.clone()),
                 "relevance": relevance,
+                "tool_texts": schemas.iter().map(|t| agentry::agent::ToolText::WithArguments.of(t)).collect::<Vec<_>>(),
             }));
         }
         let report = serde_json::json!({"gate_embedder": choice.gate_embedder, "sims": sims});
