@@ -177,7 +177,7 @@ pub struct Relevance {
     /// weather in Lisbon and Berlin"): when the calls made answered one
     /// and left out another that holds a value of its own ("in New York"
     /// after the time in Tokyo), its tool is called for it before the
-    /// answer. Empty for a request in one part.
+    /// answer. Empty for a request in one part, or in more than eight.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<RequestPart>,
 }
@@ -321,6 +321,12 @@ impl RelevanceGate {
         self.floor
     }
 
+    /// How much nearer a tool than small talk a request must be, when the
+    /// gate has small talk.
+    pub(crate) fn talk_margin(&self) -> Option<f32> {
+        self.small_talk.as_ref().map(|talk| talk.margin)
+    }
+
     /// The highest similarity between `request` and any of `tools` (each
     /// read as its [`ToolText`]); `None` when there are no tools.
     pub async fn best_match(
@@ -391,13 +397,21 @@ impl RelevanceGate {
             Vec::new()
         };
         let part_tools = parts::part_tools(&near_parts, tools, self.floor);
+        let talk_vectors = match &self.small_talk {
+            Some(talk) => Some(self.small_talk_vectors(talk).await?),
+            None => None,
+        };
+        let talk_near = |query: &[f32]| talk_vectors.map(|vectors| nearest(query, vectors).1);
+        let asked_parts = &asked[asked.len() - named_parts.len()..];
         let parts: Vec<RequestPart> = named_parts
             .into_iter()
             .zip(near_named)
-            .map(|(text, &(at, similarity))| RequestPart {
+            .zip(asked_parts)
+            .map(|((text, &(at, similarity)), query)| RequestPart {
                 text,
                 tool: tools[at].name.clone(),
                 similarity,
+                small_talk: talk_near(query),
             })
             .collect();
         let mut tool = with_before.map_or(alone, |(_, with)| with.max(alone));
@@ -405,10 +419,7 @@ impl RelevanceGate {
             // Each part is a request of its own: the nearest part counts.
             tool = near_parts.iter().map(|&(_, sim)| sim).fold(tool, f32::max);
         }
-        let small_talk = match &self.small_talk {
-            Some(talk) => Some(nearest(&asked[0], self.small_talk_vectors(talk).await?).1),
-            None => None,
-        };
+        let small_talk = talk_near(&asked[0]);
         let named_tool = named::named_tool(request, tools).map(|(tool, _)| tool.to_owned());
         let mut relevance = Relevance {
             tool,

@@ -189,6 +189,7 @@ impl Agent {
             discovered: false,
             rechecked: None,
             relevance: None,
+            part_calls: false,
             guard_retries: Default::default(),
         };
         run.replay_finished(self).await;
@@ -296,6 +297,7 @@ impl Agent {
             tool_choice,
             relevance,
             note,
+            for_part,
         } = self
             .tool_choice(
                 &run.run_tools,
@@ -314,6 +316,7 @@ impl Agent {
         if run.index == 1 {
             run.relevance = relevance;
         }
+        run.part_calls |= for_part;
         let mut messages = run.messages.clone();
         messages.extend(note);
         self.chat_request(&run.run_tools, messages, tool_choice)
@@ -365,6 +368,9 @@ struct Progress {
     rechecked: Option<usize>,
     /// What the relevance gate made of the request before step 1.
     relevance: Option<Relevance>,
+    /// A step called a tool for a part of the request no call answered:
+    /// the answer rests on every step's results.
+    part_calls: bool,
     /// How many times each output guardrail (by name) asked again.
     guard_retries: std::collections::HashMap<String, u32>,
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use agentry::BoxFuture;
-use agentry::agent::{Agent, AnswerCheck, FirstStep, RelevanceGate};
+use agentry::agent::{Agent, AnswerCheck, FirstStep, RelevanceGate, RunOutcome};
 use agentry::embed::{EmbedError, Embedder, KeywordEmbedder};
 use agentry::model::{Message, ScriptedModel, Step, ToolChoice, Usage};
 use agentry::tool::{Tool, ToolCall, ToolHints, function};
@@ -352,6 +352,17 @@ async fn a_part_whose_tool_changes_things_is_left_to_the_model() {
     assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::Auto]);
 }
 
+/// A run of an agent with `tools`, the parts gate and one tool round.
+async fn run_in_parts(model: &Arc<ScriptedModel>, tools: Vec<Tool>, request: &str) -> RunOutcome {
+    let mut builder = Agent::builder(model.clone())
+        .relevance_gate(parts_gate())
+        .max_tool_rounds(1);
+    for tool in tools {
+        builder = builder.tool(tool);
+    }
+    builder.build().unwrap().run(request).await
+}
+
 fn call_weather_in(id: &str, city: &str) -> Step {
     Step::Tool {
         calls: vec![ToolCall::new(id, "utils.weather", json!({ "city": city }))],
@@ -368,15 +379,12 @@ async fn a_part_the_call_left_out_is_asked_of_the_same_tool_by_name() {
             .reply(call_weather_in("2", "Quito"))
             .reply(done()),
     );
-    let run = Agent::builder(model.clone())
-        .tool(read_only_weather())
-        .tool(price())
-        .relevance_gate(parts_gate())
-        .max_tool_rounds(1)
-        .build()
-        .unwrap()
-        .run("What is the weather in Lima and the weather in Quito?")
-        .await;
+    let run = run_in_parts(
+        &model,
+        vec![read_only_weather(), price()],
+        "What is the weather in Lima and the weather in Quito?",
+    )
+    .await;
     let relevance = run.relevance.as_ref().unwrap();
     let parts: Vec<&str> = relevance.parts.iter().map(|p| p.text.as_str()).collect();
     assert_eq!(
@@ -413,6 +421,48 @@ async fn a_part_the_call_left_out_is_asked_of_the_same_tool_by_name() {
 }
 
 #[tokio::test]
+async fn with_parts_for_two_tools_a_part_left_out_of_one_is_still_asked() {
+    let both = Step::Tool {
+        calls: vec![
+            ToolCall::new("1", "utils.weather", json!({"city": "Lima"})),
+            ToolCall::new("2", "utils.price", json!({"symbol": "ACME"})),
+        ],
+        text: String::new(),
+        tokens: Usage::new(1, 1),
+    };
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(both)
+            .reply(call_weather_in("3", "Quito"))
+            .reply(done()),
+    );
+    let run = run_in_parts(
+        &model,
+        vec![read_only_weather(), price()],
+        "The weather in Lima and the weather in Quito and the price of ACME",
+    )
+    .await;
+    assert_eq!(
+        run.relevance.as_ref().unwrap().part_tools,
+        ["utils.weather", "utils.price"]
+    );
+    assert_eq!(
+        choices(&model),
+        [
+            ToolChoice::Auto,
+            ToolChoice::Tool("utils.weather".into()),
+            ToolChoice::None
+        ]
+    );
+    assert_eq!(
+        model.requests()[1].messages.last(),
+        Some(&Message::user(
+            "Now this part of my request: the weather in Quito"
+        ))
+    );
+}
+
+#[tokio::test]
 async fn parts_one_call_took_or_none_did_are_not_asked_again() {
     // One call took both cities: both parts are answered.
     let both = Step::Tool {
@@ -427,17 +477,38 @@ async fn parts_one_call_took_or_none_did_are_not_asked_again() {
     // No call took either part's values: nothing tells the parts apart.
     for first in [both, call_weather()] {
         let model = Arc::new(ScriptedModel::new().reply(first).reply(done()));
-        let run = Agent::builder(model.clone())
-            .tool(read_only_weather())
-            .relevance_gate(parts_gate())
-            .max_tool_rounds(1)
-            .build()
-            .unwrap()
-            .run("What is the weather in Lima and the weather in Quito?")
-            .await;
+        let run = run_in_parts(
+            &model,
+            vec![read_only_weather()],
+            "What is the weather in Lima and the weather in Quito?",
+        )
+        .await;
         assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::None]);
         assert_eq!(run.text(), "done");
     }
+    // A part nearer small talk than its tool ("thanks Ana") is no request.
+    let model = Arc::new(
+        ScriptedModel::new()
+            .reply(call_weather_in("1", "Lima"))
+            .reply(done()),
+    );
+    let talk_gate = RelevanceGate::new(
+        KeywordEmbedder::new(["weather", "price", "email", "thanks"]),
+        0.5,
+    )
+    .small_talk(["thanks"], -0.5);
+    let run = Agent::builder(model.clone())
+        .tool(read_only_weather())
+        .relevance_gate(talk_gate)
+        .max_tool_rounds(1)
+        .build()
+        .unwrap()
+        .run("What is the weather in Lima and thanks Ana")
+        .await;
+    let parts = &run.relevance.as_ref().unwrap().parts;
+    assert_eq!(parts[1].text, "thanks Ana");
+    assert!(parts[1].similarity - parts[1].small_talk.unwrap() < -0.5);
+    assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::None]);
     // A part without a value of its own ("show me the forecast") is no
     // request the call left out.
     let model = Arc::new(
@@ -445,14 +516,12 @@ async fn parts_one_call_took_or_none_did_are_not_asked_again() {
             .reply(call_weather_in("1", "Lima"))
             .reply(done()),
     );
-    Agent::builder(model.clone())
-        .tool(read_only_weather())
-        .relevance_gate(parts_gate())
-        .max_tool_rounds(1)
-        .build()
-        .unwrap()
-        .run("What is the weather in Lima and the weather forecast?")
-        .await;
+    run_in_parts(
+        &model,
+        vec![read_only_weather()],
+        "What is the weather in Lima and the weather forecast?",
+    )
+    .await;
     assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::None]);
 }
 

@@ -16,15 +16,18 @@
 //! 5"). A part is kept only with two words or more, so "234 and 567" is
 //! no split at all.
 //!
-//! Parts near *one* tool are asked of it once each when the calls made
-//! answered one part and left out another that holds a value of its own
-//! (a number or a name: "What time is it in Tokyo and in New York?",
-//! "Convert 10 miles to km and 10 kg to pounds"): the tool is called again
-//! with that part named ([`unserved_part`]). A part is answered when at
-//! least half of its words (less those of the tool's own text and a few
-//! common ones) are among the values of a call; so "a base of 10 and
-//! height of 5", one call's arguments, is answered by that one call. Here a
-//! part may be one word if it is a name ("Lisbon and Berlin").
+//! A part near the *one* tool called is asked of it again when the call
+//! made took another part's values and none of this one's, and this one
+//! holds a value of its own (a number or a name: "What time is it in Tokyo
+//! and in New York?", "Convert 10 miles to km and 10 kg to pounds"): the
+//! tool is called with that part named to the model ([`unserved_part`]).
+//! What a part holds is read against the call's values
+//! ([`reading::read`]): only what no other part holds counts, less common
+//! words and the tool's own name, description and argument names. So "a
+//! base of 10 and height of 5", one call's arguments, is answered by that
+//! one call. Here a part may be one word if it is a name ("Lisbon and
+//! Berlin"), and a part the gate would take for small talk ("and thanks,
+//! Ana") is none. A message is read in at most [`MAX_PARTS`].
 
 use std::collections::HashSet;
 
@@ -32,8 +35,10 @@ use agentry_core::model::Message;
 use agentry_core::tool::{ToolCall, ToolSchema, Toolbox};
 use serde::Serialize;
 
-use super::{Relevance, ToolText};
+use super::Relevance;
 use crate::agent::Settings;
+
+mod reading;
 
 /// A part of a request that asks several things at once, and the tool
 /// nearest it ([`Relevance::parts`](super::Relevance::parts)).
@@ -45,15 +50,29 @@ pub struct RequestPart {
     pub tool: String,
     /// Their similarity.
     pub similarity: f32,
+    /// The similarity of the gate's nearest small talk, when it has some:
+    /// a part that the gate would answer in text as a request of its own
+    /// ("and thanks, Ana") is not asked of its tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub small_talk: Option<f32>,
 }
 
-/// Words that say nothing of what a part asks for.
-const COMMON: [&str; 46] = [
-    "a", "an", "the", "to", "in", "into", "on", "of", "for", "and", "or", "is", "are", "was",
-    "what", "whats", "what's", "how", "much", "many", "me", "my", "i", "you", "your", "it", "at",
-    "by", "from", "with", "please", "tell", "show", "give", "find", "get", "check", "also", "then",
-    "there", "this", "that", "do", "does", "can", "now",
-];
+impl RequestPart {
+    /// Whether the part reads as a request to its tool rather than as small
+    /// talk, by the gate's own rule for a request: small talk nearer than
+    /// the tool by more than `talk_margin` is small talk ("and thanks,
+    /// Ana").
+    fn is_request(&self, talk_margin: Option<f32>) -> bool {
+        match (self.small_talk, talk_margin) {
+            (Some(talk), Some(margin)) => self.similarity - talk >= margin,
+            _ => true,
+        }
+    }
+}
+
+/// The most parts a message is read in: a longer list ("a and b and c
+/// and …") is read as one request.
+pub(crate) const MAX_PARTS: usize = 8;
 
 /// Where one request in a message may end and the next begin, each with
 /// blank space on both sides (matched in lower case).
@@ -62,15 +81,21 @@ const JOINS: [&str; 8] = [
 ];
 
 /// The parts of `request` with two words or more, or one word that is a
-/// name (capitalised: "Lisbon and Berlin"), in order.
+/// name (capitalised: "Lisbon and Berlin"), in order; the request whole
+/// when it has more than [`MAX_PARTS`].
 pub(super) fn named_parts(request: &str) -> Vec<String> {
-    pieces(request)
+    let parts: Vec<String> = pieces(request)
         .into_iter()
         .filter(|piece| {
             piece.split_whitespace().count() >= 2
                 || piece.chars().next().is_some_and(char::is_uppercase)
         })
-        .collect()
+        .collect();
+    if parts.len() > MAX_PARTS {
+        vec![request.trim().to_owned()]
+    } else {
+        parts
+    }
 }
 
 /// `request` split at every join, each piece trimmed, empty ones dropped.
@@ -93,14 +118,11 @@ fn pieces(request: &str) -> Vec<String> {
         .collect()
 }
 
-/// `text` split at each `join`, matched in lower case.
+/// `text` split at each `join` (ASCII), matched in lower case. Only ASCII
+/// letters are lowered, so every byte offset of the lowered text is one of
+/// `text` ("K and İİ" lowered in full would shift them).
 fn split_ignoring_case(text: &str, join: &str) -> Vec<String> {
-    let lower = text.to_lowercase();
-    // Lower-casing can change byte lengths outside ASCII: split only where
-    // the two line up.
-    if lower.len() != text.len() {
-        return vec![text.to_owned()];
-    }
+    let lower = text.to_ascii_lowercase();
     let mut pieces = Vec::new();
     let mut start = 0;
     for (at, _) in lower.match_indices(join) {
@@ -201,38 +223,39 @@ pub(crate) async fn unserved_part(
             .find_by_name(tool)
             .is_some_and(|found| found.hints.read_only)
     };
-    if !relevance.part_tools.is_empty() {
-        if called.len() >= relevance.part_tools.len() {
-            return None;
-        }
-        return relevance
+    if called.len() < relevance.part_tools.len()
+        && let Some(tool) = relevance
             .part_tools
-            .into_iter()
+            .iter()
             .rev()
             .find(|tool| !called.contains(&tool.as_str()) && read_only(tool))
-            .map(|tool| Unserved { tool, part: None });
+    {
+        return Some(Unserved {
+            tool: tool.clone(),
+            part: None,
+        });
     }
-    if calls.len() >= relevance.parts.len() {
+    if relevance.parts.is_empty() || calls.len() >= relevance.parts.len() {
         return None;
     }
-    let called_text: HashSet<String> = tools
+    let tool_words: HashSet<String> = tools
         .iter()
         .filter(|tool| called.contains(&tool.name.as_str()))
-        .flat_map(|tool| tokens(&ToolText::WithArguments.of(tool)))
+        .flat_map(reading::tool_words)
         .collect();
     let taken: HashSet<String> = calls
         .iter()
-        .flat_map(|call| tokens(&values_text(&call.input)))
+        .flat_map(|call| reading::tokens(&reading::values_text(&call.input)))
         .collect();
     let texts: Vec<&str> = relevance
         .parts
         .iter()
         .map(|part| part.text.as_str())
         .collect();
-    let answered: Vec<bool> = (0..texts.len())
-        .map(|at| answered(&texts, at, &called_text, &taken))
+    let readings: Vec<reading::Reading> = (0..texts.len())
+        .map(|at| reading::read(&texts, at, &tool_words, &taken))
         .collect();
-    if !answered.contains(&true) {
+    if !readings.iter().any(|r| r.answered == Some(true)) {
         // No call took any part's values: the parts are not requests the
         // calls can be told apart by.
         return None;
@@ -240,10 +263,11 @@ pub(crate) async fn unserved_part(
     relevance
         .parts
         .iter()
-        .zip(answered)
-        .find(|(part, answered)| {
-            !answered
-                && holds_value(&part.text)
+        .zip(readings)
+        .find(|(part, reading)| {
+            reading.answered == Some(false)
+                && reading.holds_value
+                && part.is_request(gate.talk_margin())
                 && called.contains(&part.tool.as_str())
                 && read_only(&part.tool)
         })
@@ -253,120 +277,9 @@ pub(crate) async fn unserved_part(
         })
 }
 
-/// Whether the part `parts[at]` was answered by a call that took `taken`
-/// (its values' words): every number only this part holds is among them,
-/// or at least half of the words only this part holds (less common words
-/// and `tool_words`, the called tools' own text) are. A part with neither
-/// counts as answered.
-fn answered(
-    parts: &[&str],
-    at: usize,
-    tool_words: &HashSet<String>,
-    taken: &HashSet<String>,
-) -> bool {
-    let elsewhere: HashSet<String> = parts
-        .iter()
-        .enumerate()
-        .filter(|(other, _)| *other != at)
-        .flat_map(|(_, part)| tokens(part))
-        .collect();
-    let own: Vec<String> = tokens(parts[at])
-        .into_iter()
-        .filter(|token| !elsewhere.contains(token) && !COMMON.contains(&token.as_str()))
-        .collect();
-    let (numbers, words): (Vec<&String>, Vec<&String>) =
-        own.iter().partition(|token| token.parse::<f64>().is_ok());
-    if !numbers.is_empty() && numbers.iter().all(|number| taken.contains(*number)) {
-        return true;
-    }
-    let words: Vec<&String> = words
-        .into_iter()
-        .filter(|word| !tool_words.contains(*word))
-        .collect();
-    let found = words.iter().filter(|word| taken.contains(**word)).count();
-    if numbers.is_empty() {
-        found * 2 >= words.len()
-    } else {
-        // A number of its own not taken: its words must say it was.
-        !words.is_empty() && found * 2 >= words.len()
-    }
-}
-
-/// Whether `part` holds a value of its own: a number, or a name (a
-/// capitalised word that neither opens the part or one of its sentences
-/// nor is `I`; or the part is that one word).
-fn holds_value(part: &str) -> bool {
-    if part.chars().any(|c| c.is_ascii_digit()) {
-        return true;
-    }
-    let words: Vec<&str> = part.split_whitespace().collect();
-    let capitalised = |word: &str| word.chars().next().is_some_and(char::is_uppercase);
-    if words.len() == 1 {
-        return capitalised(words[0]);
-    }
-    words.windows(2).any(|pair| {
-        let opens_sentence = pair[0].ends_with(['.', '!', '?']);
-        let is_i = pair[1] == "I" || pair[1].starts_with("I'");
-        capitalised(pair[1]) && !opens_sentence && !is_i
-    })
-}
-
-/// The words and numbers of `text` in lower case: numbers read whole
-/// (`1,245.50` is `1245.5`, as `1245.50` is), words split at anything but
-/// letters and digits.
-fn tokens(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut found = Vec::new();
-    let mut at = 0;
-    while at < chars.len() {
-        if !chars[at].is_alphanumeric() {
-            at += 1;
-            continue;
-        }
-        let start = at;
-        let numeric = chars[at].is_ascii_digit();
-        while at < chars.len() {
-            let c = chars[at];
-            let between_digits = numeric
-                && matches!(c, '.' | ',')
-                && chars.get(at + 1).is_some_and(char::is_ascii_digit)
-                && at > start;
-            if c.is_alphanumeric() || between_digits {
-                at += 1;
-            } else {
-                break;
-            }
-        }
-        let token: String = chars[start..at].iter().filter(|c| **c != ',').collect();
-        let token = token.to_lowercase();
-        match token.parse::<f64>() {
-            Ok(value) if numeric => found.push(value.to_string()),
-            _ => found.push(token),
-        }
-    }
-    found
-}
-
-/// A call's argument values (strings and numbers, not keys) as one text.
-fn values_text(arguments: &serde_json::Value) -> String {
-    match arguments {
-        serde_json::Value::String(text) => text.clone(),
-        serde_json::Value::Number(number) => number.to_string(),
-        serde_json::Value::Array(items) => {
-            items.iter().map(values_text).collect::<Vec<_>>().join(" ")
-        }
-        serde_json::Value::Object(map) => {
-            map.values().map(values_text).collect::<Vec<_>>().join(" ")
-        }
-        _ => String::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::collections::HashSet;
-
-    use super::{answered, holds_value, named_parts, tokens};
+    use super::{MAX_PARTS, named_parts, split_ignoring_case};
 
     /// The parts of two words or more.
     fn parts(request: &str) -> Vec<String> {
@@ -417,59 +330,27 @@ mod tests {
         assert_eq!(named_parts("Add 234 and 567"), ["Add 234"]);
     }
 
-    fn set(words: &[&str]) -> HashSet<String> {
-        words.iter().map(|w| (*w).to_owned()).collect()
-    }
-
     #[test]
-    fn a_part_is_answered_by_a_call_that_took_its_own_values() {
-        let tool = set(&["convert", "units", "value", "from", "to"]);
-        let parts = ["Convert 10 miles to km", "10 kg to pounds"];
-        // convert_units(10, miles, km): the first part's, not the second's
-        // (its 10 is the first part's too; its words are not taken).
-        let taken = set(&["10", "miles", "km"]);
-        assert!(answered(&parts, 0, &tool, &taken));
-        assert!(!answered(&parts, 1, &tool, &taken));
-        // A number of its own, taken, answers a chatty part.
-        let parts = [
-            "Doing my taxes, ugh. Could you add up 1,245.50",
-            "612.80 for me",
-        ];
-        let taken: HashSet<String> = tokens("1245.50 + 3870.25 + 612.80").into_iter().collect();
-        assert!(answered(&parts, 0, &HashSet::new(), &taken));
-        assert!(answered(&parts, 1, &HashSet::new(), &taken));
-        // One call's arguments: a base of 10 and a height of 5.
-        let parts = ["a triangle with a base of 10", "height of 5"];
-        let tool = set(&["triangle", "area", "base", "height"]);
-        assert!(answered(&parts, 0, &tool, &set(&["10", "5"])));
-        assert!(answered(&parts, 1, &tool, &set(&["10", "5"])));
-        assert!(!answered(&parts, 1, &tool, &set(&["10"])));
-    }
-
-    #[test]
-    fn a_value_is_a_number_or_a_name_inside_the_part() {
-        assert!(holds_value("in New York"));
-        assert!(holds_value("10 kg to pounds"));
-        assert!(holds_value("Berlin"));
-        assert!(!holds_value("show me the cheapest"));
-        assert!(!holds_value("Tell me the forecast"));
-        assert!(!holds_value(
-            "I don't want to wake her up. What time is it there"
-        ));
-    }
-
-    #[test]
-    fn numbers_are_read_whole_and_by_value() {
-        assert_eq!(tokens("1,245.50 and 1245.5"), ["1245.5", "and", "1245.5"]);
-        assert_eq!(tokens("Asia/Tokyo, 12, 18"), ["asia", "tokyo", "12", "18"]);
-        assert_eq!(
-            tokens("3rd of 2026-12-10"),
-            ["3rd", "of", "2026", "12", "10"]
-        );
+    fn a_long_list_is_read_as_one_request() {
+        let list: Vec<String> = (0..=MAX_PARTS).map(|n| format!("city {n}")).collect();
+        let request = list.join(" and ");
+        assert_eq!(named_parts(&request), std::slice::from_ref(&request));
+        let list = &list[..MAX_PARTS];
+        assert_eq!(named_parts(&list.join(" and ")).len(), MAX_PARTS);
     }
 
     #[test]
     fn text_outside_ascii_is_split_where_it_lines_up() {
+        // Lowered in full, the Kelvin sign and a dotted I change their byte
+        // lengths and shift every offset after them.
+        assert_eq!(
+            split_ignoring_case("\u{212A} AND \u{130}\u{130}", " and "),
+            ["\u{212A}", "\u{130}\u{130}"]
+        );
+        assert_eq!(
+            named_parts("\u{212A} and \u{130}\u{130} and ok then"),
+            ["\u{212A}", "\u{130}\u{130}", "ok then"]
+        );
         assert_eq!(
             parts("Find Chloé's email and check the weather in Paris."),
             ["Find Chloé's email", "check the weather in Paris"]

@@ -38,9 +38,11 @@ impl Agent {
         }
         // A request that asks several things has its parts answered by
         // several steps: the answer rests on all of them.
-        let several = run.relevance.as_ref().is_some_and(|relevance| {
-            !relevance.part_tools.is_empty() || !relevance.parts.is_empty()
-        });
+        let several = run
+            .relevance
+            .as_ref()
+            .is_some_and(|relevance| !relevance.part_tools.is_empty())
+            || run.part_calls;
         let mut with_calls = run.steps.iter().filter(|step| !step.calls.is_empty());
         let read: Vec<_> = if several {
             with_calls.collect()

@@ -42,6 +42,7 @@ impl Agent {
                 note: unserved.note(),
                 tool_choice: ToolChoice::Tool(unserved.tool),
                 relevance: None,
+                for_part: true,
             };
         }
         let tool_choice = match settings.max_tool_rounds {
@@ -61,6 +62,7 @@ impl Agent {
             tool_choice,
             relevance,
             note: None,
+            for_part: false,
         }
     }
 }
@@ -74,6 +76,8 @@ pub(crate) struct StepChoice {
     /// A message added to this step's request only: the part of the
     /// request its call is for.
     pub note: Option<Message>,
+    /// The step calls a tool for a part of the request no call answered.
+    pub for_part: bool,
 }
 
 /// Where a run stands before a step, as far as the tools on offer go.
